@@ -1,0 +1,230 @@
+"""Cells: the one place the compiler is called.
+
+A cell is (tree, translation units, envelope) -> diagnostics and maybe a binary. Its key
+covers everything that changes those bytes, so a cell is built once and shared by every
+gate and patch that asks for the same key. A compile error is a result, not a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gates import codehash
+from gates.envelope import Envelope
+from gates.layout import Layout
+from gates.process import bounded
+
+CellKind = Literal["syntax", "exe"]
+CellStatus = Literal[
+    "ok",
+    "compile_error",
+    "link_error",
+    "timeout",
+    "no_tree",
+    "toolchain_missing",
+    "harness_error",
+]
+
+# The compiler sees a pinned, poor environment: nothing from the caller's shell leaks in.
+COMPILER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "LANG": "C"}
+OUTPUT_CAP = 4 << 20
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A translation unit the harness owns (probe, oracle, rendered template)."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    kind: CellKind
+    tree_key: str
+    units: tuple[Unit, ...]
+    tree_sources: tuple[str, ...]  # globs under the tree, resolved after the patch applied
+    include_dirs: tuple[str, ...]  # relative to the tree
+    envelope: Envelope
+    compile_seconds: float
+    label: str = field(default="", compare=False)  # for humans; not part of the key
+
+    @property
+    def key(self) -> str:
+        blob = {
+            "kind": self.kind,
+            "tree": self.tree_key,
+            "units": [(u.name, codehash.of_text(u.text)) for u in self.units],
+            "tree_sources": self.tree_sources,
+            "include_dirs": self.include_dirs,
+            "envelope": asdict(self.envelope),
+            "compile_seconds": self.compile_seconds,
+            "code": codehash.of_modules("cell", "process"),
+        }
+        return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
+
+
+@dataclass(frozen=True)
+class Step:
+    phase: Literal["compile", "link"]
+    source: str
+    argv: list[str]
+    exit: int | None
+    timed_out: bool
+    seconds: float
+    output: str  # the compiler's stderr: GCC JSON lines or plain text
+
+
+@dataclass(frozen=True)
+class CellResult:
+    key: str
+    kind: CellKind
+    label: str
+    status: CellStatus
+    detail: str
+    envelope: str
+    toolchain: str
+    tree_root: str
+    steps: list[Step]
+    binary: str | None
+
+    @classmethod
+    def load(cls, path: Path) -> CellResult:
+        data = json.loads(path.read_text())
+        data["steps"] = [Step(**s) for s in data["steps"]]
+        return cls(**data)
+
+    def compile_steps(self) -> list[Step]:
+        return [s for s in self.steps if s.phase == "compile"]
+
+
+def result_path(layout: Layout, key: str) -> Path:
+    return layout.cell(key) / "result.json"
+
+
+def build(spec: CellSpec, layout: Layout) -> CellResult:
+    """Compile (and for `exe`, link) the cell; write and return its result."""
+    key = spec.key
+    out = layout.cell(key)
+    out.mkdir(parents=True, exist_ok=True)
+    tree = layout.tree(spec.tree_key)
+    tc = spec.envelope.toolchain
+
+    def done(status: CellStatus, detail: str, steps: list[Step], binary: str | None) -> CellResult:
+        result = CellResult(
+            key=key,
+            kind=spec.kind,
+            label=spec.label,
+            status=status,
+            detail=detail,
+            envelope=f"{spec.envelope.name}@{spec.envelope.std}",
+            toolchain=f"{tc.name}: {tc.version}",
+            tree_root=str(tree),
+            steps=steps,
+            binary=binary,
+        )
+        result_path(layout, key).write_text(json.dumps(asdict(result), indent=1) + "\n")
+        return result
+
+    if not _tree_applied(layout, spec.tree_key):
+        return done("no_tree", "the patch did not produce a tree", [], None)
+    if tc.path is None:
+        return done(
+            "toolchain_missing", f"compiler {tc.command!r} ({tc.name}) is not installed", [], None
+        )
+    for unit in spec.units:
+        (out / unit.name).write_text(unit.text)
+    sources = [u.name for u in spec.units] + _resolve(tree, spec.tree_sources)
+    base = _compile_argv(spec, tree)
+    steps: list[Step] = []
+    if spec.kind == "syntax":
+        for src in sources:
+            steps.append(
+                _call(layout, key, "compile", src, [*base, "-fsyntax-only", src], out, spec)
+            )
+        return done(_status(steps), "", steps, None)
+    objects = []
+    for i, src in enumerate(sources):
+        obj = f"tu{i}.o"
+        objects.append(obj)
+        steps.append(_call(layout, key, "compile", src, [*base, "-c", src, "-o", obj], out, spec))
+    if _status(steps) != "ok":
+        return done(_status(steps), "", steps, None)
+    link = [tc.path, *spec.envelope.flags, *spec.envelope.link_flags, *objects, "-o", "a.out"]
+    steps.append(_call(layout, key, "link", "a.out", link, out, spec))
+    status = _status(steps)
+    return done(status, "", steps, str(out / "a.out") if status == "ok" else None)
+
+
+def _compile_argv(spec: CellSpec, tree: Path) -> list[str]:
+    env = spec.envelope
+    assert env.toolchain.path is not None
+    shape = (
+        ["-fdiagnostics-format=json"]
+        if env.toolchain.family == "gcc"
+        else ["-fno-color-diagnostics", "-fno-caret-diagnostics"]
+    )
+    return [
+        env.toolchain.path,
+        f"-std={env.std}",
+        *env.flags,
+        *(f"-D{d}" for d in env.defines),
+        *shape,
+        *(f"-I{tree / inc}" for inc in spec.include_dirs),
+    ]
+
+
+def _resolve(tree: Path, globs: tuple[str, ...]) -> list[str]:
+    found: set[Path] = set()
+    for pattern in globs:
+        found.update(p for p in tree.glob(pattern) if p.is_file())
+    return [str(p) for p in sorted(found)]
+
+
+def _call(
+    layout: Layout,
+    key: str,
+    phase: Literal["compile", "link"],
+    source: str,
+    argv: list[str],
+    cwd: Path,
+    spec: CellSpec,
+) -> Step:
+    with layout.compiler_log.open("a") as log:
+        log.write(f"{time.time():.3f} {key} {phase} {Path(source).name}\n")
+    outcome = bounded(
+        argv, cwd=cwd, env=COMPILER_ENV, timeout=spec.compile_seconds, output_cap=OUTPUT_CAP
+    )
+    return Step(
+        phase=phase,
+        source=_display(source, layout.tree(spec.tree_key)),
+        argv=argv,
+        exit=outcome.exit,
+        timed_out=outcome.timed_out,
+        seconds=round(outcome.wall_seconds, 3),
+        output=outcome.stderr.decode(errors="replace"),
+    )
+
+
+def _display(source: str, tree: Path) -> str:
+    path = Path(source)
+    return path.relative_to(tree).as_posix() if path.is_relative_to(tree) else source
+
+
+def _status(steps: list[Step]) -> CellStatus:
+    for step in steps:
+        if step.timed_out:
+            return "timeout"
+        if step.exit != 0:
+            return "compile_error" if step.phase == "compile" else "link_error"
+    return "ok"
+
+
+def _tree_applied(layout: Layout, tree_key: str) -> bool:
+    stamp = layout.tree_stamp(tree_key)
+    data: dict[str, Any] = json.loads(stamp.read_text()) if stamp.exists() else {}
+    return bool(data.get("applied"))

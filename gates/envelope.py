@@ -1,0 +1,122 @@
+"""Toolchains and envelopes: the pinned compile configurations every cell is built in."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gates.yamlfile import InputError, load_model
+
+Family = Literal["gcc", "clang"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolchainEntry(_Strict):
+    command: str
+    family: Family
+
+
+class EnvelopeEntry(_Strict):
+    toolchain: str
+    std: str = "c++20"
+    flags: list[str] = Field(default_factory=list)
+    link_flags: list[str] = Field(default_factory=list)
+    defines: list[str] = Field(default_factory=list)
+    run_env: dict[str, str] = Field(default_factory=dict)
+
+
+class Manifest(_Strict):
+    toolchains: dict[str, ToolchainEntry]
+    envelopes: dict[str, EnvelopeEntry]
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A compiler as found on this machine; `path` is None when it is not installed."""
+
+    name: str
+    command: str
+    family: Family
+    path: str | None
+    version: str  # first line of `--version`, for humans
+    version_sha: str  # sha256 of the whole `--version` text, for keys
+
+    @property
+    def present(self) -> bool:
+        return self.path is not None
+
+
+@dataclass(frozen=True)
+class Envelope:
+    name: str
+    toolchain: Toolchain
+    std: str
+    flags: tuple[str, ...]
+    link_flags: tuple[str, ...]
+    defines: tuple[str, ...]
+    run_env: tuple[tuple[str, str], ...]
+
+    @property
+    def id(self) -> str:
+        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def with_std(self, std: str | None) -> Envelope:
+        return self if std is None or std == self.std else replace(self, std=std)
+
+
+@cache
+def identify(name: str, command: str, family: Family) -> Toolchain:
+    path = shutil.which(command)
+    if path is None:
+        return Toolchain(name, command, family, None, "not installed", "")
+    resolved = str(Path(path).resolve())
+    text = subprocess.run(
+        [resolved, "--version"], capture_output=True, text=True, check=False, timeout=30
+    ).stdout
+    first = text.splitlines()[0] if text else "unknown"
+    return Toolchain(
+        name, command, family, resolved, first, hashlib.sha256(text.encode()).hexdigest()
+    )
+
+
+class Envelopes:
+    """The manifest of named envelopes, with toolchains identified once per process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.manifest = load_model(path, Manifest)
+        for name, env in self.manifest.envelopes.items():
+            if env.toolchain not in self.manifest.toolchains:
+                msg = (
+                    f"{path}: envelopes.{name}.toolchain: unknown toolchain {env.toolchain!r}; "
+                    f"known: {sorted(self.manifest.toolchains)}"
+                )
+                raise InputError(msg)
+
+    def names(self) -> list[str]:
+        return sorted(self.manifest.envelopes)
+
+    def get(self, name: str) -> Envelope:
+        entry = self.manifest.envelopes[name]
+        tc = self.manifest.toolchains[entry.toolchain]
+        return Envelope(
+            name=name,
+            toolchain=identify(entry.toolchain, tc.command, tc.family),
+            std=entry.std,
+            flags=tuple(entry.flags),
+            link_flags=tuple(entry.link_flags),
+            defines=tuple(entry.defines),
+            run_env=tuple(sorted(entry.run_env.items())),
+        )

@@ -1,0 +1,114 @@
+"""The grade: verdicts.jsonl, the terminal table, the per-cell record, and the exit status.
+
+Exit 0 only when every row ended as it should: the reference state of every case is
+green (no broken case), shipped patches match their `expect`, candidates are accepted
+(unless `report_only=1`, for nightly batches), and nothing hit a harness error.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from doit.exceptions import TaskFailed
+
+from gates.diagnostics import first_error, parse
+from gates.layout import Layout
+from gates.verdict import HARNESS_ERROR, Verdict
+
+if TYPE_CHECKING:
+    from gates.cell import CellResult
+    from gates.rows import Orphan
+
+_ROLE_ORDER = {"reference": 0, "base": 1, "known": 2, "candidate": 3}
+
+
+def cell_note(cell: CellResult) -> str:
+    """The part of a cell's record line that says why it failed, stable between runs."""
+    if cell.status in {"ok", "no_tree"}:
+        return ""
+    first = first_error([d for s in cell.compile_steps() for d in parse(s, cell.tree_root)])
+    return f" | {first.brief()}" if first else f" | {cell.detail.splitlines()[-1:]}"
+
+
+def grade(
+    verdicts: list[Verdict],
+    orphans: list[Orphan],
+    errors: list[str],
+    layout: Layout,
+    registry_order: list[str],
+    report_only: bool,
+) -> TaskFailed | None:
+    verdicts.sort(key=lambda v: (v.case, _ROLE_ORDER[v.role], v.patch))
+    gates = [g for g in registry_order if any(g in v.gates for v in verdicts)]
+    rows = [v.to_json() for v in verdicts]
+    rows += [
+        {
+            "case": o.case,
+            "patch": o.name,
+            "role": "candidate",
+            "model": o.model,
+            "verdict": "incomplete",
+            "class": o.klass,
+            "detail": o.detail,
+            "gates": {},
+        }
+        for o in orphans
+    ]
+    layout.verdicts.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    layout.cell_record.write_text("".join(line + "\n" for v in verdicts for line in v.cells))
+    table = render_table(verdicts, orphans, gates)
+    layout.table.write_text(table)
+    print(table, end="")
+    problems = exit_problems(verdicts, orphans, errors, report_only)
+    print(f"\n{len(rows)} rows; verdicts in {layout.verdicts}")
+    if problems:
+        print(f"\ngrade FAILED ({len(problems)} problem(s)):")
+        for p in problems:
+            print(f"  - {p}")
+        return TaskFailed(f"{len(problems)} problem(s); see above")
+    print("grade ok: every row ended as expected")
+    return None
+
+
+def exit_problems(
+    verdicts: list[Verdict], orphans: list[Orphan], errors: list[str], report_only: bool
+) -> list[str]:
+    problems = [f"input error: {e}" for e in errors]
+    broken_seen: set[tuple[str, str]] = set()
+    for v in verdicts:
+        where = f"{v.case}/{v.patch}"
+        harness = [g for g, r in v.gates.items() if r["class"] == HARNESS_ERROR]
+        if v.klass == HARNESS_ERROR or harness:
+            problems.append(f"{where}: harness error in {harness or ['intake']}")
+        for gate, why in v.broken.items():
+            if (v.case, gate) not in broken_seen:
+                broken_seen.add((v.case, gate))
+                problems.append(f"case {v.case} is broken for gate {gate}: {why}")
+        if v.role == "known" and v.expect_problems:
+            problems.append(f"{where}: {'; '.join(v.expect_problems)}")
+        if v.role == "candidate" and v.verdict != "accept" and not report_only:
+            problems.append(f"{where}: {v.verdict} ({v.klass})")
+    if not report_only:
+        problems += [f"{o.case}/{o.name}: {o.klass}: {o.detail}" for o in orphans]
+    return problems
+
+
+def render_table(verdicts: list[Verdict], orphans: list[Orphan], gates: list[str]) -> str:
+    header = ["case", "patch", "role", "verdict", "class", *gates, "expected"]
+    body = []
+    for v in verdicts:
+        expected = "" if v.expect is None else ("ok" if not v.expect_problems else "MISMATCH")
+        cells = [v.gates[g]["class"] if g in v.gates else "-" for g in gates]
+        if v.role in {"reference", "base"} and v.broken:
+            expected = "BROKEN"
+        body.append([v.case, v.patch, v.role, v.verdict, v.klass, *cells, expected])
+    for o in orphans:
+        body.append([o.case, o.name, "candidate", "incomplete", o.klass, *["-"] * len(gates), ""])
+    widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
+
+    def line(r: list[str]) -> str:
+        return "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *map(line, body)]) + "\n"

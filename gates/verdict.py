@@ -1,0 +1,177 @@
+"""The verdict fold: one (case, patch) row from its intake stamp and its gate results,
+judged against the case's reference state."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gates.result import BASELINE_RED, GateResult
+from gates.rows import Row
+from gates.tree import Stamp
+
+HARNESS_ERROR = "harness_error"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The reference row's results, and the base tree's for a bug-fix case."""
+
+    stamp: Stamp
+    results: dict[str, GateResult]
+    base_stamp: Stamp | None = None
+    base_results: dict[str, GateResult] | None = None
+
+
+@dataclass
+class Verdict:
+    case: str
+    patch: str
+    role: str
+    sha: str
+    source: str
+    model: str | None
+    verdict: str  # accept | reject | incomplete
+    klass: str
+    detail: str
+    gates: dict[str, dict[str, str]]
+    broken: dict[str, str]  # gate -> why the reference state makes it untrustworthy
+    expect: dict[str, str] | None
+    expect_problems: list[str]
+    identity: dict[str, object]
+    evidence: list[str] = field(default_factory=list)
+    cells: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["class"] = data.pop("klass")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Verdict:
+        data = dict(data)
+        data["klass"] = data.pop("class")
+        return cls(**data)  # type: ignore[arg-type]
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+
+
+def reference_problems(gates: list[str], ref: Reference) -> dict[str, str]:
+    """Gates the reference state cannot vouch for, with the reason (the case is broken)."""
+    if not ref.stamp.applied:
+        why = f"the reference patch is {ref.stamp.status}: {ref.stamp.detail}"
+        return dict.fromkeys(gates, why)
+    broken: dict[str, str] = {}
+    for gate in gates:
+        res = ref.results[gate]
+        if res.status != "pass":
+            broken[gate] = f"not green on the reference: {res.klass}: {res.summary}"
+    if ref.base_results is None:
+        return broken
+    assert ref.base_stamp is not None
+    if not ref.base_stamp.applied:
+        return dict.fromkeys(gates, f"the base tree did not materialise: {ref.base_stamp.detail}")
+    f2p_total = 0
+    for gate in gates:
+        for check in ref.base_results[gate].checks:
+            f2p_total += check.fail_to_pass
+            if check.incomplete:
+                continue
+            if check.fail_to_pass and check.ok:
+                broken.setdefault(
+                    gate,
+                    f"fail-to-pass check '{check.name}' already passes on "
+                    "the base tree, so it cannot see the change",
+                )
+            if not check.fail_to_pass and not check.ok:
+                broken.setdefault(
+                    gate,
+                    f"pass-to-pass check '{check.name}' fails on the base "
+                    f"tree: {check.klass}: {check.detail}",
+                )
+    if f2p_total == 0:
+        why = "the case declares a reference patch but no fail_to_pass check proves it"
+        return {g: broken.get(g, why) for g in gates}
+    return broken
+
+
+def fold(
+    row: Row,
+    stamp: Stamp,
+    results: dict[str, GateResult],
+    broken: dict[str, str],
+    identity: dict[str, object],
+) -> Verdict:
+    gates: dict[str, dict[str, str]] = {}
+    evidence: list[str] = [f"trees/{stamp.key}"]
+    cells: list[str] = []
+    for name, res in results.items():
+        shown = res
+        if name in broken and row.role in {"known", "candidate"}:
+            shown = GateResult(
+                name, "incomplete", BASELINE_RED, f"case broken for this gate: {broken[name]}"
+            )
+        gates[name] = {"status": shown.status, "class": shown.klass, "summary": shown.summary}
+        evidence += res.evidence
+        cells += res.cells
+    verdict, klass, detail = _decide(row, stamp, gates)
+    expect = None
+    problems: list[str] = []
+    if row.expect is not None:
+        expect = {"verdict": row.expect.verdict, **row.expect.gate_classes()}
+        if row.expect.row_class:
+            expect["class"] = row.expect.row_class
+        problems = _expect_problems(expect, verdict, klass, gates)
+    return Verdict(
+        case=row.case,
+        patch=row.name,
+        role=row.role,
+        sha=row.sha,
+        source=row.source,
+        model=row.model,
+        verdict=verdict,
+        klass=klass,
+        detail=detail,
+        gates=gates,
+        broken=broken,
+        expect=expect,
+        expect_problems=problems,
+        identity=identity,
+        evidence=sorted(set(evidence)),
+        cells=sorted(cells),
+    )
+
+
+def _decide(row: Row, stamp: Stamp, gates: dict[str, dict[str, str]]) -> tuple[str, str, str]:
+    if stamp.status == HARNESS_ERROR:
+        return "incomplete", HARNESS_ERROR, stamp.detail
+    if not stamp.applied:
+        return "reject", stamp.status, stamp.detail
+    if row.role == "candidate" and not stamp.changed:
+        return "reject", "empty_patch", "the patch changes nothing"
+    statuses = {g: v["status"] for g, v in gates.items()}
+    for status, word in (("fail", "reject"), ("incomplete", "incomplete")):
+        hit = [g for g, s in statuses.items() if s == status]
+        if hit:
+            return word, gates[hit[0]]["class"], f"{hit[0]}: {gates[hit[0]]['summary']}"
+    return "accept", "accept", ""
+
+
+def _expect_problems(
+    expect: dict[str, str], verdict: str, klass: str, gates: dict[str, dict[str, str]]
+) -> list[str]:
+    problems = []
+    if expect["verdict"] != verdict:
+        problems.append(f"verdict {verdict!r}, expected {expect['verdict']!r}")
+    if "class" in expect and expect["class"] != klass:
+        problems.append(f"class {klass!r}, expected {expect['class']!r}")
+    for gate, want in expect.items():
+        if gate in {"verdict", "class"}:
+            continue
+        got = gates.get(gate, {}).get("class", "not run")
+        if got != want:
+            problems.append(f"{gate} {got!r}, expected {want!r}")
+    return problems

@@ -1,0 +1,51 @@
+"""Reading YAML into pydantic models with messages that name the file and the key path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class InputError(Exception):
+    """Bad input from a user's file: the message names the file, the key and the fix."""
+
+
+def key_path(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def load_model(path: Path, model: type[M]) -> M:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        msg = f"{path}: cannot read: {exc.strerror}"
+        raise InputError(msg) from exc
+    except yaml.YAMLError as exc:
+        msg = f"{path}: not valid YAML: {exc}"
+        raise InputError(msg) from exc
+    if data is None:
+        data = {}
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{path}: {exc.error_count()} problem(s) in {model.__name__}:"]
+        for err in exc.errors():
+            where = key_path(tuple(p for p in err["loc"] if not _is_union_tag(p)))
+            found = "" if err["type"] == "missing" else f" (found {err['input']!r})"
+            hint = " (unknown key: check its spelling)" if err["type"] == "extra_forbidden" else ""
+            lines.append(f"  {where}: {err['msg']}{found}{hint}")
+        raise InputError("\n".join(lines)) from exc
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic names the union member it tried ("str", "function-after[...]"); the user
+    # wrote neither, so keep the path in the user's words.
+    return isinstance(part, str) and (part in {"str", "int", "list[str]"} or "[" in part)
