@@ -24,6 +24,7 @@ class Context:
     case: Case
     tree_key: str
     envelopes: Envelopes
+    reference_tree_key: str  # the case's reference state, for gates that measure against it
 
 
 @dataclass

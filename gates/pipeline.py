@@ -123,15 +123,18 @@ class Pipeline:
 
     def _plan_rows(self, case: Case, rows: list[Row]) -> None:
         for row in rows:
-            key = codehash.of_text(json.dumps([case.tree_digest, case.spec.writable, row.sha]))[:24]
-            self.tree_keys[row.id] = key
+            blob = json.dumps([case.tree_digest, case.spec.writable, row.sha])
+            self.tree_keys[row.id] = codehash.of_text(blob)[:24]
+        reference = self.tree_keys[f"{case.id}/reference"]
+        for row in rows:
+            ctx = Context(case, self.tree_keys[row.id], self.envelopes, reference)
             for gate_name in case.enabled_gates():
-                if (key, gate_name) not in self.plans:
-                    ctx = Context(case, key, self.envelopes)
-                    self.plans[key, gate_name] = registry.GATES[gate_name].plan(ctx)
+                if (ctx.tree_key, gate_name) not in self.plans:
+                    self.plans[ctx.tree_key, gate_name] = registry.GATES[gate_name].plan(ctx)
 
     def _ctx(self, row: Row) -> Context:
-        return Context(self.cases[row.case], self.tree_keys[row.id], self.envelopes)
+        reference = self.tree_keys[f"{row.case}/reference"]
+        return Context(self.cases[row.case], self.tree_keys[row.id], self.envelopes, reference)
 
     def _reference_rows(self, case: str) -> tuple[Row, Row | None]:
         ref = next(r for r in self.rows if r.case == case and r.role == "reference")

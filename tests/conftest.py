@@ -1,0 +1,67 @@
+"""Shared fixtures: run the real doit over a case library into a private build folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+SHIPPED = PROJECT / "cases"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@dataclass
+class Grade:
+    returncode: int
+    output: str
+    out: Path
+
+    @property
+    def rows(self) -> dict[str, dict[str, object]]:
+        """verdicts.jsonl by 'case/patch'."""
+        rows = {}
+        for line in (self.out / "verdicts.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            rows[f"{row['case']}/{row['patch']}"] = row
+        return rows
+
+    def gate(self, row: str, gate: str) -> dict[str, str]:
+        return self.rows[row]["gates"][gate]  # type: ignore[index, no-any-return]
+
+
+def compiler_calls(out: Path) -> int:
+    log = out / "compiler-calls.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def run_grade(out: Path, *args: str, library: Path = SHIPPED, task: str = "grade") -> Grade:
+    """`doit grade` as a user runs it, with the build folder and dep file under `out`."""
+    cmd = [sys.executable, "-m", "doit", "-f", str(PROJECT / "dodo.py"), *args]
+    cmd += [task, f"cases={library}", f"out={out}"]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=PROJECT, check=False, timeout=900,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+    )
+    return Grade(proc.returncode, proc.stdout + proc.stderr, out)
+
+
+@pytest.fixture(scope="session")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> Grade:
+    """One cold grade of the shipped library, shared by every test that only reads it."""
+    return run_grade(tmp_path_factory.mktemp("shipped"))
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Iterator[Path]:
+    """A private, writable copy of the shipped library (tests edit cases in it)."""
+    dest = tmp_path / "cases"
+    shutil.copytree(SHIPPED, dest)
+    yield dest
