@@ -48,9 +48,9 @@ class Toolchain:
     name: str
     command: str
     family: Family
-    path: str | None
+    path: str | None  # as found on PATH; None when not installed
     version: str  # first line of `--version`, for humans
-    version_sha: str  # sha256 of the whole `--version` text, for keys
+    version_sha: str  # sha256 of the resolved path and the whole `--version` text, for keys
 
     @property
     def present(self) -> bool:
@@ -81,14 +81,15 @@ def identify(name: str, command: str, family: Family) -> Toolchain:
     path = shutil.which(command)
     if path is None:
         return Toolchain(name, command, family, None, "not installed", "")
+    # Invoke the name as found on PATH: clang++ resolves to clang-14, which drives the
+    # link as C (no libstdc++). Identity hashes the resolved target and its version text.
     resolved = str(Path(path).resolve())
     text = subprocess.run(
-        [resolved, "--version"], capture_output=True, text=True, check=False, timeout=30
+        [path, "--version"], capture_output=True, text=True, check=False, timeout=30
     ).stdout
     first = text.splitlines()[0] if text else "unknown"
-    return Toolchain(
-        name, command, family, resolved, first, hashlib.sha256(text.encode()).hexdigest()
-    )
+    digest = hashlib.sha256(f"{resolved}\n{text}".encode()).hexdigest()
+    return Toolchain(name, command, family, path, first, digest)
 
 
 class Envelopes:

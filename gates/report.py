@@ -94,12 +94,18 @@ def exit_problems(
     return problems
 
 
+def _shown(gate: dict[str, str] | None) -> str:
+    if gate is None or gate["status"] == "not_applicable":
+        return "-"
+    return gate["class"] + ("?" if gate["status"] == "incomplete" else "")
+
+
 def render_table(verdicts: list[Verdict], orphans: list[Orphan], gates: list[str]) -> str:
     header = ["case", "patch", "role", "verdict", "class", *gates, "expected"]
     body = []
     for v in verdicts:
         expected = "" if v.expect is None else ("ok" if not v.expect_problems else "MISMATCH")
-        cells = [v.gates[g]["class"] if g in v.gates else "-" for g in gates]
+        cells = [_shown(v.gates.get(g)) for g in gates]
         if v.role in {"reference", "base"} and v.broken:
             expected = "BROKEN"
         body.append([v.case, v.patch, v.role, v.verdict, v.klass, *cells, expected])

@@ -80,7 +80,7 @@ def guard(text: bytes, writable: list[str]) -> Stamp:
                 return Stamp("", "malformed_patch", f"{raw!r}: {problem}")
             if path not in touched:
                 touched.append(path)
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", writable)
+    spec = pathspec.GitIgnoreSpec.from_lines(writable)
     outside = [p for p in touched if not spec.match_file(p)]
     if outside:
         return Stamp(

@@ -110,7 +110,7 @@ def fold(
     cells: list[str] = []
     for name, res in results.items():
         shown = res
-        if name in broken and row.role in {"known", "candidate"}:
+        if name in broken and row.role in {"known", "candidate"} and res.status != "not_applicable":
             shown = GateResult(
                 name, "incomplete", BASELINE_RED, f"case broken for this gate: {broken[name]}"
             )

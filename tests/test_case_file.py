@@ -1,0 +1,105 @@
+"""Case files: schema errors name the file, the key path, and what was expected."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import SHIPPED, run_grade
+
+from gates.case import load_case
+from gates.envelope import Envelopes
+from gates.gate import Context
+from gates.negcomp import GATE as NEGCOMP
+from gates.yamlfile import InputError
+
+
+@pytest.fixture
+def case_dir(tmp_path: Path) -> Path:
+    dest = tmp_path / "token_handle"
+    shutil.copytree(SHIPPED / "token_handle", dest)
+    return dest
+
+
+def _edit(case_dir: Path, old: str, new: str) -> None:
+    path = case_dir / "case.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def _error(case_dir: Path) -> str:
+    with pytest.raises(InputError) as err:
+        case = load_case(case_dir)
+        NEGCOMP.plan(Context(case, "k", Envelopes(SHIPPED / "envelopes.yaml"), "k"))
+    return str(err.value)
+
+
+def test_shipped_case_loads(case_dir: Path) -> None:
+    case = load_case(case_dir)
+    assert case.enabled_gates() == ["negcomp"]
+
+
+def test_misspelt_key_is_an_error_not_a_disabled_gate(case_dir: Path) -> None:
+    _edit(case_dir, "must_fail:", "must_fial:")
+    msg = _error(case_dir)
+    assert str(case_dir / "case.yaml") in msg
+    assert "gates.negcomp.must_fial" in msg and "unknown key" in msg
+
+
+def test_unknown_gate_name_is_an_error(case_dir: Path) -> None:
+    _edit(case_dir, "  negcomp:", "  negcomps:")
+    assert "gates.negcomps" in _error(case_dir)
+
+
+def test_wrong_type_names_the_key_and_what_was_found(case_dir: Path) -> None:
+    _edit(case_dir, "writable: [include/token_handle.hpp, src/**]", "writable: include")
+    msg = _error(case_dir)
+    assert re.search(r"writable: .*list", msg) and "'include'" in msg
+
+
+def test_missing_unit_file_names_the_key(case_dir: Path) -> None:
+    (case_dir / "probes/neg_copy.cpp").unlink()
+    msg = _error(case_dir)
+    assert "gates.negcomp.must_fail[0].unit" in msg and "does not exist" in msg
+
+
+def test_must_fail_unit_without_marker(case_dir: Path) -> None:
+    unit = case_dir / "probes/neg_copy.cpp"
+    unit.write_text(unit.read_text().replace("cxxgate: reject", "reject me"))
+    assert "marks exactly one line" in _error(case_dir)
+
+
+def test_template_argument_missing(case_dir: Path) -> None:
+    _edit(case_dir, 'from: "7"', 'fromm: "7"')
+    msg = _error(case_dir)
+    assert "must_fail[1].args" in msg and "'from' is undefined" in msg
+
+
+def test_oracle_inside_tree_is_refused(case_dir: Path) -> None:
+    shutil.copy(case_dir / "probes/pos_move.cpp", case_dir / "tree/pos_move.cpp")
+    _edit(case_dir, "probes/pos_move.cpp", "tree/pos_move.cpp")
+    assert "inside tree/" in _error(case_dir)
+
+
+def test_expectation_for_a_gate_the_case_does_not_enable(case_dir: Path) -> None:
+    _edit(case_dir, "negcomp: surface_regression}", "matrixx: surface_regression}")
+    assert "expect.matrixx" in _error(case_dir)
+
+
+def test_a_broken_case_file_does_not_stop_the_rest(tmp_path: Path) -> None:
+    lib = tmp_path / "cases"
+    lib.mkdir()
+    for name in ("token_handle", "saturating"):
+        shutil.copytree(SHIPPED / name, lib / name)
+    shutil.copy(SHIPPED / "envelopes.yaml", lib)
+    yaml = lib / "saturating/case.yaml"
+    yaml.write_text(yaml.read_text().replace("must_build:", "must_biuld:"))
+    grade = run_grade(tmp_path / "out", library=lib)
+    assert grade.returncode != 0
+    assert "saturating/case.yaml" in grade.output and "gates.negcomp.must_biuld" in grade.output
+    assert grade.rows["token_handle/public_ctor"]["gates"]["negcomp"]["class"] == (
+        "surface_regression"
+    )

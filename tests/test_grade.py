@@ -1,0 +1,238 @@
+"""`doit grade` end to end on the negcomp cases: classes, exit status, incrementality."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT, Grade, compiler_calls, run_grade
+
+NEGCOMP_CASES = "case=token_handle,bounded_index,saturating"
+
+
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory: pytest.TempPathFactory) -> Grade:
+    return run_grade(tmp_path_factory.mktemp("negcomp"), NEGCOMP_CASES)
+
+
+def test_every_shipped_patch_lands_on_its_expected_class(cold: Grade) -> None:
+    assert cold.returncode == 0, cold.output
+    assert "grade ok" in cold.output
+    known = [r for r in cold.rows.values() if r["role"] == "known"]
+    assert len(known) >= 20
+    assert all(r["expect_problems"] == [] for r in known)
+
+
+def test_every_negcomp_class_and_intake_class_is_reached(cold: Grade) -> None:
+    gate_classes = {r["gates"]["negcomp"]["class"] for r in cold.rows.values()}
+    assert {
+        "accept",
+        "surface_regression",
+        "build_broken",
+        "functional_regression",
+        "fails_for_wrong_reason",
+        "toolchain_mismatch",
+    } <= gate_classes
+    row_classes = {r["class"] for r in cold.rows.values()}
+    assert {"malformed_patch", "path_violation", "patch_does_not_apply"} <= row_classes
+
+
+def test_rows_carry_sha_identity_and_evidence(cold: Grade) -> None:
+    row = cold.rows["token_handle/public_ctor"]
+    sha = (
+        __import__("hashlib")
+        .sha256((PROJECT / "cases/token_handle/patches/public_ctor.diff").read_bytes())
+        .hexdigest()
+    )
+    assert row["sha"] == sha
+    assert "g++" in row["identity"]["toolchains"]["gcc"]["version"]
+    assert any(e.startswith("cells/") for e in row["evidence"])
+    assert any(e.startswith("runs/") for e in row["evidence"])
+    for path in row["evidence"]:
+        assert (cold.out / path).exists(), path
+    assert "now compiles" in row["gates"]["negcomp"]["summary"]
+
+
+def test_wrong_reason_names_the_line_that_failed(cold: Grade) -> None:
+    summary = cold.gate("token_handle/drop_utility_widen_assign", "negcomp")["summary"]
+    assert "marked line" in summary or "without line" in summary
+
+
+def test_feature_case_checks_fail_on_base_and_pass_on_reference(cold: Grade) -> None:
+    base = cold.rows["saturating/base"]
+    assert base["verdict"] == "reject" and base["broken"] == {}
+    assert cold.rows["saturating/reference"]["verdict"] == "accept"
+
+
+def test_cell_record_is_one_stable_line_per_cell(cold: Grade) -> None:
+    lines = (cold.out / "cells.txt").read_text().splitlines()
+    assert any(
+        ln.startswith("token_handle/public_ctor negcomp fail1 syntax gcc@c++20 ok") for ln in lines
+    )
+    assert not any("/tmp/" in ln or str(cold.out) in ln for ln in lines)
+
+
+def test_warm_rerun_compiles_nothing_and_gives_the_same_verdicts(cold: Grade) -> None:
+    before = compiler_calls(cold.out)
+    first = (cold.out / "verdicts.jsonl").read_text()
+    warm = run_grade(cold.out, NEGCOMP_CASES)
+    assert warm.returncode == 0, warm.output
+    assert compiler_calls(cold.out) == before
+    assert (cold.out / "verdicts.jsonl").read_text() == first
+
+
+def test_parallel_grade_gives_identical_verdicts(cold: Grade, tmp_path: Path) -> None:
+    par = run_grade(tmp_path / "par", "-n", "2", NEGCOMP_CASES)
+    assert par.returncode == 0, par.output
+    assert (par.out / "verdicts.jsonl").read_text() == (cold.out / "verdicts.jsonl").read_text()
+    assert (par.out / "cells.txt").read_text() == (cold.out / "cells.txt").read_text()
+
+
+def _project_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "project"
+    for name in ("gates", "templates", "cases"):
+        shutil.copytree(PROJECT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PROJECT / "dodo.py", dest)
+    return dest
+
+
+def _grade_copy(project: Path, out: Path, *args: str) -> Grade:
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "doit",
+            "-f",
+            str(project / "dodo.py"),
+            "grade",
+            *args,
+            f"out={out}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        check=False,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(project)},
+    )
+    return Grade(proc.returncode, proc.stdout + proc.stderr, out)
+
+
+def test_edits_rebuild_only_what_they_touch(tmp_path: Path) -> None:
+    project = _project_copy(tmp_path)
+    out = tmp_path / "out"
+    assert _grade_copy(project, out, "case=token_handle").returncode == 0
+    base_calls = compiler_calls(out)
+
+    # A prompt or case note edit: the identity changes, no compiler runs.
+    (project / "cases/token_handle/prompt.md").write_text("Add valid() and reset().\n")
+    again = _grade_copy(project, out, "case=token_handle")
+    assert again.returncode == 0 and compiler_calls(out) == base_calls
+    assert again.rows["token_handle/reference"]["identity"]["case"] != ""
+
+    # Classification code edit: gates re-classify from stored cells, no compiler runs.
+    gate = project / "gates/negcomp.py"
+    gate.write_text(gate.read_text() + "\n# a comment that changes the gate's code hash\n")
+    reclass = _grade_copy(project, out, "case=token_handle")
+    assert reclass.returncode == 0 and compiler_calls(out) == base_calls
+    assert "negcomp:token_handle/public_ctor" in reclass.output
+
+    # One patch edited: only that patch's cells compile (2 must-build exes of 2 TUs + link,
+    # 4 must-fail units and their 4 twins: 2*3 + 4 + 4 = 14 invocations at most).
+    patch = project / "cases/token_handle/patches/good_valid_reset.diff"
+    patch.write_text(patch.read_text().replace("valid()", "is_valid()"))
+    edited = _grade_copy(project, out, "case=token_handle")
+    assert edited.returncode == 0, edited.output
+    assert 0 < compiler_calls(out) - base_calls <= 14
+
+
+def test_reference_red_marks_the_case_broken(tmp_path: Path) -> None:
+    project = _project_copy(tmp_path)
+    yaml = project / "cases/token_handle/case.yaml"
+    # A must-fail unit that the base tree itself accepts: moving is allowed.
+    yaml.write_text(
+        yaml.read_text().replace(
+            "    must_fail:\n",
+            "    must_fail:\n      - {template: construct_from, "
+            'args: {type: TokenHandle, from: "TokenHandle::make(1)"}}\n',
+            1,
+        )
+    )
+    grade = _grade_copy(project, tmp_path / "out", "case=token_handle")
+    assert grade.returncode != 0
+    assert "case token_handle is broken for gate negcomp" in grade.output
+    assert grade.rows["token_handle/reference"]["gates"]["negcomp"]["class"] == (
+        "surface_regression"
+    )
+    good = grade.rows["token_handle/good_valid_reset"]
+    assert good["gates"]["negcomp"]["class"] == "baseline_red"
+    assert good["verdict"] == "incomplete"
+
+
+def test_fail_to_pass_check_that_passes_on_base_breaks_the_case(tmp_path: Path) -> None:
+    project = _project_copy(tmp_path)
+    yaml = project / "cases/saturating/case.yaml"
+    text = yaml.read_text().replace(
+        "- probes/pos_sub.cpp", "- {unit: probes/pos_sub.cpp, fail_to_pass: true}", 1
+    )
+    yaml.write_text(text)
+    grade = _grade_copy(project, tmp_path / "out", "case=saturating")
+    assert grade.returncode != 0
+    assert "already passes on the base tree" in grade.output
+    assert grade.rows["saturating/wraps"]["gates"]["negcomp"]["class"] == "baseline_red"
+
+
+def test_reference_patch_that_does_not_apply_breaks_the_case(tmp_path: Path) -> None:
+    project = _project_copy(tmp_path)
+    ref = project / "cases/saturating/patches/reference.diff"
+    ref.write_text("this is not a diff\n")
+    grade = _grade_copy(project, tmp_path / "out", "case=saturating")
+    assert grade.returncode != 0
+    assert "the reference patch is malformed_patch" in grade.output
+
+
+def test_missing_compiler_is_incomplete_never_green(tmp_path: Path) -> None:
+    project = _project_copy(tmp_path)
+    env = project / "cases/envelopes.yaml"
+    env.write_text(env.read_text().replace("command: g++", "command: g++-cxxgate-absent"))
+    grade = _grade_copy(project, tmp_path / "out", "case=token_handle")
+    assert grade.returncode != 0
+    good = grade.rows["token_handle/good_valid_reset"]
+    assert good["verdict"] == "incomplete"
+    ref = grade.rows["token_handle/reference"]["gates"]["negcomp"]
+    assert ref["status"] == "incomplete" and ref["class"] == "toolchain_missing"
+    assert "g++-cxxgate-absent" in ref["summary"]
+    # Intake still decides what it can without a compiler.
+    assert grade.rows["token_handle/touch_tests"]["class"] == "path_violation"
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ not installed")
+def test_clang_envelope_lands_on_the_same_classes(tmp_path: Path) -> None:
+    project = _project_copy(tmp_path)
+    yaml = project / "cases/token_handle/case.yaml"
+    yaml.write_text(yaml.read_text().replace("std: c++20", "std: c++20\nenvelope: clang", 1))
+    grade = _grade_copy(project, tmp_path / "out", "case=token_handle")
+    assert grade.returncode == 0, grade.output
+    assert grade.rows["token_handle/reference"]["identity"]["toolchains"]["clang"]["path"]
+    assert "gcc@" not in (grade.out / "cells.txt").read_text()
+
+    # Without a pin for the running toolchain a unit is checked by status and line only:
+    # the C++03-style private copy is still rejected on the marked line, so it passes.
+    text = yaml.read_text()
+    yaml.write_text(re.sub(r", clang: (\{[^}]*\}|\"[^\"]*\")", "", text))
+    unpinned = _grade_copy(project, tmp_path / "out2", "case=token_handle")
+    row = unpinned.rows["token_handle/private_undefined_copy"]
+    assert row["gates"]["negcomp"]["class"] == "accept"
+
+
+def test_verdicts_jsonl_is_valid_json_lines(cold: Grade) -> None:
+    for line in (cold.out / "verdicts.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        assert row["verdict"] in {"accept", "reject", "incomplete"}
