@@ -1,0 +1,74 @@
+"""Candidate batches: `patches=` a folder or a predictions .jsonl; bad entries get rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import SHIPPED, run_grade
+
+GOOD = (SHIPPED / "token_handle/patches/good_valid_reset.diff").read_text()
+WIDEN = (SHIPPED / "token_handle/patches/public_ctor.diff").read_text()
+
+
+def test_predictions_jsonl(tmp_path: Path) -> None:
+    preds = tmp_path / "preds.jsonl"
+    lines = [
+        {"instance_id": "token_handle", "model_name_or_path": "org/model-a", "model_patch": GOOD},
+        {"instance_id": "token_handle", "model_name_or_path": "org/model-a", "model_patch": WIDEN},
+        {"instance_id": "token_handle", "model_name_or_path": "model-b", "model_patch": ""},
+        {"instance_id": "no_such_case", "model_name_or_path": "model-b", "model_patch": GOOD},
+        {"instance_id": "token_handle", "model_name_or_path": "model-c",
+         "model_patch": "I could not find the bug, sorry."},
+    ]
+    preds.write_text("\n".join(json.dumps(x) for x in lines) + "\n{not json\n")
+    grade = run_grade(tmp_path / "out", f"patches={preds}", "case=token_handle")
+    rows = grade.rows
+    assert rows["token_handle/org_model-a"]["verdict"] == "accept"
+    assert rows["token_handle/org_model-a"]["model"] == "org/model-a"
+    widened = rows["token_handle/org_model-a~2"]
+    assert widened["gates"]["negcomp"]["class"] == "surface_regression"
+    assert widened["source"].endswith("preds.jsonl:2")
+    assert rows["token_handle/model-b"]["class"] == "empty_patch"
+    assert rows["no_such_case/model-b"]["class"] == "unknown_case"
+    assert rows["token_handle/model-c"]["class"] == "malformed_patch"
+    assert rows["?/line6"]["class"] == "malformed_input"
+    assert "preds.jsonl:6" in rows["?/line6"]["detail"]
+    # Shipped patches are not graded in a batch; the reference state always is.
+    assert "token_handle/public_ctor" not in rows
+    assert rows["token_handle/reference"]["verdict"] == "accept"
+    assert grade.returncode != 0
+    assert "token_handle/org_model-a~2: reject (surface_regression)" in grade.output
+
+    report = run_grade(tmp_path / "out", f"patches={preds}", "case=token_handle",
+                       "report_only=1")
+    assert report.returncode == 0, report.output
+    assert report.rows == rows
+
+
+def test_patch_folder(tmp_path: Path) -> None:
+    batch = tmp_path / "run"
+    (batch / "token_handle").mkdir(parents=True)
+    (batch / "token_handle/alpha.diff").write_text(GOOD)
+    (batch / "saturating").mkdir()
+    (batch / "saturating/alpha.diff").write_text(WIDEN)  # written for another case
+    (batch / "ghost").mkdir()
+    (batch / "ghost/alpha.diff").write_text(GOOD)
+    grade = run_grade(tmp_path / "out", f"patches={batch}", "case=token_handle,saturating")
+    rows = grade.rows
+    assert rows["token_handle/alpha"]["verdict"] == "accept"
+    assert rows["saturating/alpha"]["class"] == "patch_does_not_apply"
+    assert rows["ghost/alpha"]["class"] == "unknown_case"
+    assert grade.returncode != 0
+
+    only_good = tmp_path / "good"
+    (only_good / "token_handle").mkdir(parents=True)
+    (only_good / "token_handle/alpha.diff").write_text(GOOD)
+    ok = run_grade(tmp_path / "out", f"patches={only_good}", "case=token_handle")
+    assert ok.returncode == 0, ok.output
+
+
+def test_unknown_case_selection_is_named(tmp_path: Path) -> None:
+    grade = run_grade(tmp_path / "out", "case=token_handel")
+    assert grade.returncode != 0
+    assert "case=token_handel: no such case" in grade.output
