@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,6 +85,9 @@ class Case:
     dir: Path
     spec: CaseFile
     tree_digest: str  # sha256 over the base tree's paths and bytes
+    # Oracles are read once per case, not once per graded patch.
+    _oracles: dict[str, Path] = field(default_factory=dict, compare=False, repr=False)
+    _texts: dict[Path, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def file(self) -> Path:
@@ -102,6 +105,17 @@ class Case:
 
     def oracle(self, rel: str, key: str) -> Path:
         """A file the case owns outside its tree (probe, golden, patch): must exist."""
+        if rel not in self._oracles:
+            self._oracles[rel] = self._check_oracle(rel, key)
+        return self._oracles[rel]
+
+    def oracle_text(self, rel: str, key: str) -> str:
+        path = self.oracle(rel, key)
+        if path not in self._texts:
+            self._texts[path] = path.read_text()
+        return self._texts[path]
+
+    def _check_oracle(self, rel: str, key: str) -> Path:
         path = (self.dir / rel).resolve()
         if not path.is_relative_to(self.dir.resolve()):
             msg = f"{self.file}: {key}: {rel!r} points outside the case folder"

@@ -7,7 +7,7 @@ import json
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -67,10 +67,11 @@ class Envelope:
     defines: tuple[str, ...]
     run_env: tuple[tuple[str, str], ...]
 
-    @property
+    @cached_property
     def id(self) -> str:
+        """Hashes every field, the toolchain's identity included."""
         blob = json.dumps(asdict(self), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        return hashlib.sha256(blob).hexdigest()
 
     def with_std(self, std: str | None) -> Envelope:
         return self if std is None or std == self.std else replace(self, std=std)

@@ -1,4 +1,9 @@
-"""Where every build output lives: one folder (default `.grade/`), never inside a case."""
+"""Where every build output lives: one folder (default `.grade/`), never inside a case.
+
+Paths are built from one formatted string each: planning a batch of thousands of
+patches asks for hundreds of thousands of them, and pathlib's per-segment joins showed up
+as the largest cost of loading the task graph.
+"""
 
 from __future__ import annotations
 
@@ -10,32 +15,41 @@ from pathlib import Path
 class Layout:
     root: Path
 
+    def _at(self, rel: str) -> Path:
+        return Path(f"{self.root}/{rel}")
+
     def tree(self, key: str) -> Path:
-        return self.root / "trees" / key
+        return self._at(f"trees/{key}")
 
     def tree_stamp(self, key: str) -> Path:
-        return self.root / "trees" / f"{key}.json"
+        return self._at(f"trees/{key}.json")
 
     def cell(self, key: str) -> Path:
-        return self.root / "cells" / key[:2] / key
+        return self._at(f"cells/{key[:2]}/{key}")
 
     def run(self, key: str) -> Path:
-        return self.root / "runs" / key[:2] / key
+        return self._at(f"runs/{key[:2]}/{key}")
+
+    def cell_result(self, key: str) -> Path:
+        return self._at(f"cells/{key[:2]}/{key}/result.json")
+
+    def run_result(self, key: str) -> Path:
+        return self._at(f"runs/{key[:2]}/{key}/result.json")
 
     def row(self, case: str, patch: str) -> Path:
-        return self.root / "results" / case / patch
+        return self._at(f"results/{case}/{patch}")
 
     def gate_result(self, case: str, patch: str, gate: str) -> Path:
-        return self.row(case, patch) / f"{gate}.json"
+        return self._at(f"results/{case}/{patch}/{gate}.json")
 
     def verdict(self, case: str, patch: str) -> Path:
-        return self.row(case, patch) / "verdict.json"
+        return self._at(f"results/{case}/{patch}/verdict.json")
 
     def fold(self, case: str) -> Path:
-        return self.root / "folds" / f"{case}.json"
+        return self._at(f"folds/{case}.json")
 
     def stored_patch(self, sha: str) -> Path:
-        return self.root / "patches" / f"{sha}.diff"
+        return self._at(f"patches/{sha}.diff")
 
     @property
     def compiler_log(self) -> Path:

@@ -21,6 +21,7 @@ Must-fail units are compiled `-fsyntax-only`: they never need an object file.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -107,11 +108,11 @@ def plan(ctx: Context) -> Plan:
     out = Plan()
     include_dirs = tuple(case.spec.include_dirs)
     for i, bu in enumerate(cfg.must_build):
-        path = case.oracle(bu.unit, f"gates.{NAME}.must_build[{i}].unit")
+        text = case.oracle_text(bu.unit, f"gates.{NAME}.must_build[{i}].unit")
         cell = CellSpec(
             kind="exe",
             tree_key=ctx.tree_key,
-            units=(Unit(path.name, path.read_text()),),
+            units=(Unit(Path(bu.unit).name, text),),
             tree_sources=tuple(case.spec.sources),
             include_dirs=include_dirs,
             envelope=env,
@@ -190,8 +191,7 @@ def _must_fail_unit(ctx: Context, fu: FailUnit, i: int) -> tuple[Unit, int]:
     case = ctx.case
     key = f"gates.{NAME}.must_fail[{i}]"
     if fu.unit is not None:
-        path = case.oracle(fu.unit, f"{key}.unit")
-        unit = Unit(path.name, path.read_text())
+        unit = Unit(Path(fu.unit).name, case.oracle_text(fu.unit, f"{key}.unit"))
         where = f"{case.file}: {key}.unit ({fu.unit})"
     else:
         assert fu.template is not None

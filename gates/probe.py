@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
@@ -25,4 +26,10 @@ def exists(name: str) -> bool:
 
 
 def render(name: str, **context: Any) -> str:
-    return _environment().get_template(name).render(**context)
+    return _render(name, json.dumps(context, sort_keys=True))
+
+
+@cache
+def _render(name: str, context: str) -> str:
+    # Keyed by the JSON of the context: the same probe is asked for once per graded patch.
+    return _environment().get_template(name).render(**json.loads(context))
