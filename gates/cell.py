@@ -18,7 +18,7 @@ from gates.envelope import Envelope
 from gates.layout import Layout
 from gates.process import bounded
 
-CellKind = Literal["syntax", "exe"]
+CellKind = Literal["syntax", "exe", "archive", "shared", "consumer", "abidiff"]
 CellStatus = Literal[
     "ok",
     "compile_error",
@@ -27,7 +27,11 @@ CellStatus = Literal[
     "no_tree",
     "toolchain_missing",
     "harness_error",
+    "needs_failed",  # a cell this one builds on (its `needs`) did not produce its product
+    "tool_error",  # an inspection tool (abidiff) failed for its own reasons
 ]
+# Kinds that build or inspect a library as a stranger would; gates/libcell.py builds them.
+LIBRARY_KINDS = frozenset({"archive", "shared", "consumer", "abidiff"})
 
 # The compiler sees a pinned, poor environment: nothing from the caller's shell leaks in.
 COMPILER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "LANG": "C"}
@@ -52,10 +56,16 @@ class CellSpec:
     envelope: Envelope
     compile_seconds: float
     label: str = field(default="", compare=False)  # for humans; not part of the key
+    # Library kinds only (gates/libcell.py); the defaults keep the older kinds' keys as they were.
+    needs: tuple[str, ...] = ()  # keys of cells whose products this one uses
+    publish: tuple[tuple[str, str], ...] = ()  # (tree path, include path) a stranger sees
+    extra_flags: tuple[str, ...] = ()  # pinned compile flags added to the envelope's
+    link_args: tuple[str, ...] = ()  # pinned link arguments (soname, version script)
+    product: str = ""  # the library's base name: lib<product>.a / lib<product>.so
 
     @property
     def key(self) -> str:
-        blob = {
+        blob: dict[str, Any] = {
             "kind": self.kind,
             "tree": self.tree_key,
             "units": [(u.name, codehash.of_text(u.text)) for u in self.units],
@@ -65,18 +75,30 @@ class CellSpec:
             "compile_seconds": self.compile_seconds,
             "code": codehash.of_modules("cell", "process"),
         }
+        if self.kind in LIBRARY_KINDS:
+            from gates import libcell  # late: libcell builds on this module
+
+            blob["library"] = {
+                "needs": self.needs,
+                "publish": self.publish,
+                "extra_flags": self.extra_flags,
+                "link_args": self.link_args,
+                "product": self.product,
+                "tools": libcell.tool_identities(self.kind),
+            }
+            blob["code"] = codehash.of_modules("cell", "process", "libcell", "elf")
         return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
 
 
 @dataclass(frozen=True)
 class Step:
-    phase: Literal["compile", "link"]
+    phase: Literal["compile", "link", "archive", "inspect", "compare"]
     source: str
     argv: list[str]
     exit: int | None
     timed_out: bool
     seconds: float
-    output: str  # the compiler's stderr: GCC JSON lines or plain text
+    output: str  # the compiler's stderr: GCC JSON lines or plain text (inspect/compare: stdout)
 
 
 @dataclass(frozen=True)
@@ -138,6 +160,10 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         )
     for unit in spec.units:
         (out / unit.name).write_text(unit.text)
+    if spec.kind in LIBRARY_KINDS:
+        from gates import libcell
+
+        return done(*libcell.build(spec, layout, tree, out))
     sources = [u.name for u in spec.units] + _resolve(tree, spec.tree_sources)
     base = _compile_argv(spec, tree)
     steps: list[Step] = []

@@ -196,7 +196,10 @@ class Pipeline:
                     (_mkdir, [target.parent]),
                     _guarded(target, _cell_error(spec), build_cell, spec, self.layout),
                 ],
-                "file_dep": [str(self.layout.tree_stamp(spec.tree_key))],
+                # A cell that builds on other cells' products (a consumer on its archive)
+                # waits for their result files.
+                "file_dep": [str(self.layout.tree_stamp(spec.tree_key))]
+                + [str(cell_result(self.layout, k)) for k in spec.needs],
                 "targets": [str(target)],
                 "uptodate": [_no_harness_error(target)],
                 "clean": [(_remove, [target.parent])],

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from gates import negcomp
+from gates import consumer, headers, negcomp, symbols
 from gates.gate import Gate
 
-GATES: dict[str, Gate] = {g.name: g for g in (negcomp.GATE,)}
+GATES: dict[str, Gate] = {
+    g.name: g
+    for g in (
+        negcomp.GATE,
+        consumer.GATE,
+        headers.GATE,
+        symbols.GATE,
+    )
+}

@@ -1,0 +1,116 @@
+"""Gate `consumer`: the shipped normalise case, graded by the real doit."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import SHIPPED, Grade, compiler_calls, run_grade
+
+CASE = "normalise"
+EXPECTED = {
+    "reference": "accept",
+    "good_more_blanks": "accept",
+    "definition_drift": "link_undefined",
+    "header_helper": "odr_or_duplicate",
+    "private_detail": "header_missing",
+    "renamed_api": "consumer_compile_error",
+    "keeps_case": "behavior_mismatch",
+    "stuck_index": "hang",
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
+    return run_grade(tmp_path_factory.mktemp("consumer"), f"case={CASE}")
+
+
+def test_every_shipped_patch_lands_on_its_class(graded: Grade) -> None:
+    assert graded.returncode == 0, graded.output
+    for patch, klass in EXPECTED.items():
+        assert graded.gate(f"{CASE}/{patch}", "consumer")["class"] == klass, patch
+    assert set(EXPECTED) == {r.split("/")[1] for r in graded.rows}
+
+
+def _tree_of(graded: Grade, patch: str) -> Path:
+    evidence = graded.rows[f"{CASE}/{patch}"]["evidence"]
+    assert isinstance(evidence, list)
+    trees = [e for e in evidence if e.startswith("trees/")]
+    return graded.out / trees[0]
+
+
+def test_link_undefined_although_the_in_tree_test_passes(graded: Grade, tmp_path: Path) -> None:
+    """The in-tree test compiles src/ into its own TU and stays green; a stranger cannot link."""
+    tree = _tree_of(graded, "definition_drift")
+    binary = tmp_path / "in_tree_test"
+    build = subprocess.run(
+        [
+            *("g++", "-std=c++20", "-Wall", "-Wextra", "-Werror", f"-I{tree / 'include'}"),
+            *(str(tree / "tests" / "test_normalise.cpp"), "-o", str(binary)),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    assert subprocess.run([str(binary)], check=False, timeout=30).returncode == 0
+
+    gate = graded.gate(f"{CASE}/definition_drift", "consumer")
+    assert (gate["status"], gate["class"]) == ("fail", "link_undefined")
+    # The archive's symbol table (nm) is the tie-breaker: it names what was built instead.
+    assert "textkit::normalise" in gate["summary"]
+    assert "the archive defines instead" in gate["summary"]
+
+
+def test_each_phase_is_named_in_the_summary(graded: Grade) -> None:
+    def summary(patch: str) -> str:
+        return graded.gate(f"{CASE}/{patch}", "consumer")["summary"]
+
+    assert "No such file or directory" in summary("private_detail")
+    assert "defined twice: textkit::is_blank(char)" in summary("header_helper")
+    assert "killed at the time limit" in summary("stuck_index")
+
+
+def test_warm_rerun_builds_nothing(graded: Grade) -> None:
+    cold = compiler_calls(graded.out)
+    assert cold > 0
+    again = run_grade(graded.out, f"case={CASE}")
+    assert again.returncode == 0, again.output
+    assert compiler_calls(graded.out) == cold
+
+
+def _one_case_library(tmp_path: Path) -> Path:
+    library = tmp_path / "cases"
+    library.mkdir()
+    shutil.copy(SHIPPED / "envelopes.yaml", library)
+    shutil.copytree(SHIPPED / CASE, library / CASE)
+    return library
+
+
+def test_consumer_that_declares_the_library_is_a_case_error(tmp_path: Path) -> None:
+    library = _one_case_library(tmp_path)
+    program = library / CASE / "consumer" / "main.cpp"
+    text = program.read_text()
+    # A forward declaration in the client would hide a header that lost its declaration.
+    program.write_text(
+        text.replace(
+            "int main() {",
+            "namespace textkit {\nstd::string normalise(std::string_view);\n}\n\nint main() {",
+        )
+    )
+    graded = run_grade(tmp_path / "out", f"case={CASE}", library=library)
+    assert graded.returncode != 0
+    assert "gates.consumer.program (consumer/main.cpp)" in graded.output
+    assert "declares the library's own namespace 'textkit'" in graded.output
+    assert compiler_calls(tmp_path / "out") == 0
+
+
+def test_consumer_that_includes_a_private_file_is_a_case_error(tmp_path: Path) -> None:
+    library = _one_case_library(tmp_path)
+    program = library / CASE / "consumer" / "main.cpp"
+    program.write_text('#include "../src/normalise.cpp"\n' + program.read_text())
+    graded = run_grade(tmp_path / "out", f"case={CASE}", library=library)
+    assert graded.returncode != 0
+    assert "includes '../src/normalise.cpp', which is not a public header" in graded.output

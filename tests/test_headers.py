@@ -1,0 +1,112 @@
+"""Gate `headers`: standalone probes over the shipped inventory case, graded by the real doit."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import SHIPPED, Grade, compiler_calls, run_grade
+
+CASE = "inventory"
+ITEM = "include/inventory/item.hpp"
+STOCK = "include/inventory/stock.hpp"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
+    return run_grade(tmp_path_factory.mktemp("headers"), f"case={CASE}")
+
+
+def test_every_shipped_patch_lands_on_its_class(graded: Grade) -> None:
+    assert graded.returncode == 0, graded.output
+    expected = {
+        "reference": "accept",
+        "good_find": "accept",
+        "tidy_includes": "missing_declaration",
+        "drop_pragma_once": "other_compile_error",
+    }
+    for patch, klass in expected.items():
+        assert graded.gate(f"{CASE}/{patch}", "headers")["class"] == klass, patch
+
+
+def test_missing_declaration_although_the_driver_passes(graded: Grade, tmp_path: Path) -> None:
+    """The project's driver includes <string> before the header, so it never notices."""
+    row = graded.rows[f"{CASE}/tidy_includes"]
+    trees = [e for e in row["evidence"] if e.startswith("trees/")]  # type: ignore[union-attr]
+    tree = graded.out / trees[0]
+    binary = tmp_path / "driver"
+    build = subprocess.run(
+        [
+            *("g++", "-std=c++20", "-Wall", "-Wextra", "-Werror", f"-I{tree / 'include'}"),
+            *(str(tree / "tests" / "test_inventory.cpp"), "-o", str(binary)),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    assert subprocess.run([str(binary)], check=False, timeout=30).returncode == 0
+    summary = graded.gate(f"{CASE}/tidy_includes", "headers")["summary"]
+    assert "#include <string>" in summary  # the compiler's own hint is kept for the reader
+
+
+def test_one_record_per_header_and_lane(graded: Grade) -> None:
+    row = graded.rows[f"{CASE}/tidy_includes"]
+    records = [c for c in row["cells"] if c.startswith("case=")]  # type: ignore[union-attr]
+    assert sorted(records) == sorted(
+        f"case={CASE} header={h} lane={lane} status=fail class=missing_declaration"
+        for h in (ITEM, STOCK)
+        for lane in ("standalone", "twice")
+    )
+    pragma = graded.rows[f"{CASE}/drop_pragma_once"]["cells"]
+    assert f"case={CASE} header={ITEM} lane=standalone status=pass class=clean" in pragma  # type: ignore[operator]
+    assert f"case={CASE} header={ITEM} lane=twice status=fail class=other_compile_error" in pragma  # type: ignore[operator]
+    assert f"case={CASE} header={STOCK} lane=twice status=pass class=clean" in pragma  # type: ignore[operator]
+    # The same record lands in cells.txt, which `diff -u` compares between runs.
+    assert f"header={ITEM} lane=twice status=fail" in (graded.out / "cells.txt").read_text()
+
+
+def test_pass_counts_every_public_header(graded: Grade) -> None:
+    assert graded.gate(f"{CASE}/good_find", "headers")["summary"].startswith("2/2 checks ok")
+
+
+def test_warm_rerun_builds_nothing(graded: Grade) -> None:
+    cold = compiler_calls(graded.out)
+    again = run_grade(graded.out, f"case={CASE}")
+    assert again.returncode == 0, again.output
+    assert compiler_calls(graded.out) == cold
+
+
+def _edited_case(tmp_path: Path, edit: dict[str, object]) -> Path:
+    library = tmp_path / "cases"
+    library.mkdir()
+    shutil.copy(SHIPPED / "envelopes.yaml", library)
+    shutil.copytree(SHIPPED / CASE, library / CASE)
+    file = library / CASE / "case.yaml"
+    data = yaml.safe_load(file.read_text())
+    data.update(edit)
+    file.write_text(yaml.safe_dump(data, sort_keys=False))
+    return library
+
+
+def test_no_public_header_is_incomplete_never_clean(tmp_path: Path) -> None:
+    library = _edited_case(
+        tmp_path, {"public_headers": [], "gates": {"headers": {}}, "patches": []}
+    )
+    graded = run_grade(tmp_path / "out", f"case={CASE}", library=library)
+    assert graded.returncode != 0
+    ref = graded.gate(f"{CASE}/reference", "headers")
+    assert (ref["status"], ref["class"]) == ("incomplete", "checked_nothing")
+    assert f"case {CASE} is broken for gate headers" in graded.output
+
+
+def test_snippet_for_an_unknown_header_names_the_key(tmp_path: Path) -> None:
+    library = _edited_case(
+        tmp_path, {"gates": {"headers": {"snippets": {"include/inventory/nope.hpp": "return 0;"}}}}
+    )
+    graded = run_grade(tmp_path / "out", f"case={CASE}", library=library)
+    assert graded.returncode != 0
+    assert "gates.headers.snippets.include/inventory/nope.hpp" in graded.output
