@@ -14,6 +14,7 @@ from doit.exceptions import TaskFailed
 
 from gates.diagnostics import first_error, parse
 from gates.layout import Layout
+from gates.result import BASELINE_RED
 from gates.verdict import HARNESS_ERROR, Verdict
 
 if TYPE_CHECKING:
@@ -81,10 +82,11 @@ def exit_problems(
         harness = [g for g, r in v.gates.items() if r["class"] == HARNESS_ERROR]
         if v.klass == HARNESS_ERROR or harness:
             problems.append(f"{where}: harness error in {harness or ['intake']}")
-        for gate, why in v.broken.items():
+        for gate, problem in v.broken.items():
             if (v.case, gate) not in broken_seen:
                 broken_seen.add((v.case, gate))
-                problems.append(f"case {v.case} is broken for gate {gate}: {why}")
+                state = "is broken" if problem["class"] == BASELINE_RED else "could not be graded"
+                problems.append(f"case {v.case} {state} for gate {gate}: {problem['why']}")
         if v.role == "known" and v.expect_problems:
             problems.append(f"{where}: {'; '.join(v.expect_problems)}")
         if v.role == "candidate" and v.verdict != "accept" and not report_only:

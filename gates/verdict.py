@@ -36,7 +36,7 @@ class Verdict:
     klass: str
     detail: str
     gates: dict[str, dict[str, str]]
-    broken: dict[str, str]  # gate -> why the reference state makes it untrustworthy
+    broken: dict[str, dict[str, str]]  # gate -> {class, why}: see reference_problems
     expect: dict[str, str] | None
     expect_problems: list[str]
     identity: dict[str, object]
@@ -59,50 +59,64 @@ class Verdict:
         path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
 
 
-def reference_problems(gates: list[str], ref: Reference) -> dict[str, str]:
-    """Gates the reference state cannot vouch for, with the reason (the case is broken)."""
+def reference_problems(gates: list[str], ref: Reference) -> dict[str, dict[str, str]]:
+    """Gates the reference state cannot vouch for: `{gate: {class, why}}`.
+
+    The class is what candidates get for that gate: `baseline_red` when the reference is
+    red (the case is wrong, not the model), or the reference's own incomplete class (e.g.
+    `toolchain_missing`) when it could not be graded at all.
+    """
     if not ref.stamp.applied:
-        why = f"the reference patch is {ref.stamp.status}: {ref.stamp.detail}"
-        return dict.fromkeys(gates, why)
-    broken: dict[str, str] = {}
+        return _all(gates, f"the reference patch is {ref.stamp.status}: {ref.stamp.detail}")
+    broken: dict[str, dict[str, str]] = {}
     for gate in gates:
         res = ref.results[gate]
-        if res.status != "pass":
-            broken[gate] = f"not green on the reference: {res.klass}: {res.summary}"
+        if res.status == "incomplete":
+            why = f"the reference could not be graded: {res.klass}: {res.summary}"
+            broken[gate] = {"class": res.klass, "why": why}
+        elif res.status != "pass":
+            why = f"not green on the reference: {res.klass}: {res.summary}"
+            broken[gate] = {"class": BASELINE_RED, "why": why}
     if ref.base_results is None:
         return broken
     assert ref.base_stamp is not None
     if not ref.base_stamp.applied:
-        return dict.fromkeys(gates, f"the base tree did not materialise: {ref.base_stamp.detail}")
+        return _all(gates, f"the base tree did not materialise: {ref.base_stamp.detail}")
     f2p_total = 0
     for gate in gates:
         for check in ref.base_results[gate].checks:
             f2p_total += check.fail_to_pass
-            if check.incomplete:
+            if check.incomplete or gate in broken:
                 continue
             if check.fail_to_pass and check.ok:
-                broken.setdefault(
-                    gate,
-                    f"fail-to-pass check '{check.name}' already passes on "
-                    "the base tree, so it cannot see the change",
+                why = (
+                    f"fail-to-pass check '{check.name}' already passes on the base tree, "
+                    "so it cannot see the change"
                 )
-            if not check.fail_to_pass and not check.ok:
-                broken.setdefault(
-                    gate,
-                    f"pass-to-pass check '{check.name}' fails on the base "
-                    f"tree: {check.klass}: {check.detail}",
+                broken[gate] = {"class": BASELINE_RED, "why": why}
+            elif not check.fail_to_pass and not check.ok:
+                why = (
+                    f"pass-to-pass check '{check.name}' fails on the base tree: "
+                    f"{check.klass}: {check.detail}"
                 )
+                broken[gate] = {"class": BASELINE_RED, "why": why}
     if f2p_total == 0:
-        why = "the case declares a reference patch but no fail_to_pass check proves it"
-        return {g: broken.get(g, why) for g in gates}
+        no_proof = _all(
+            gates, "the case declares a reference patch but no fail_to_pass check proves it"
+        )
+        return no_proof | broken
     return broken
+
+
+def _all(gates: list[str], why: str) -> dict[str, dict[str, str]]:
+    return {g: {"class": BASELINE_RED, "why": why} for g in gates}
 
 
 def fold(
     row: Row,
     stamp: Stamp,
     results: dict[str, GateResult],
-    broken: dict[str, str],
+    broken: dict[str, dict[str, str]],
     identity: dict[str, object],
 ) -> Verdict:
     gates: dict[str, dict[str, str]] = {}
@@ -111,9 +125,7 @@ def fold(
     for name, res in results.items():
         shown = res
         if name in broken and row.role in {"known", "candidate"} and res.status != "not_applicable":
-            shown = GateResult(
-                name, "incomplete", BASELINE_RED, f"case broken for this gate: {broken[name]}"
-            )
+            shown = GateResult(name, "incomplete", broken[name]["class"], broken[name]["why"])
         gates[name] = {"status": shown.status, "class": shown.klass, "summary": shown.summary}
         evidence += res.evidence
         cells += res.cells

@@ -206,6 +206,8 @@ def test_missing_compiler_is_incomplete_never_green(tmp_path: Path) -> None:
     assert grade.returncode != 0
     good = grade.rows["token_handle/good_valid_reset"]
     assert good["verdict"] == "incomplete"
+    assert good["gates"]["negcomp"]["class"] == "toolchain_missing"  # not the case's fault
+    assert "case token_handle could not be graded for gate negcomp" in grade.output
     ref = grade.rows["token_handle/reference"]["gates"]["negcomp"]
     assert ref["status"] == "incomplete" and ref["class"] == "toolchain_missing"
     assert "g++-cxxgate-absent" in ref["summary"]
