@@ -174,16 +174,14 @@ def check_program(ctx: Context, cfg: Config, text: str) -> None:
     """Refuse a consumer that could hide the very failures this gate exists to see."""
     key = f"{ctx.case.file}: gates.{NAME}.program ({cfg.program})"
     code = _strip_comments_and_strings(text)
+    scope = _file_scope(code)
     for ns in cfg.namespaces:
         first = re.escape(ns.split("::")[0])
-        opened = re.search(rf"\bnamespace\s+{first}\b", code)
-        declared = re.search(
-            rf"^[ \t]*(?:extern\s+)?[\w:<>,&*\s]+?\b{re.escape(ns)}::\w+\s*\([^;{{}}]*\)\s*"
-            r"(?:const\s*)?(?:noexcept\s*)?;",
-            code,
-            re.MULTILINE,
-        )
-        found = opened or declared
+        found = re.search(rf"\bnamespace\s+{first}\b", code)
+        # At file scope, `ns::f(` outside an initialiser can only be a declaration.
+        for m in re.finditer(rf"[^;{{}}]*\b{re.escape(ns)}::\w+\s*\([^;{{}}]*", scope):
+            if found is None and "=" not in m.group(0):
+                found = m
         if found is not None:
             line = code.count("\n", 0, found.start()) + 1
             msg = (
@@ -207,6 +205,19 @@ def _strip_comments_and_strings(text: str) -> str:
     # Keep newlines so line numbers in messages stay right.
     pattern = r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
     return re.sub(pattern, lambda m: "\n" * m.group(0).count("\n") + " ", text, flags=re.DOTALL)
+
+
+def _file_scope(code: str) -> str:
+    """The code with every brace-enclosed body blanked (newlines kept): file scope only."""
+    out = []
+    depth = 0
+    for ch in code:
+        if ch == "}":
+            depth = max(depth - 1, 0)
+        out.append(ch if depth == 0 or ch == "\n" else " ")
+        if ch == "{":
+            depth += 1
+    return "".join(out)
 
 
 def _is_missing_header(d: Diagnostic) -> bool:

@@ -89,17 +89,21 @@ def _one_case_library(tmp_path: Path) -> Path:
     return library
 
 
-def test_consumer_that_declares_the_library_is_a_case_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "declaration",
+    [
+        "namespace textkit {\nstd::string normalise(std::string_view);\n}\n",
+        "std::string textkit::normalise(std::string_view);\n",
+    ],
+    ids=["opens_namespace", "qualified_declaration"],
+)
+def test_consumer_that_declares_the_library_is_a_case_error(
+    tmp_path: Path, declaration: str
+) -> None:
     library = _one_case_library(tmp_path)
     program = library / CASE / "consumer" / "main.cpp"
-    text = program.read_text()
-    # A forward declaration in the client would hide a header that lost its declaration.
-    program.write_text(
-        text.replace(
-            "int main() {",
-            "namespace textkit {\nstd::string normalise(std::string_view);\n}\n\nint main() {",
-        )
-    )
+    # A declaration in the client would hide a header that lost its declaration.
+    program.write_text(program.read_text().replace("int main() {", f"{declaration}\nint main() {{"))
     graded = run_grade(tmp_path / "out", f"case={CASE}", library=library)
     assert graded.returncode != 0
     assert "gates.consumer.program (consumer/main.cpp)" in graded.output
