@@ -62,12 +62,6 @@ class CellSpec:
     extra_flags: tuple[str, ...] = ()  # pinned compile flags added to the envelope's
     link_args: tuple[str, ...] = ()  # pinned link arguments (soname, version script)
     product: str = ""  # the library's base name: lib<product>.a / lib<product>.so
-    # Library kinds only (gates/libcell.py); the defaults keep the older kinds' keys as they were.
-    needs: tuple[str, ...] = ()  # keys of cells whose products this one uses
-    publish: tuple[tuple[str, str], ...] = ()  # (tree path, include path) a stranger sees
-    extra_flags: tuple[str, ...] = ()  # pinned compile flags added to the envelope's
-    link_args: tuple[str, ...] = ()  # pinned link arguments (soname, version script)
-    product: str = ""  # the library's base name: lib<product>.a / lib<product>.so
 
     @property
     def key(self) -> str:
@@ -81,18 +75,6 @@ class CellSpec:
             "compile_seconds": self.compile_seconds,
             "code": codehash.of_modules("cell", "process"),
         }
-        if self.kind in LIBRARY_KINDS:
-            from gates import libcell  # late: libcell builds on this module
-
-            blob["library"] = {
-                "needs": self.needs,
-                "publish": self.publish,
-                "extra_flags": self.extra_flags,
-                "link_args": self.link_args,
-                "product": self.product,
-                "tools": libcell.tool_identities(self.kind),
-            }
-            blob["code"] = codehash.of_modules("cell", "process", "libcell", "elf")
         if self.kind in LIBRARY_KINDS:
             from gates import libcell  # late: libcell builds on this module
 
@@ -178,10 +160,6 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         )
     for unit in spec.units:
         (out / unit.name).write_text(unit.text)
-    if spec.kind in LIBRARY_KINDS:
-        from gates import libcell
-
-        return done(*libcell.build(spec, layout, tree, out))
     if spec.kind in LIBRARY_KINDS:
         from gates import libcell
 
