@@ -30,9 +30,9 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gates import surface
 from gates.cell import CellResult, CellSpec, Unit
 from gates.diagnostics import Diagnostic, first_error, parse
-from gates.envelope import Envelope
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
 from gates.run import RunResult, RunSpec
@@ -70,17 +70,12 @@ class Config(BaseModel):
 def plan(ctx: Context) -> Plan:
     case = ctx.case
     cfg: Config = case.gate_config(NAME)
-    env = _envelope(ctx, cfg)
+    env = surface.envelope(ctx, NAME, cfg.envelope)
     program = case.oracle(cfg.program, f"gates.{NAME}.program")
     text = program.read_text()
     check_program(ctx, cfg, text)
-    product = _product(ctx, cfg)
-    sources = tuple(cfg.sources if cfg.sources is not None else case.spec.sources)
-    if not sources:
-        msg = (
-            f"{case.file}: gates.{NAME}.sources: no library sources (nor case `sources`) to archive"
-        )
-        raise InputError(msg)
+    product = surface.library_name(ctx, NAME, cfg.library)
+    sources = surface.library_sources(ctx, NAME, cfg.sources)
     limits = case.spec.limits
     archive = CellSpec(
         kind="archive",
@@ -265,26 +260,6 @@ def _first_problem(cell: CellResult) -> str:
     if first is not None:
         return first.brief()
     return f"{cell.status}: {cell.detail or 'no diagnostic'}"
-
-
-def _product(ctx: Context, cfg: Config) -> str:
-    product = cfg.library or ctx.case.id
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", product):
-        msg = f"{ctx.case.file}: gates.{NAME}.library: {product!r} is not a usable library name"
-        raise InputError(msg)
-    return product
-
-
-def _envelope(ctx: Context, cfg: Config) -> Envelope:
-    name = cfg.envelope or ctx.case.spec.envelope
-    if name not in ctx.envelopes.names():
-        key = f"gates.{NAME}.envelope" if cfg.envelope else "envelope"
-        msg = (
-            f"{ctx.case.file}: {key}: unknown envelope {name!r}; "
-            f"{ctx.envelopes.path} defines {ctx.envelopes.names()}"
-        )
-        raise InputError(msg)
-    return ctx.envelopes.get(name).with_std(ctx.case.spec.std)
 
 
 GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

@@ -23,10 +23,9 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gates import probe
+from gates import probe, surface
 from gates.cell import CellResult, CellSpec, Unit
 from gates.diagnostics import Diagnostic, errors_with_notes, parse
-from gates.envelope import Envelope
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
 from gates.yamlfile import InputError
@@ -77,7 +76,7 @@ def plan(ctx: Context) -> Plan:
                 f"public_headers {case.spec.public_headers}"
             )
             raise InputError(msg)
-    env = _envelope(ctx, cfg)
+    env = surface.envelope(ctx, NAME, cfg.envelope)
     out = Plan()
     for i, header in enumerate(case.spec.public_headers):
         args = {"header": header, "include": case.header_include(header)}
@@ -184,18 +183,6 @@ def _first_error_text(cell: CellResult, lane: str) -> str:
                 hint = next((d.message for d in group[1:] if "#include" in d.message), "")
                 return group[0].brief() + (f" ({hint})" if hint else "")
     return cell.status
-
-
-def _envelope(ctx: Context, cfg: Config) -> Envelope:
-    name = cfg.envelope or ctx.case.spec.envelope
-    if name not in ctx.envelopes.names():
-        key = f"gates.{NAME}.envelope" if cfg.envelope else "envelope"
-        msg = (
-            f"{ctx.case.file}: {key}: unknown envelope {name!r}; "
-            f"{ctx.envelopes.path} defines {ctx.envelopes.names()}"
-        )
-        raise InputError(msg)
-    return ctx.envelopes.get(name).with_std(ctx.case.spec.std)
 
 
 GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

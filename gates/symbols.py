@@ -35,13 +35,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gates import elf
+from gates import elf, surface
 from gates.cell import CellResult, CellSpec, Unit
 from gates.diagnostics import first_error, parse
-from gates.envelope import Envelope
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
-from gates.yamlfile import InputError
 
 NAME = "symbols"
 SEVERITY = (
@@ -98,14 +96,8 @@ def plan(ctx: Context) -> Plan:
 
 def _shared(ctx: Context, cfg: Config, tree_key: str) -> CellSpec:
     case = ctx.case
-    product = cfg.library or case.id
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", product):
-        msg = f"{case.file}: gates.{NAME}.library: {product!r} is not a usable library name"
-        raise InputError(msg)
-    sources = tuple(cfg.sources if cfg.sources is not None else case.spec.sources)
-    if not sources:
-        msg = f"{case.file}: gates.{NAME}.sources: no library sources (nor case `sources`)"
-        raise InputError(msg)
+    product = surface.library_name(ctx, NAME, cfg.library)
+    sources = surface.library_sources(ctx, NAME, cfg.sources)
     units: tuple[Unit, ...] = ()
     link_args = [f"-Wl,-soname,{cfg.soname or f'lib{product}.so.1'}"]
     if cfg.version_script is not None:
@@ -118,7 +110,7 @@ def _shared(ctx: Context, cfg: Config, tree_key: str) -> CellSpec:
         units=units,
         tree_sources=sources,
         include_dirs=tuple(case.spec.include_dirs),
-        envelope=_envelope(ctx, cfg),
+        envelope=surface.envelope(ctx, NAME, cfg.envelope),
         compile_seconds=case.spec.limits.compile_seconds,
         label=f"{NAME} shared lib{product}.so",
         extra_flags=(*PINNED_FLAGS, *(f"-D{d}" for d in cfg.defines)),
@@ -303,18 +295,6 @@ def _abidiff_check(cell: CellResult) -> Check:
 def _build_problem(cell: CellResult) -> str:
     first = first_error([d for s in cell.compile_steps() for d in parse(s, cell.tree_root)])
     return first.brief() if first else f"{cell.status}: {cell.detail}"
-
-
-def _envelope(ctx: Context, cfg: Config) -> Envelope:
-    name = cfg.envelope or ctx.case.spec.envelope
-    if name not in ctx.envelopes.names():
-        key = f"gates.{NAME}.envelope" if cfg.envelope else "envelope"
-        msg = (
-            f"{ctx.case.file}: {key}: unknown envelope {name!r}; "
-            f"{ctx.envelopes.path} defines {ctx.envelopes.names()}"
-        )
-        raise InputError(msg)
-    return ctx.envelopes.get(name).with_std(ctx.case.spec.std)
 
 
 GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)
