@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import SHIPPED, Grade, compiler_calls, run_grade
 
 CASE = "normalise"
@@ -118,3 +119,46 @@ def test_consumer_that_includes_a_private_file_is_a_case_error(tmp_path: Path) -
     graded = run_grade(tmp_path / "out", f"case={CASE}", library=library)
     assert graded.returncode != 0
     assert "includes '../src/normalise.cpp', which is not a public header" in graded.output
+
+
+def _real_diff(tree: Path, work: Path, path: str, old: str, new: str) -> str:
+    """A patch made the way a model's would be: edit a git checkout, `git diff`."""
+    shutil.copytree(tree, work)
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    target = work / path
+    target.write_text(target.read_text().replace(old, new, 1))
+    return git("diff")
+
+
+def test_library_that_does_not_compile_is_not_blamed_on_the_consumer(tmp_path: Path) -> None:
+    library = _one_case_library(tmp_path)
+    case = library / CASE
+    diff = _real_diff(
+        case / "tree", tmp_path / "work", "src/words.cpp", "current += c;", "current += c"
+    )
+    (case / "patches" / "broken_words.diff").write_text(diff)
+    data = yaml.safe_load((case / "case.yaml").read_text())
+    data["patches"] = [
+        {
+            "file": "patches/broken_words.diff",
+            "expect": {"verdict": "reject", "consumer": "library_broken"},
+        }
+    ]
+    (case / "case.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    graded = run_grade(tmp_path / "out", f"case={CASE}", library=library)
+    assert graded.returncode == 0, graded.output
+    summary = graded.gate(f"{CASE}/broken_words", "consumer")["summary"]
+    assert "archive: src/words.cpp:" in summary
