@@ -113,7 +113,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         for lane in LANES:
             status, klass = lanes.get(lane, ("incomplete", "not_probed"))
             records.append(
-                f"case={case.id} header={header} lane={lane} status={status} class={klass}"
+                f"header={header} lane={lane} status={status} class={klass}"
             )
     probed = sum(1 for c in checks if not c.incomplete)
     if probed != len(case.spec.public_headers):

@@ -55,16 +55,19 @@ def test_missing_declaration_although_the_driver_passes(graded: Grade, tmp_path:
 
 def test_one_record_per_header_and_lane(graded: Grade) -> None:
     row = graded.rows[f"{CASE}/tidy_includes"]
-    records = [c for c in row["cells"] if c.startswith("case=")]  # type: ignore[union-attr]
+    prefix = f"{CASE}/tidy_includes headers header="
+    records = [c for c in row["cells"] if c.startswith(prefix)]  # type: ignore[union-attr]
     assert sorted(records) == sorted(
-        f"case={CASE} header={h} lane={lane} status=fail class=missing_declaration"
+        f"{CASE}/tidy_includes headers header={h} lane={lane} status=fail "
+        "class=missing_declaration"
         for h in (ITEM, STOCK)
         for lane in ("standalone", "twice")
     )
     pragma = graded.rows[f"{CASE}/drop_pragma_once"]["cells"]
-    assert f"case={CASE} header={ITEM} lane=standalone status=pass class=clean" in pragma  # type: ignore[operator]
-    assert f"case={CASE} header={ITEM} lane=twice status=fail class=other_compile_error" in pragma  # type: ignore[operator]
-    assert f"case={CASE} header={STOCK} lane=twice status=pass class=clean" in pragma  # type: ignore[operator]
+    row_id = f"{CASE}/drop_pragma_once headers"
+    assert f"{row_id} header={ITEM} lane=standalone status=pass class=clean" in pragma  # type: ignore[operator]
+    assert f"{row_id} header={ITEM} lane=twice status=fail class=other_compile_error" in pragma  # type: ignore[operator]
+    assert f"{row_id} header={STOCK} lane=twice status=pass class=clean" in pragma  # type: ignore[operator]
     # The same record lands in cells.txt, which `diff -u` compares between runs.
     assert f"header={ITEM} lane=twice status=fail" in (graded.out / "cells.txt").read_text()
 
