@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,7 +64,7 @@ class CellSpec:
     link_args: tuple[str, ...] = ()  # pinned link arguments (soname, version script)
     product: str = ""  # the library's base name: lib<product>.a / lib<product>.so
 
-    @property
+    @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
         blob: dict[str, Any] = {
             "kind": self.kind,
@@ -71,7 +72,7 @@ class CellSpec:
             "units": [(u.name, codehash.of_text(u.text)) for u in self.units],
             "tree_sources": self.tree_sources,
             "include_dirs": self.include_dirs,
-            "envelope": asdict(self.envelope),
+            "envelope": self.envelope.id,
             "compile_seconds": self.compile_seconds,
             "code": codehash.of_modules("cell", "process"),
         }
@@ -125,7 +126,7 @@ class CellResult:
 
 
 def result_path(layout: Layout, key: str) -> Path:
-    return layout.cell(key) / "result.json"
+    return layout.cell_result(key)
 
 
 def build(spec: CellSpec, layout: Layout) -> CellResult:
