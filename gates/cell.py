@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +18,7 @@ from gates import codehash
 from gates.envelope import Envelope
 from gates.layout import Layout
 from gates.process import bounded
+from gates.sandbox import confine
 
 CellKind = Literal["syntax", "exe", "archive", "shared", "consumer", "abidiff"]
 CellStatus = Literal[
@@ -74,7 +75,7 @@ class CellSpec:
             "include_dirs": self.include_dirs,
             "envelope": self.envelope.id,
             "compile_seconds": self.compile_seconds,
-            "code": codehash.of_modules("cell", "process"),
+            "code": codehash.of_modules("cell", "process", "sandbox"),
         }
         if self.kind in LIBRARY_KINDS:
             from gates import libcell  # late: libcell builds on this module
@@ -87,19 +88,23 @@ class CellSpec:
                 "product": self.product,
                 "tools": libcell.tool_identities(self.kind),
             }
-            blob["code"] = codehash.of_modules("cell", "process", "libcell", "elf")
+            blob["code"] = codehash.of_modules("cell", "process", "sandbox", "libcell", "elf")
         return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
+
+
+Phase = Literal["compile", "link", "archive", "inspect", "compare"]
 
 
 @dataclass(frozen=True)
 class Step:
-    phase: Literal["compile", "link", "archive", "inspect", "compare"]
+    phase: Phase
     source: str
     argv: list[str]
     exit: int | None
     timed_out: bool
     seconds: float
     output: str  # the compiler's stderr: GCC JSON lines or plain text (inspect/compare: stdout)
+    sandbox: str = "none"
 
 
 @dataclass(frozen=True)
@@ -220,20 +225,49 @@ def _call(
     argv: list[str],
     cwd: Path,
     spec: CellSpec,
+    *,
+    sees_tree: bool = True,
 ) -> Step:
+    tree = layout.tree(spec.tree_key)
+    step = tool_call(layout, spec, phase, source, argv, cwd, read=[tree] if sees_tree else [])
+    return replace(step, source=_display(source, tree))
+
+
+def tool_call(
+    layout: Layout,
+    spec: CellSpec,
+    phase: Phase,
+    source: str,
+    argv: list[str],
+    cwd: Path,
+    *,
+    read: list[Path],
+    stdin: str = "",
+) -> Step:
+    """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
+    bounded, and confined to the tree (read-only) and the cell's folder."""
     with layout.compiler_log.open("a") as log:
-        log.write(f"{time.time():.3f} {key} {phase} {Path(source).name}\n")
+        log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
+    confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd])
     outcome = bounded(
-        argv, cwd=cwd, env=COMPILER_ENV, timeout=spec.compile_seconds, output_cap=OUTPUT_CAP
+        confined,
+        cwd=cwd,
+        env=COMPILER_ENV,
+        stdin=stdin.encode(),
+        timeout=spec.compile_seconds,
+        output_cap=OUTPUT_CAP,
     )
+    # Compilers answer on stderr; nm, c++filt and abidiff on stdout.
+    text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
     return Step(
         phase=phase,
-        source=_display(source, layout.tree(spec.tree_key)),
+        source=source,
         argv=argv,
         exit=outcome.exit,
         timed_out=outcome.timed_out,
         seconds=round(outcome.wall_seconds, 3),
-        output=outcome.stderr.decode(errors="replace"),
+        output=text,
+        sandbox=sandbox,
     )
 
 

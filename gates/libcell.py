@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from functools import cache
 from pathlib import Path
-from typing import Literal
 
 from gates import codehash, elf
 from gates.cell import (
     COMPILER_ENV,
-    OUTPUT_CAP,
     CellResult,
     CellSpec,
     CellStatus,
@@ -37,9 +34,9 @@ from gates.cell import (
     _resolve,
     _status,
     result_path,
+    tool_call,
 )
 from gates.layout import Layout
-from gates.process import bounded
 
 CXX_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++")
 Built = tuple[CellStatus, str, list[Step], str | None]
@@ -117,12 +114,20 @@ def _archive(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         return "toolchain_missing", "binutils (ar, nm) is not installed", steps, None
     lib = f"lib{spec.product}.a"
     (out / lib).unlink(missing_ok=True)  # `ar r` would add to a stale archive
-    steps.append(_tool(layout, spec, "archive", lib, [ar, "rcs", lib, *objects], out))
+    steps.append(tool_call(layout, spec, "archive", lib, [ar, "rcs", lib, *objects], out, read=[]))
     if steps[-1].exit != 0:
         return "link_error", "ar could not write the archive", steps, None
     # Evidence for reviewers: which member defines what (demangled; the link log is too).
     steps.append(
-        _tool(layout, spec, "inspect", lib, [nm, "-A", "-g", "--defined-only", "-C", lib], out)
+        tool_call(
+            layout,
+            spec,
+            "inspect",
+            lib,
+            [nm, "-A", "-g", "--defined-only", "-C", lib],
+            out,
+            read=[],
+        )
     )
     return "ok", "", steps, str(out / lib)
 
@@ -153,7 +158,7 @@ def _shared(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     cxxfilt = tool_path("c++filt")
     if cxxfilt is not None and exports:
         names = "".join(f"{e.name}\n" for e in exports)
-        step = _tool(layout, spec, "inspect", lib, [cxxfilt], out, stdin=names)
+        step = tool_call(layout, spec, "inspect", lib, [cxxfilt], out, read=[], stdin=names)
         steps.append(step)
         shown = step.output.splitlines()
         if step.exit == 0 and len(shown) >= len(exports):
@@ -189,7 +194,10 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         obj = f"consumer{i}.o"
         objects.append(obj)
         argv = [*base, "-c", unit.name, "-o", obj]
-        steps.append(_call(layout, spec.key, "compile", unit.name, argv, stranger, spec))
+        # A stranger does not see the tree: only the published headers and the archive.
+        steps.append(
+            _call(layout, spec.key, "compile", unit.name, argv, stranger, spec, sees_tree=False)
+        )
     detail = f"public header(s) not in the tree: {unpublished}" if unpublished else ""
     if _status(steps) != "ok":
         return _status(steps), detail, steps, None
@@ -197,7 +205,7 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     assert env.toolchain.path is not None
     link = [env.toolchain.path, *env.flags, *env.link_flags, *objects]
     link += ["-Llib", f"-l{spec.product}", *spec.link_args, "-o", "consumer"]
-    steps.append(_call(layout, spec.key, "link", "consumer", link, stranger, spec))
+    steps.append(_call(layout, spec.key, "link", "consumer", link, stranger, spec, sees_tree=False))
     status = _status(steps)
     if status != "ok":
         return status, detail or _telling_line(steps[-1]), steps, None
@@ -223,8 +231,14 @@ def _abidiff(spec: CellSpec, layout: Layout, out: Path) -> Built:
                 None,
             )
     assert old.binary is not None and new.binary is not None
-    step = _tool(
-        layout, spec, "compare", Path(new.binary).name, [abidiff, old.binary, new.binary], out
+    step = tool_call(
+        layout,
+        spec,
+        "compare",
+        Path(new.binary).name,
+        [abidiff, old.binary, new.binary],
+        out,
+        read=[Path(old.binary).parent, Path(new.binary).parent],
     )
     # abidiff's exit status is a bit field: 1 error, 2 usage error, 4 ABI change, 8 incompatible.
     if step.timed_out or step.exit is None or step.exit & 3:
@@ -237,40 +251,6 @@ def _needed(layout: Layout, spec: CellSpec, i: int) -> CellResult:
         msg = f"gates/libcell.py: a {spec.kind} cell needs {i + 1} cell(s), got {spec.needs}"
         raise ValueError(msg)
     return CellResult.load(result_path(layout, spec.needs[i]))
-
-
-def _tool(
-    layout: Layout,
-    spec: CellSpec,
-    phase: Literal["archive", "inspect", "compare"],
-    source: str,
-    argv: list[str],
-    cwd: Path,
-    stdin: str = "",
-) -> Step:
-    """Like cell._call, for tools whose answer is on stdout (nm, c++filt, abidiff)."""
-    with layout.compiler_log.open("a") as log:
-        log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
-    outcome = bounded(
-        argv,
-        cwd=cwd,
-        env=COMPILER_ENV,
-        stdin=stdin.encode(),
-        timeout=spec.compile_seconds,
-        output_cap=OUTPUT_CAP,
-    )
-    text = outcome.stdout.decode(errors="replace")
-    if outcome.stderr:
-        text += outcome.stderr.decode(errors="replace")
-    return Step(
-        phase=phase,
-        source=source,
-        argv=argv,
-        exit=outcome.exit,
-        timed_out=outcome.timed_out,
-        seconds=round(outcome.wall_seconds, 3),
-        output=text,
-    )
 
 
 def _telling_line(step: Step) -> str:
