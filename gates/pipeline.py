@@ -222,7 +222,7 @@ class Pipeline:
                         (_mkdir, [target.parent]),
                         _guarded(target, _run_error(spec), execute_run, spec, self.layout),
                     ],
-                    "file_dep": [str(cell_result(self.layout, spec.cell_key))],
+                    "file_dep": [str(cell_result(self.layout, k)) for k in spec.cell_keys],
                     "targets": [str(target)],
                     "uptodate": [_no_harness_error(target)],
                     "clean": [(_remove, [target.parent])],
@@ -240,7 +240,7 @@ class Pipeline:
                 target = self.layout.gate_result(row.case, row.name, gate_name)
                 deps = [stamp] + [cell_result(self.layout, c.key) for c in plan.cells.values()]
                 deps += [run_result(self.layout, r.key) for r in plan.runs.values()]
-                code = codehash.of_modules(gate_name, "gate", "result", "diagnostics")
+                code = codehash.of_modules(gate_name, "gate", "result", "diagnostics", "lanes")
                 yield {
                     "basename": gate_name,
                     "name": row.id,

@@ -43,11 +43,16 @@ def bounded(
     stdin: bytes = b"",
     timeout: float,
     output_cap: int,
+    pass_fds: tuple[int, ...] = (),
 ) -> Outcome:
     """Run argv in its own session; kill the group on timeout or when output passes the cap.
 
     Peak RSS and CPU come from wait4 on this child alone, not an aggregate over every
-    child the harness ever waited for (which is what RUSAGE_CHILDREN would give).
+    child the harness ever waited for (which is what RUSAGE_CHILDREN would give). Note that
+    ru_maxrss survives exec: a child forked from this Python process reports at least
+    Python's own resident size, and under bubblewrap it is bwrap's, not the program's.
+    Runs that measure go through the meter launcher (gates/run.py), which reports over
+    one of `pass_fds`.
     """
     with tempfile.TemporaryFile() as stdin_file:
         stdin_file.write(stdin)
@@ -61,6 +66,7 @@ def bounded(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()

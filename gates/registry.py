@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gates import consumer, headers, negcomp, symbols
+from gates import budget, consumer, headers, matrix, negcomp, sanitizer, symbols
 from gates.gate import Gate
 
 GATES: dict[str, Gate] = {
@@ -12,5 +12,8 @@ GATES: dict[str, Gate] = {
         consumer.GATE,
         headers.GATE,
         symbols.GATE,
+        sanitizer.GATE,
+        matrix.GATE,
+        budget.GATE,
     )
 }

@@ -3,17 +3,26 @@
 Pinned argv, stdin and environment; a time limit and an output cap with the process
 group killed; peak RSS and CPU from this child's own accounting; a bubblewrap sandbox
 where the machine allows one (no network, no view of the case's oracles).
+
+A spec that names a `meter` cell runs the binary through that launcher (templates/budget/
+meter.cpp), which forks it and reports its wait4 accounting: the only honest peak RSS,
+because ru_maxrss survives exec (a child of this Python process reports Python's size)
+and under bubblewrap the harness only ever sees bwrap's. A spec that names a `reference`
+cell is a paired series: warm-up and timed rounds alternate reference, candidate,
+reference, ... in one task, so both sides meet the same machine weather; every sample is
+kept in `samples`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass, field
-from functools import cache
+from dataclasses import asdict, dataclass, field, replace
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from gates import codehash
 from gates.cell import CellResult
@@ -35,10 +44,16 @@ class RunSpec:
     timeout: float = 5.0
     output_cap: int = 1 << 20
     label: str = field(default="", compare=False)
+    # Measured runs (gates/budget.py); the defaults keep a plain run's key as it was.
+    meter: str | None = None  # key of the meter launcher's cell: measure through it
+    memory_mib: int = 0  # address-space limit the meter sets on the program (0: none)
+    reference: str | None = None  # key of a cell run interleaved with this one
+    warmup: int = 0  # unmeasured-for-caps rounds first (still recorded)
+    rounds: int = 1  # timed rounds
 
-    @property
+    @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
-        blob = {
+        blob: dict[str, Any] = {
             "cell": self.cell_key,
             "args": self.args,
             "stdin": codehash.of_text(self.stdin),
@@ -47,7 +62,24 @@ class RunSpec:
             "output_cap": self.output_cap,
             "code": codehash.of_modules("run", "process"),
         }
+        if self.measured:
+            blob["measure"] = [
+                self.meter,
+                self.memory_mib,
+                self.reference,
+                self.warmup,
+                self.rounds,
+            ]
         return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
+
+    @property
+    def measured(self) -> bool:
+        return (self.meter, self.reference, self.warmup, self.rounds) != (None, None, 0, 1)
+
+    @property
+    def cell_keys(self) -> tuple[str, ...]:
+        """Every cell whose product this run executes (its task's dependencies)."""
+        return tuple(k for k in (self.cell_key, self.reference, self.meter) if k is not None)
 
 
 @dataclass(frozen=True)
@@ -66,6 +98,8 @@ class RunResult:
     argv: list[str]
     stdout_path: str
     stderr_path: str
+    # A measured run: one entry per execution, in the order they ran (see Sample).
+    samples: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path) -> RunResult:
@@ -85,7 +119,7 @@ class RunResult:
 
 
 def result_path(layout: Layout, key: str) -> Path:
-    return layout.run(key) / "result.json"
+    return layout.run_result(key)
 
 
 def execute(spec: RunSpec, layout: Layout) -> RunResult:
@@ -93,55 +127,174 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
     out = layout.run(key)
     out.mkdir(parents=True, exist_ok=True)
     cell = CellResult.load(cell_result_path(layout, spec.cell_key))
-    if cell.binary is None:
+    binaries = {"candidate": cell.binary}
+    if spec.reference is not None:
+        binaries["reference"] = CellResult.load(cell_result_path(layout, spec.reference)).binary
+    meter: Path | None = None
+    if spec.meter is not None:
+        built = CellResult.load(cell_result_path(layout, spec.meter)).binary
+        if built is None:
+            msg = f"the meter launcher (cell {spec.meter}) did not build: see its result.json"
+            raise RuntimeError(msg)
+        meter = Path(built)
+    if spec.reference is not None and binaries["reference"] is None:
+        # The reference did not build: the gate sees that cell and calls the result
+        # incomplete; the candidate's own figures are still worth keeping.
+        del binaries["reference"]
+    candidate = binaries["candidate"]
+    if candidate is None:
         return _write(
             layout,
             RunResult(
                 key, spec.label, "not_built", None, None, "", 0.0, 0.0, 0, False, "", [], "", ""
             ),
         )
-    work = out / "work"
+    if not spec.measured:
+        sample = _execute_one(Path(candidate), spec, out, "", meter)
+        return _write(layout, _result(key, spec.label, sample))
+    order: list[tuple[str, str]] = []
+    for phase, count in (("warmup", spec.warmup), ("timed", spec.rounds)):
+        for _ in range(count):
+            if "reference" in binaries:
+                order.append((phase, "reference"))
+            order.append((phase, "candidate"))
+    samples: list[Sample] = []
+    first: Sample | None = None
+    for i, (phase, side) in enumerate(order):
+        binary = binaries[side]
+        assert binary is not None
+        sample = _execute_one(Path(binary), spec, out, f".{i}", meter, phase=phase, side=side)
+        samples.append(sample)
+        if side == "candidate":
+            first = first or sample
+            if sample.status in {"hang", "output_overflow"}:
+                break  # a runaway is decided; running it again only burns the batch's time
+    assert first is not None
+    worst = next((s for s in samples if s.side == "candidate" and s.status != "exited"), first)
+    result = _result(key, spec.label, worst)
+    return _write(layout, replace(result, samples=[asdict(s) for s in samples]))
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One execution: the figures a measured run keeps for every round."""
+
+    side: str  # candidate | reference
+    phase: str  # warmup | timed | single
+    status: RunStatus
+    exit: int | None
+    signal: int | None
+    stdout_sha: str
+    wall_seconds: float
+    cpu_seconds: float
+    max_rss_kib: int
+    stray_processes: bool
+    metered: bool  # figures from the meter (the program's own) rather than the launcher
+    sandbox: str
+    argv: list[str]
+    stdout_path: str
+    stderr_path: str
+
+
+def _execute_one(
+    binary: Path,
+    spec: RunSpec,
+    out: Path,
+    suffix: str,
+    meter: Path | None,
+    phase: str = "single",
+    side: str = "candidate",
+) -> Sample:
+    work = out / f"work{suffix}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    binary = Path(cell.binary)
-    argv, sandbox = _sandboxed(binary, work, spec.args)
-    outcome = bounded(
-        argv,
-        cwd=work,
-        env={**BASE_ENV, **dict(spec.env)},
-        stdin=spec.stdin.encode(),
-        timeout=spec.timeout,
-        output_cap=spec.output_cap,
-    )
-    (out / "stdout").write_bytes(outcome.stdout)
-    (out / "stderr").write_bytes(outcome.stderr)
+    report_r, report_w = os.pipe() if meter is not None else (-1, -1)
+    try:
+        launch: tuple[Path, tuple[str, ...]] | None = None
+        if meter is not None:
+            launch = (meter, (str(report_w), str(spec.memory_mib)))
+        argv, sandbox = _sandboxed(binary, work, spec.args, launch)
+        outcome = bounded(
+            argv,
+            cwd=work,
+            env={**BASE_ENV, **dict(spec.env)},
+            stdin=spec.stdin.encode(),
+            timeout=spec.timeout,
+            output_cap=spec.output_cap,
+            pass_fds=(report_w,) if meter is not None else (),
+        )
+    finally:
+        if meter is not None:
+            os.close(report_w)
+    report = _read_report(report_r) if meter is not None else {}
+    (out / f"stdout{suffix}").write_bytes(outcome.stdout)
+    (out / f"stderr{suffix}").write_bytes(outcome.stderr)
     status: RunStatus
     if outcome.timed_out:
         status = "hang"
     elif outcome.overflowed:
         status = "output_overflow"
-    elif outcome.signal is not None:
+    elif outcome.signal is not None or report.get("signal", 0):
         status = "signaled"
     else:
         status = "exited"
-    return _write(
-        layout,
-        RunResult(
-            key=key,
-            label=spec.label,
-            status=status,
-            exit=outcome.exit,
-            signal=outcome.signal,
-            stdout_sha=codehash.of_text(outcome.stdout),
-            wall_seconds=round(outcome.wall_seconds, 4),
-            cpu_seconds=round(outcome.cpu_seconds, 4),
-            max_rss_kib=outcome.max_rss_kib,
-            stray_processes=outcome.stray_processes,
-            sandbox=sandbox,
-            argv=argv,
-            stdout_path=str(out / "stdout"),
-            stderr_path=str(out / "stderr"),
-        ),
+    metered = bool(report)
+    return Sample(
+        side=side,
+        phase=phase,
+        status=status,
+        exit=int(report["exit"]) if metered and report["exit"] >= 0 else outcome.exit,
+        signal=int(report["signal"]) if metered and report["signal"] else outcome.signal,
+        stdout_sha=codehash.of_text(outcome.stdout),
+        wall_seconds=round(report["wall"] if metered else outcome.wall_seconds, 4),
+        cpu_seconds=round(report["utime"] + report["stime"] if metered else outcome.cpu_seconds, 4),
+        max_rss_kib=int(report["maxrss_kib"]) if metered else outcome.max_rss_kib,
+        stray_processes=bool(report.get("stray", 0)) or outcome.stray_processes,
+        metered=metered,
+        sandbox=sandbox,
+        argv=argv,
+        stdout_path=str(out / f"stdout{suffix}"),
+        stderr_path=str(out / f"stderr{suffix}"),
+    )
+
+
+def _read_report(fd: int) -> dict[str, float]:
+    """The meter's one line `exit=.. signal=.. ...`; empty when it never wrote (killed)."""
+    os.set_blocking(fd, False)
+    data = b""
+    try:
+        while chunk := os.read(fd, 4096):
+            data += chunk
+    except BlockingIOError:
+        pass  # a process that escaped the group still holds the pipe: take what is there
+    finally:
+        os.close(fd)
+    fields: dict[str, float] = {}
+    for item in data.decode(errors="replace").split():
+        name, _, value = item.partition("=")
+        try:
+            fields[name] = float(value)
+        except ValueError:
+            continue
+    return fields if "maxrss_kib" in fields and "exit" in fields else {}
+
+
+def _result(key: str, label: str, sample: Sample) -> RunResult:
+    return RunResult(
+        key=key,
+        label=label,
+        status=sample.status,
+        exit=sample.exit,
+        signal=sample.signal,
+        stdout_sha=sample.stdout_sha,
+        wall_seconds=sample.wall_seconds,
+        cpu_seconds=sample.cpu_seconds,
+        max_rss_kib=sample.max_rss_kib,
+        stray_processes=sample.stray_processes,
+        sandbox=sample.sandbox,
+        argv=sample.argv,
+        stdout_path=sample.stdout_path,
+        stderr_path=sample.stderr_path,
     )
 
 
@@ -150,9 +303,17 @@ def _write(layout: Layout, result: RunResult) -> RunResult:
     return result
 
 
-def _sandboxed(binary: Path, work: Path, args: tuple[str, ...]) -> tuple[list[str], str]:
+def _sandboxed(
+    binary: Path,
+    work: Path,
+    args: tuple[str, ...],
+    launch: tuple[Path, tuple[str, ...]] | None = None,
+) -> tuple[list[str], str]:
+    """argv for the sandbox; `launch` is a launcher (the meter) and its own arguments,
+    put in front of the binary inside the sandbox."""
     if not bwrap_works():
-        return [str(binary), *args], "none"
+        front = [str(launch[0]), *launch[1]] if launch else []
+        return [*front, str(binary), *args], "none"
     argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
     for top in ("usr", "bin", "lib", "lib64", "sbin"):
         path = Path("/") / top
@@ -176,11 +337,12 @@ def _sandboxed(binary: Path, work: Path, args: tuple[str, ...]) -> tuple[list[st
         "--ro-bind",
         str(binary),
         "/candidate",
-        "--chdir",
-        "/work",
-        "/candidate",
-        *args,
     ]
+    head: list[str] = []
+    if launch is not None:
+        argv += ["--ro-bind", str(launch[0]), "/meter"]
+        head = ["/meter", *launch[1]]
+    argv += ["--chdir", "/work", *head, "/candidate", *args]
     return argv, "bwrap"
 
 

@@ -1,0 +1,7 @@
+// Grader-owned driver.
+#include "serve.hpp"
+
+int main() {
+  serve();
+  return 0;
+}

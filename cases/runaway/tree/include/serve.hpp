@@ -1,0 +1,4 @@
+#pragma once
+
+// Start up and say so on stdout.
+void serve();

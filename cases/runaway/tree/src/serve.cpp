@@ -1,0 +1,5 @@
+#include "serve.hpp"
+
+#include <cstdio>
+
+void serve() { std::puts("ready"); }
