@@ -67,13 +67,19 @@ class Pipeline:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.layout = Layout(settings.out)
-        self.layout.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.layout.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            msg = f"out={settings.out}: cannot create the build folder: {exc.strerror}"
+            raise SystemExit(msg) from exc
         self.errors: list[str] = []  # input errors: named in the table, fail the grade
         self.cases: dict[str, Case] = {}
         self.rows: list[Row] = []
         self.orphans: list[Orphan] = []
         self.tree_keys: dict[str, str] = {}  # row id -> tree key
-        self.plans: dict[tuple[str, str], Plan] = {}  # (tree key, gate) -> plan
+        # (case, tree key, gate) -> plan. Two cases may share a tree (same base, same patch)
+        # but not a plan: the plan follows each case's own configuration.
+        self.plans: dict[tuple[str, str, str], Plan] = {}
         self.identity: dict[str, dict[str, object]] = {}
         self._load()
 
@@ -118,28 +124,40 @@ class Pipeline:
                 self.errors.append(f"patches={self.settings.batch}: cannot read: {exc}")
                 batch = []
             self.rows += batch
-        for case in self.cases.values():
-            self._plan_rows(case, [r for r in self.rows if r.case == case.id])
+        self.rows_of: dict[str, list[Row]] = {c: [] for c in self.cases}
+        for row in self.rows:
+            self.rows_of[row.case].append(row)
+        self.references: dict[str, tuple[Row, Row | None]] = {}
+        for case in list(self.cases.values()):
+            rows = self.rows_of[case.id]
+            try:
+                self.plans.update(self._plan_rows(case, rows))
+            except InputError as exc:
+                self.errors.append(str(exc))
+                del self.cases[case.id], self.rows_of[case.id]
+                continue
+            base = next((r for r in rows if r.role == "base"), None)
+            self.references[case.id] = (rows[0], base)  # case_rows puts the reference first
+        self.rows = [r for r in self.rows if r.case in self.cases]
 
-    def _plan_rows(self, case: Case, rows: list[Row]) -> None:
+    def _plan_rows(self, case: Case, rows: list[Row]) -> dict[tuple[str, str, str], Plan]:
+        """Every gate's plan for these rows; all or nothing, so a case whose config fails
+        in one gate leaves no half-planned tasks behind."""
         for row in rows:
             blob = json.dumps([case.tree_digest, case.spec.writable, row.sha])
             self.tree_keys[row.id] = codehash.of_text(blob)[:24]
         reference = self.tree_keys[f"{case.id}/reference"]
+        plans: dict[tuple[str, str, str], Plan] = {}
         for row in rows:
             ctx = Context(case, self.tree_keys[row.id], self.envelopes, reference)
             for gate_name in case.enabled_gates():
-                if (ctx.tree_key, gate_name) not in self.plans:
-                    self.plans[ctx.tree_key, gate_name] = registry.GATES[gate_name].plan(ctx)
+                if (case.id, ctx.tree_key, gate_name) not in plans:
+                    plans[case.id, ctx.tree_key, gate_name] = registry.GATES[gate_name].plan(ctx)
+        return plans
 
     def _ctx(self, row: Row) -> Context:
         reference = self.tree_keys[f"{row.case}/reference"]
         return Context(self.cases[row.case], self.tree_keys[row.id], self.envelopes, reference)
-
-    def _reference_rows(self, case: str) -> tuple[Row, Row | None]:
-        ref = next(r for r in self.rows if r.case == case and r.role == "reference")
-        base = next((r for r in self.rows if r.case == case and r.role == "base"), None)
-        return ref, base
 
     # ---- tasks ---------------------------------------------------------------------
 
@@ -231,16 +249,26 @@ class Pipeline:
     def gate_tasks(self) -> Iterator[Task]:
         for name in registry.GATES:
             yield {"basename": name, "name": None, "doc": registry.GATES[name].doc}
+        # What a gate's verdict depends on besides its cells: its code and its config.
+        signature = {
+            (case.id, gate_name): {
+                "code": codehash.of_modules(gate_name, "gate", "result", "diagnostics", "lanes"),
+                "templates": codehash.of_templates(),
+                "config": case.gate_config(gate_name).model_dump(mode="json"),
+                "limits": case.spec.limits.model_dump(mode="json"),
+            }
+            for case in self.cases.values()
+            for gate_name in case.enabled_gates()
+        }
         for row in self.rows:
             case = self.cases[row.case]
             key = self.tree_keys[row.id]
             stamp = self.layout.tree_stamp(key)
             for gate_name in case.enabled_gates():
-                plan = self.plans[key, gate_name]
+                plan = self.plans[row.case, key, gate_name]
                 target = self.layout.gate_result(row.case, row.name, gate_name)
                 deps = [stamp] + [cell_result(self.layout, c.key) for c in plan.cells.values()]
                 deps += [run_result(self.layout, r.key) for r in plan.runs.values()]
-                code = codehash.of_modules(gate_name, "gate", "result", "diagnostics", "lanes")
                 yield {
                     "basename": gate_name,
                     "name": row.id,
@@ -253,14 +281,7 @@ class Pipeline:
                     "file_dep": [str(d) for d in deps],
                     "targets": [str(target)],
                     "uptodate": [
-                        config_changed(
-                            {
-                                "code": code,
-                                "templates": codehash.of_templates(),
-                                "config": case.gate_config(gate_name).model_dump(mode="json"),
-                                "limits": case.spec.limits.model_dump(mode="json"),
-                            }
-                        ),
+                        config_changed(signature[case.id, gate_name]),
                         _no_harness_error(target),
                     ],
                     "clean": True,
@@ -270,7 +291,7 @@ class Pipeline:
         yield {"basename": "verdict", "name": None, "doc": "fold a row's gates with its reference"}
         for row in self.rows:
             case = self.cases[row.case]
-            ref, base = self._reference_rows(row.case)
+            ref, base = self.references[row.case]
             deps = {self.layout.tree_stamp(self.tree_keys[r.id]) for r in (row, ref, base) if r}
             for r in (row, ref, base):
                 if r is not None:
@@ -302,7 +323,7 @@ class Pipeline:
     def fold_tasks(self) -> Iterator[Task]:
         yield {"basename": "fold", "name": None, "doc": "collect one case's verdicts"}
         for case_id in self.cases:
-            rows = [r for r in self.rows if r.case == case_id]
+            rows = self.rows_of[case_id]
             target = self.layout.fold(case_id)
             yield {
                 "basename": "fold",
@@ -328,7 +349,7 @@ class Pipeline:
     def _unique_cells(self) -> dict[str, tuple[CellSpec, Row]]:
         by_tree = {self.tree_keys[r.id]: r for r in reversed(self.rows)}
         cells: dict[str, tuple[CellSpec, Row]] = {}
-        for (tree_key, _), plan in self.plans.items():
+        for (_, tree_key, _), plan in self.plans.items():
             for spec in plan.cells.values():
                 cells.setdefault(spec.key, (spec, by_tree[tree_key]))
         return cells
@@ -336,7 +357,7 @@ class Pipeline:
     def _classify(self, row: Row, gate_name: str, target: Path) -> None:
         key = self.tree_keys[row.id]
         stamp = Stamp.load(self.layout.tree_stamp(key))
-        plan = self.plans[key, gate_name]
+        plan = self.plans[row.case, key, gate_name]
         if not stamp.applied:
             GateResult(
                 gate_name,
@@ -363,7 +384,15 @@ class Pipeline:
             )
         else:
             result = registry.GATES[gate_name].classify(self._ctx(row), plan, outputs)
-        result.cells.extend(records)
+        # A gate's own record lines (e.g. one per header probed) get the row's name too.
+        result.cells[:] = [f"{row.id} {gate_name} {line}" for line in result.cells] + records
+        # Evidence paths are relative to the build folder, so a row can be replayed from them.
+        result.evidence.extend(
+            str(self.layout.cell(c.key).relative_to(self.layout.root)) for c in plan.cells.values()
+        )
+        result.evidence.extend(
+            str(self.layout.run(r.key).relative_to(self.layout.root)) for r in plan.runs.values()
+        )
         result.write(target)
 
     def _fold_row(self, row: Row, target: Path) -> None:
@@ -376,7 +405,7 @@ class Pipeline:
                 g: GateResult.load(self.layout.gate_result(r.case, r.name, g)) for g in gates
             }
 
-        ref_row, base_row = self._reference_rows(row.case)
+        ref_row, base_row = self.references[row.case]
         ref_stamp, ref_results = results_of(ref_row)
         base_stamp, base_results = results_of(base_row) if base_row else (None, None)
         broken = reference_problems(

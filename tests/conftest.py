@@ -47,7 +47,12 @@ def run_grade(out: Path, *args: str, library: Path = SHIPPED, task: str = "grade
     cmd = [sys.executable, "-m", "doit", "-f", str(PROJECT / "dodo.py"), *args]
     cmd += [task, f"cases={library}", f"out={out}"]
     proc = subprocess.run(
-        cmd, capture_output=True, text=True, cwd=PROJECT, check=False, timeout=900,
+        cmd,
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        check=False,
+        timeout=900,
         env={**os.environ, "PYTHONPATH": str(PROJECT)},
     )
     return Grade(proc.returncode, proc.stdout + proc.stderr, out)

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from conftest import FIXTURES, run_grade
+
 from gates.process import bounded
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import SHIPPED
+
 from gates import sandbox
 from gates.cell import CellSpec, Unit, build
 from gates.envelope import Envelopes
