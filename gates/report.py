@@ -8,6 +8,7 @@ green (no broken case), shipped patches match their `expect`, candidates are acc
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
@@ -60,16 +61,20 @@ def grade(
     layout.cell_record.write_text("".join(line + "\n" for v in verdicts for line in v.cells))
     table = render_table(verdicts, orphans, gates)
     layout.table.write_text(table)
-    print(table, end="")
     problems = exit_problems(verdicts, orphans, errors, report_only)
-    print(f"\n{len(rows)} rows; verdicts in {layout.verdicts}")
+    lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]
     if problems:
-        print(f"\ngrade FAILED ({len(problems)} problem(s)):")
-        for p in problems:
-            print(f"  - {p}")
-        return TaskFailed(f"{len(problems)} problem(s); see above")
-    print("grade ok: every row ended as expected")
-    return None
+        lines.append(f"\ngrade FAILED ({len(problems)} problem(s)):\n")
+        lines += [f"  - {p}\n" for p in problems]
+    else:
+        lines.append("grade ok: every row ended as expected\n")
+    # The real stdout, not sys.stdout: doit's thread runner swaps sys.stdout per task to
+    # capture output, and concurrent tasks can leave it pointing at a dead capture buffer
+    # (seen with `-n 2`: the table vanished).
+    out = sys.__stdout__ or sys.stdout
+    out.write("".join(lines))
+    out.flush()
+    return TaskFailed(f"{len(problems)} problem(s); see above") if problems else None
 
 
 def exit_problems(

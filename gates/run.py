@@ -18,13 +18,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from gates import codehash
+from gates import codehash, sandbox
 from gates.cell import CellResult
 from gates.cell import result_path as cell_result_path
 from gates.layout import Layout
@@ -60,7 +59,7 @@ class RunSpec:
             "env": self.env,
             "timeout": self.timeout,
             "output_cap": self.output_cap,
-            "code": codehash.of_modules("run", "process"),
+            "code": codehash.of_modules("run", "process", "sandbox"),
         }
         if self.measured:
             blob["measure"] = [
@@ -92,7 +91,7 @@ class RunResult:
     stdout_sha: str
     wall_seconds: float
     cpu_seconds: float
-    max_rss_kib: int
+    max_rss_kib: int | None  # measured through the meter only (see the module doc)
     stray_processes: bool
     sandbox: str
     argv: list[str]
@@ -187,7 +186,7 @@ class Sample:
     stdout_sha: str
     wall_seconds: float
     cpu_seconds: float
-    max_rss_kib: int
+    max_rss_kib: int | None
     stray_processes: bool
     metered: bool  # figures from the meter (the program's own) rather than the launcher
     sandbox: str
@@ -248,7 +247,9 @@ def _execute_one(
         stdout_sha=codehash.of_text(outcome.stdout),
         wall_seconds=round(report["wall"] if metered else outcome.wall_seconds, 4),
         cpu_seconds=round(report["utime"] + report["stime"] if metered else outcome.cpu_seconds, 4),
-        max_rss_kib=int(report["maxrss_kib"]) if metered else outcome.max_rss_kib,
+        # Without the meter ru_maxrss is the launcher's, floored at this Python process's
+        # size (it survives fork and exec): not a figure about the program, so none.
+        max_rss_kib=int(report["maxrss_kib"]) if metered else None,
         stray_processes=bool(report.get("stray", 0)) or outcome.stray_processes,
         metered=metered,
         sandbox=sandbox,
@@ -310,51 +311,15 @@ def _sandboxed(
     launch: tuple[Path, tuple[str, ...]] | None = None,
 ) -> tuple[list[str], str]:
     """argv for the sandbox; `launch` is a launcher (the meter) and its own arguments,
-    put in front of the binary inside the sandbox."""
-    if not bwrap_works():
+    put in front of the binary inside the sandbox. The program sees the system, its
+    work folder as /work and itself as /candidate: nothing of the case or the build."""
+    if not sandbox.available():
         front = [str(launch[0]), *launch[1]] if launch else []
         return [*front, str(binary), *args], "none"
-    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
-    for top in ("usr", "bin", "lib", "lib64", "sbin"):
-        path = Path("/") / top
-        if path.is_symlink():
-            argv += ["--symlink", str(path.readlink()), str(path)]
-        elif path.is_dir():
-            argv += ["--ro-bind", str(path), str(path)]
-    for extra in ("/etc/ld.so.cache", "/etc/ld.so.conf"):
-        if Path(extra).exists():
-            argv += ["--ro-bind", extra, extra]
-    argv += [
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
-        "--bind",
-        str(work),
-        "/work",
-        "--ro-bind",
-        str(binary),
-        "/candidate",
-    ]
+    argv = [*sandbox.base_args(), "--bind", str(work), "/work"]
+    argv += ["--ro-bind", str(binary), "/candidate"]
     head: list[str] = []
     if launch is not None:
         argv += ["--ro-bind", str(launch[0]), "/meter"]
         head = ["/meter", *launch[1]]
-    argv += ["--chdir", "/work", *head, "/candidate", *args]
-    return argv, "bwrap"
-
-
-@cache
-def bwrap_works() -> bool:
-    """bubblewrap needs user namespaces, which some containers forbid: probe once."""
-    if shutil.which("bwrap") is None:
-        return False
-    probe = subprocess.run(
-        ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"],
-        capture_output=True,
-        check=False,
-        timeout=30,
-    )
-    return probe.returncode == 0
+    return [*argv, "--chdir", "/work", *head, "/candidate", *args], "bwrap"

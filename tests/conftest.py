@@ -42,26 +42,47 @@ def compiler_calls(out: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
-def run_grade(out: Path, *args: str, library: Path = SHIPPED, task: str = "grade") -> Grade:
-    """`doit grade` as a user runs it, with the build folder and dep file under `out`."""
-    cmd = [sys.executable, "-m", "doit", "-f", str(PROJECT / "dodo.py"), *args]
-    cmd += [task, f"cases={library}", f"out={out}"]
+def run_grade(out: Path, *args: str, library: Path | None = None, project: Path = PROJECT) -> Grade:
+    """`doit grade` as a user runs it, with the build folder and dep file under `out`.
+
+    `project` may be a copy made by `project_copy`, for tests that edit gate code."""
+    library = library or project / "cases"
+    cmd = [sys.executable, "-m", "doit", "-f", str(project / "dodo.py"), *args]
+    cmd += ["grade", f"cases={library}", f"out={out}"]
     proc = subprocess.run(
         cmd,
         capture_output=True,
         text=True,
-        cwd=PROJECT,
+        cwd=project,
         check=False,
         timeout=900,
-        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        env={**os.environ, "PYTHONPATH": str(project)},
     )
     return Grade(proc.returncode, proc.stdout + proc.stderr, out)
+
+
+def project_copy(tmp_path: Path) -> Path:
+    """A private copy of the project (dodo.py, gates, templates, cases) to edit."""
+    dest = tmp_path / "project"
+    for name in ("gates", "templates", "cases"):
+        shutil.copytree(PROJECT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PROJECT / "dodo.py", dest)
+    return dest
 
 
 @pytest.fixture(scope="session")
 def shipped(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     """One cold grade of the shipped library, shared by every test that only reads it."""
     return run_grade(tmp_path_factory.mktemp("shipped"))
+
+
+def case_library(dest: Path, *cases: str) -> Path:
+    """A library at `dest` holding the shipped envelope manifest and copies of `cases`."""
+    dest.mkdir(parents=True)
+    shutil.copy(SHIPPED / "envelopes.yaml", dest)
+    for case in cases:
+        shutil.copytree(SHIPPED / case, dest / case)
+    return dest
 
 
 @pytest.fixture

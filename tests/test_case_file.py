@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SHIPPED, run_grade
+from conftest import SHIPPED, case_library, run_grade
 
 from gates.case import load_case
 from gates.envelope import Envelopes
@@ -90,11 +90,7 @@ def test_expectation_for_a_gate_the_case_does_not_enable(case_dir: Path) -> None
 
 
 def test_a_broken_case_file_does_not_stop_the_rest(tmp_path: Path) -> None:
-    lib = tmp_path / "cases"
-    lib.mkdir()
-    for name in ("token_handle", "saturating"):
-        shutil.copytree(SHIPPED / name, lib / name)
-    shutil.copy(SHIPPED / "envelopes.yaml", lib)
+    lib = case_library(tmp_path / "cases", "token_handle", "saturating")
     yaml = lib / "saturating/case.yaml"
     yaml.write_text(yaml.read_text().replace("must_build:", "must_biuld:"))
     grade = run_grade(tmp_path / "out", library=lib)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SHIPPED, Grade, compiler_calls, run_grade
+from conftest import Grade, case_library, compiler_calls, run_grade
 
 CASE = "normalise"
 EXPECTED = {
@@ -83,11 +83,7 @@ def test_warm_rerun_builds_nothing(graded: Grade) -> None:
 
 
 def _one_case_library(tmp_path: Path) -> Path:
-    library = tmp_path / "cases"
-    library.mkdir()
-    shutil.copy(SHIPPED / "envelopes.yaml", library)
-    shutil.copytree(SHIPPED / CASE, library / CASE)
-    return library
+    return case_library(tmp_path / "cases", CASE)
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT, Grade, compiler_calls, run_grade
+from conftest import SHIPPED, Grade, compiler_calls, project_copy, run_grade
 
 NEGCOMP_CASES = "case=token_handle,bounded_index,saturating"
 
@@ -42,12 +43,8 @@ def test_every_negcomp_class_and_intake_class_is_reached(cold: Grade) -> None:
 
 def test_rows_carry_sha_identity_and_evidence(cold: Grade) -> None:
     row = cold.rows["token_handle/public_ctor"]
-    sha = (
-        __import__("hashlib")
-        .sha256((PROJECT / "cases/token_handle/patches/public_ctor.diff").read_bytes())
-        .hexdigest()
-    )
-    assert row["sha"] == sha
+    sha = hashlib.sha256((SHIPPED / "token_handle/patches/public_ctor.diff").read_bytes())
+    assert row["sha"] == sha.hexdigest()
     assert "g++" in row["identity"]["toolchains"]["gcc"]["version"]
     assert any(e.startswith("cells/") for e in row["evidence"])
     assert any(e.startswith("runs/") for e in row["evidence"])
@@ -87,60 +84,27 @@ def test_warm_rerun_compiles_nothing_and_gives_the_same_verdicts(cold: Grade) ->
 def test_parallel_grade_gives_identical_verdicts(cold: Grade, tmp_path: Path) -> None:
     par = run_grade(tmp_path / "par", "-n", "2", NEGCOMP_CASES)
     assert par.returncode == 0, par.output
+    assert "grade ok" in par.output
     assert (par.out / "verdicts.jsonl").read_text() == (cold.out / "verdicts.jsonl").read_text()
     assert (par.out / "cells.txt").read_text() == (cold.out / "cells.txt").read_text()
 
 
-def _project_copy(tmp_path: Path) -> Path:
-    dest = tmp_path / "project"
-    for name in ("gates", "templates", "cases"):
-        shutil.copytree(PROJECT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(PROJECT / "dodo.py", dest)
-    return dest
-
-
-def _grade_copy(project: Path, out: Path, *args: str) -> Grade:
-    import os
-    import subprocess
-    import sys
-
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "doit",
-            "-f",
-            str(project / "dodo.py"),
-            "grade",
-            *args,
-            f"out={out}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=project,
-        check=False,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(project)},
-    )
-    return Grade(proc.returncode, proc.stdout + proc.stderr, out)
-
-
 def test_edits_rebuild_only_what_they_touch(tmp_path: Path) -> None:
-    project = _project_copy(tmp_path)
+    project = project_copy(tmp_path)
     out = tmp_path / "out"
-    assert _grade_copy(project, out, "case=token_handle").returncode == 0
+    assert run_grade(out, "case=token_handle", project=project).returncode == 0
     base_calls = compiler_calls(out)
 
     # A prompt or case note edit: the identity changes, no compiler runs.
     (project / "cases/token_handle/prompt.md").write_text("Add valid() and reset().\n")
-    again = _grade_copy(project, out, "case=token_handle")
+    again = run_grade(out, "case=token_handle", project=project)
     assert again.returncode == 0 and compiler_calls(out) == base_calls
     assert again.rows["token_handle/reference"]["identity"]["case"] != ""
 
     # Classification code edit: gates re-classify from stored cells, no compiler runs.
     gate = project / "gates/negcomp.py"
     gate.write_text(gate.read_text() + "\n# a comment that changes the gate's code hash\n")
-    reclass = _grade_copy(project, out, "case=token_handle")
+    reclass = run_grade(out, "case=token_handle", project=project)
     assert reclass.returncode == 0 and compiler_calls(out) == base_calls
     assert "negcomp:token_handle/public_ctor" in reclass.output
 
@@ -148,13 +112,13 @@ def test_edits_rebuild_only_what_they_touch(tmp_path: Path) -> None:
     # 4 must-fail units and their 4 twins: 2*3 + 4 + 4 = 14 invocations at most).
     patch = project / "cases/token_handle/patches/good_valid_reset.diff"
     patch.write_text(patch.read_text().replace("valid()", "is_valid()"))
-    edited = _grade_copy(project, out, "case=token_handle")
+    edited = run_grade(out, "case=token_handle", project=project)
     assert edited.returncode == 0, edited.output
     assert 0 < compiler_calls(out) - base_calls <= 14
 
 
 def test_reference_red_marks_the_case_broken(tmp_path: Path) -> None:
-    project = _project_copy(tmp_path)
+    project = project_copy(tmp_path)
     yaml = project / "cases/token_handle/case.yaml"
     # A must-fail unit that the base tree itself accepts: moving is allowed.
     yaml.write_text(
@@ -165,7 +129,7 @@ def test_reference_red_marks_the_case_broken(tmp_path: Path) -> None:
             1,
         )
     )
-    grade = _grade_copy(project, tmp_path / "out", "case=token_handle")
+    grade = run_grade(tmp_path / "out", "case=token_handle", project=project)
     assert grade.returncode != 0
     assert "case token_handle is broken for gate negcomp" in grade.output
     assert grade.rows["token_handle/reference"]["gates"]["negcomp"]["class"] == (
@@ -177,32 +141,32 @@ def test_reference_red_marks_the_case_broken(tmp_path: Path) -> None:
 
 
 def test_fail_to_pass_check_that_passes_on_base_breaks_the_case(tmp_path: Path) -> None:
-    project = _project_copy(tmp_path)
+    project = project_copy(tmp_path)
     yaml = project / "cases/saturating/case.yaml"
     text = yaml.read_text().replace(
         "- probes/pos_sub.cpp", "- {unit: probes/pos_sub.cpp, fail_to_pass: true}", 1
     )
     yaml.write_text(text)
-    grade = _grade_copy(project, tmp_path / "out", "case=saturating")
+    grade = run_grade(tmp_path / "out", "case=saturating", project=project)
     assert grade.returncode != 0
     assert "already passes on the base tree" in grade.output
     assert grade.rows["saturating/wraps"]["gates"]["negcomp"]["class"] == "baseline_red"
 
 
 def test_reference_patch_that_does_not_apply_breaks_the_case(tmp_path: Path) -> None:
-    project = _project_copy(tmp_path)
+    project = project_copy(tmp_path)
     ref = project / "cases/saturating/patches/reference.diff"
     ref.write_text("this is not a diff\n")
-    grade = _grade_copy(project, tmp_path / "out", "case=saturating")
+    grade = run_grade(tmp_path / "out", "case=saturating", project=project)
     assert grade.returncode != 0
     assert "the reference patch is malformed_patch" in grade.output
 
 
 def test_missing_compiler_is_incomplete_never_green(tmp_path: Path) -> None:
-    project = _project_copy(tmp_path)
+    project = project_copy(tmp_path)
     env = project / "cases/envelopes.yaml"
     env.write_text(env.read_text().replace("command: g++", "command: g++-cxxgate-absent"))
-    grade = _grade_copy(project, tmp_path / "out", "case=token_handle")
+    grade = run_grade(tmp_path / "out", "case=token_handle", project=project)
     assert grade.returncode != 0
     good = grade.rows["token_handle/good_valid_reset"]
     assert good["verdict"] == "incomplete"
@@ -217,10 +181,10 @@ def test_missing_compiler_is_incomplete_never_green(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ not installed")
 def test_clang_envelope_lands_on_the_same_classes(tmp_path: Path) -> None:
-    project = _project_copy(tmp_path)
+    project = project_copy(tmp_path)
     yaml = project / "cases/token_handle/case.yaml"
     yaml.write_text(yaml.read_text().replace("std: c++20", "std: c++20\nenvelope: clang", 1))
-    grade = _grade_copy(project, tmp_path / "out", "case=token_handle")
+    grade = run_grade(tmp_path / "out", "case=token_handle", project=project)
     assert grade.returncode == 0, grade.output
     assert grade.rows["token_handle/reference"]["identity"]["toolchains"]["clang"]["path"]
     assert "gcc@" not in (grade.out / "cells.txt").read_text()
@@ -229,7 +193,7 @@ def test_clang_envelope_lands_on_the_same_classes(tmp_path: Path) -> None:
     # the C++03-style private copy is still rejected on the marked line, so it passes.
     text = yaml.read_text()
     yaml.write_text(re.sub(r", clang: (\{[^}]*\}|\"[^\"]*\")", "", text))
-    unpinned = _grade_copy(project, tmp_path / "out2", "case=token_handle")
+    unpinned = run_grade(tmp_path / "out2", "case=token_handle", project=project)
     row = unpinned.rows["token_handle/private_undefined_copy"]
     assert row["gates"]["negcomp"]["class"] == "accept"
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SHIPPED, Grade, compiler_calls, run_grade
+from conftest import Grade, case_library, compiler_calls, run_grade
 
 CASE = "inventory"
 ITEM = "include/inventory/item.hpp"
@@ -84,10 +83,7 @@ def test_warm_rerun_builds_nothing(graded: Grade) -> None:
 
 
 def _edited_case(tmp_path: Path, edit: dict[str, object]) -> Path:
-    library = tmp_path / "cases"
-    library.mkdir()
-    shutil.copy(SHIPPED / "envelopes.yaml", library)
-    shutil.copytree(SHIPPED / CASE, library / CASE)
+    library = case_library(tmp_path / "cases", CASE)
     file = library / CASE / "case.yaml"
     data = yaml.safe_load(file.read_text())
     data.update(edit)

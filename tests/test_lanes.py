@@ -64,6 +64,8 @@ def _gate_json(grade: Grade, row: str, gate: str) -> dict[str, object]:
 
 def test_every_shipped_patch_ends_as_expected(lanes: Grade) -> None:
     assert lanes.returncode == 0, lanes.output[-3000:]
+    # Printed even under `-n 2`, where doit's threads swap sys.stdout around long tasks.
+    assert "grade ok: every row ended as expected" in lanes.output
     rows = lanes.rows
     for row in ("label", "tally", "ring", "hot_path", "runaway"):
         assert rows[f"{row}/reference"]["verdict"] == "accept"

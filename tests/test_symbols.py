@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SHIPPED, Grade, compiler_calls, run_grade
+from conftest import SHIPPED, Grade, case_library, compiler_calls, run_grade
 
 from gates import libcell, symbols
 from gates.cell import CellSpec
@@ -65,10 +65,7 @@ def test_warm_rerun_builds_nothing(graded: Grade) -> None:
 
 
 def _edited_case(tmp_path: Path, case: str = CASE) -> tuple[Path, dict[str, object]]:
-    library = tmp_path / "cases"
-    library.mkdir()
-    shutil.copy(SHIPPED / "envelopes.yaml", library)
-    shutil.copytree(SHIPPED / case, library / case)
+    library = case_library(tmp_path / "cases", case)
     return library, yaml.safe_load((library / case / "case.yaml").read_text())
 
 
