@@ -9,14 +9,15 @@ doit grade cases=DIR out=DIR       another case library / build folder
 
 import gc
 
-from gates.pipeline import Pipeline, Settings
+from gates.library import Library, Settings
+from gates.pipeline import Pipeline
 
 # Planning a batch allocates dozens of objects per task; with the default thresholds the
 # collector spent more time scanning them than planning did (1.4 s of 2.5 s for 2,000
 # patches). doit is a short-lived process: collect rarely.
 gc.set_threshold(500_000, 50, 50)
 
-PIPELINE = Pipeline(Settings.from_doit_vars())
+PIPELINE = Pipeline(Library(Settings.from_doit_vars()))
 DOIT_CONFIG = PIPELINE.doit_config()
 
 

@@ -37,6 +37,7 @@ from pydantic import Field, model_validator
 
 from gates import lanes, probe
 from gates.cell import CellSpec, Unit
+from gates.diagnostics import why_failed
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.lanes import Program, Strict
 from gates.result import Check, GateResult
@@ -92,7 +93,7 @@ def plan(ctx: Context) -> Plan:
         msg = f"{ctx.case.file}: {key}.program.stdout: the contract needs a golden stdout file"
         raise InputError(msg)
     lanes.golden(ctx, cfg.program.stdout, f"{key}.program.stdout")
-    env = lanes.envelope(ctx, cfg.envelope, f"{key}.envelope")
+    env = ctx.envelope(cfg.envelope, f"{key}.envelope")
     unit = lanes.unit_of(ctx, cfg.program.unit, f"{key}.program.unit")
     label = f"{NAME} {cfg.program.unit}"
     candidate = lanes.program_cell(ctx, ctx.tree_key, unit, env, label)
@@ -105,7 +106,7 @@ def plan(ctx: Context) -> Plan:
         units=(Unit("meter.cpp", probe.render(METER)),),
         tree_sources=(),
         include_dirs=(),
-        envelope=lanes.envelope(ctx, "meter", f"{key} (the meter launcher's envelope)"),
+        envelope=ctx.envelope("meter", f"{key} (the meter launcher's envelope)"),
         compile_seconds=ctx.case.spec.limits.compile_seconds,
         label=f"{NAME} meter",
     )
@@ -138,13 +139,13 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     for name in ("meter", "reference", "candidate"):
         cell = outputs.cells[name]
         if cell.status in lanes.MISSING or (name != "candidate" and cell.status != "ok"):
-            why = f"{name} cell: {cell.status}: {cell.detail or lanes.build_problem(cell)}"
+            why = f"{name} cell: {cell.status}: {cell.detail or why_failed(cell)}"
             return GateResult.from_checks(
                 NAME, [Check(name, False, "incomplete", why, incomplete=True)], SEVERITY, []
             )
     cand_cell = outputs.cells["candidate"]
     if cand_cell.status != "ok":
-        check = Check(prog.unit, False, "build_fail", lanes.build_problem(cand_cell))
+        check = Check(prog.unit, False, "build_fail", why_failed(cand_cell))
         return GateResult.from_checks(NAME, [check], SEVERITY, [])
     series = outputs.runs["series"]
     samples = series.samples

@@ -70,7 +70,7 @@ class Config(BaseModel):
 def plan(ctx: Context) -> Plan:
     case = ctx.case
     cfg: Config = case.gate_config(NAME)
-    env = surface.envelope(ctx, NAME, cfg.envelope)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
     program = case.oracle(cfg.program, f"gates.{NAME}.program")
     text = program.read_text()
     check_program(ctx, cfg, text)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gates.cell import Step
+from gates.cell import CellResult, Step
 
 _TEXT = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): "
@@ -100,3 +100,28 @@ def errors_with_notes(diags: list[Diagnostic]) -> list[list[Diagnostic]]:
         elif d.kind == "note" and groups:
             groups[-1].append(d)
     return groups
+
+
+def of_cell(cell: CellResult) -> list[Diagnostic]:
+    return [d for step in cell.compile_steps() for d in parse(step, cell.tree_root)]
+
+
+def telling_line(step: Step) -> str:
+    """The linker line that names the symbol; its last line is only `ld returned 1`."""
+    lines = [ln.strip() for ln in step.output.splitlines() if ln.strip()]
+    telling = [ln for ln in lines if "undefined reference" in ln or "multiple definition" in ln]
+    return (telling or lines or ["no output"])[0][:200]
+
+
+def why_failed(cell: CellResult) -> str:
+    """One line on why a cell produced nothing: its first compiler error, the linker's
+    line naming the symbol, or the cell's own detail. Stable between runs."""
+    if cell.status == "timeout":
+        return "the compiler ran past its time limit"
+    first = first_error(of_cell(cell))
+    if first is not None:
+        return first.brief()
+    failed = next((s for s in cell.steps if s.exit != 0), None)
+    if failed is not None:
+        return f"{cell.status}: {telling_line(failed)}"
+    return f"{cell.status}: {(cell.detail.strip().splitlines() or ['no detail'])[-1][:200]}"

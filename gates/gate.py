@@ -11,10 +11,11 @@ from pydantic import BaseModel
 from gates.cell import CellResult, CellSpec
 from gates.result import GateResult
 from gates.run import RunResult, RunSpec
+from gates.yamlfile import InputError
 
 if TYPE_CHECKING:
     from gates.case import Case
-    from gates.envelope import Envelopes
+    from gates.envelope import Envelope, Envelopes
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,22 @@ class Context:
     tree_key: str
     envelopes: Envelopes
     reference_tree_key: str  # the case's reference state, for gates that measure against it
+
+    def envelope(self, name: str, key: str) -> Envelope:
+        """A named envelope, with the case's language standard; `key` is the case.yaml key
+        that named it, for the error message."""
+        if name not in self.envelopes.names():
+            msg = (
+                f"{self.case.file}: {key}: unknown envelope {name!r}; "
+                f"{self.envelopes.path} defines {self.envelopes.names()}"
+            )
+            raise InputError(msg)
+        return self.envelopes.get(name).with_std(self.case.spec.std)
+
+    def gate_envelope(self, gate: str, override: str | None) -> Envelope:
+        """The gate's own envelope if its section names one, else the case's."""
+        key = f"gates.{gate}.envelope" if override else "envelope"
+        return self.envelope(override or self.case.spec.envelope, key)
 
 
 @dataclass

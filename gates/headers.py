@@ -23,7 +23,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gates import probe, surface
+from gates import probe
 from gates.cell import CellResult, CellSpec, Unit
 from gates.diagnostics import Diagnostic, errors_with_notes, parse
 from gates.gate import Context, Gate, Outputs, Plan
@@ -76,7 +76,7 @@ def plan(ctx: Context) -> Plan:
                 f"public_headers {case.spec.public_headers}"
             )
             raise InputError(msg)
-    env = surface.envelope(ctx, NAME, cfg.envelope)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
     out = Plan()
     for i, header in enumerate(case.spec.public_headers):
         args = {"header": header, "include": case.header_include(header)}
@@ -112,9 +112,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         checks.append(check)
         for lane in LANES:
             status, klass = lanes.get(lane, ("incomplete", "not_probed"))
-            records.append(
-                f"header={header} lane={lane} status={status} class={klass}"
-            )
+            records.append(f"header={header} lane={lane} status={status} class={klass}")
     probed = sum(1 for c in checks if not c.incomplete)
     if probed != len(case.spec.public_headers):
         checks.append(

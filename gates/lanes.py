@@ -14,12 +14,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gates.cell import CellResult, CellSpec, Unit
-from gates.diagnostics import first_error, parse
+from gates.cell import CellSpec, Unit
 from gates.envelope import Envelope
 from gates.gate import Context
 from gates.run import RunResult, RunSpec
-from gates.yamlfile import InputError
 
 
 class Strict(BaseModel):
@@ -36,20 +34,8 @@ class Program(Strict):
     exit: int = 0
 
 
-def envelope(ctx: Context, name: str, key: str) -> Envelope:
-    """A named envelope with the case's language standard; `key` names the case.yaml key."""
-    if name not in ctx.envelopes.names():
-        msg = (
-            f"{ctx.case.file}: {key}: unknown envelope {name!r}; "
-            f"{ctx.envelopes.path} defines {ctx.envelopes.names()}"
-        )
-        raise InputError(msg)
-    return ctx.envelopes.get(name).with_std(ctx.case.spec.std)
-
-
 def unit_of(ctx: Context, rel: str, key: str) -> Unit:
-    path = ctx.case.oracle(rel, key)
-    return Unit(path.name, path.read_text())
+    return Unit(Path(rel).name, ctx.case.oracle_text(rel, key))
 
 
 def golden(ctx: Context, rel: str | None, key: str) -> bytes | None:
@@ -164,19 +150,6 @@ def run_problem(run: RunResult, want_exit: int) -> str | None:
         tail = run.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
         return f"exit {run.exit} (expected {want_exit}): {tail[0][:200]}"
     return None
-
-
-def build_problem(cell: CellResult) -> str:
-    """One line on why a cell has no binary, for a summary."""
-    if cell.status == "timeout":
-        return "the compiler ran past its time limit"
-    first = first_error([d for s in cell.compile_steps() for d in parse(s, cell.tree_root)])
-    if first is not None:
-        return first.brief()
-    failed = next((s for s in cell.steps if s.exit != 0), None)
-    lines = failed.output.strip().splitlines() if failed else []
-    telling = [ln for ln in lines if "undefined reference" in ln or "multiple definition" in ln]
-    return f"{cell.status}: {(telling or lines or [cell.detail or 'no output'])[0].strip()[:200]}"
 
 
 MISSING = ("toolchain_missing", "no_tree", "harness_error")

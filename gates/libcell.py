@@ -36,6 +36,7 @@ from gates.cell import (
     result_path,
     tool_call,
 )
+from gates.diagnostics import telling_line
 from gates.layout import Layout
 
 CXX_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++")
@@ -153,7 +154,7 @@ def _shared(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     ]
     steps.append(_call(layout, spec.key, "link", lib, link, out, spec))
     if _status(steps) != "ok":
-        return _status(steps), _telling_line(steps[-1]), steps, None
+        return _status(steps), telling_line(steps[-1]), steps, None
     exports = elf.dynamic_exports(out / lib)
     cxxfilt = tool_path("c++filt")
     if cxxfilt is not None and exports:
@@ -208,7 +209,7 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     steps.append(_call(layout, spec.key, "link", "consumer", link, stranger, spec, sees_tree=False))
     status = _status(steps)
     if status != "ok":
-        return status, detail or _telling_line(steps[-1]), steps, None
+        return status, detail or telling_line(steps[-1]), steps, None
     return "ok", detail, steps, str(stranger / "consumer")
 
 
@@ -251,10 +252,3 @@ def _needed(layout: Layout, spec: CellSpec, i: int) -> CellResult:
         msg = f"gates/libcell.py: a {spec.kind} cell needs {i + 1} cell(s), got {spec.needs}"
         raise ValueError(msg)
     return CellResult.load(result_path(layout, spec.needs[i]))
-
-
-def _telling_line(step: Step) -> str:
-    """The linker line that names the symbol; its last line is only `ld returned 1`."""
-    lines = [ln.strip() for ln in step.output.splitlines() if ln.strip()]
-    telling = [ln for ln in lines if "undefined reference" in ln or "multiple definition" in ln]
-    return (telling or lines or ["no output"])[0]

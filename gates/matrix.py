@@ -30,6 +30,7 @@ from pydantic import Field
 
 from gates import lanes
 from gates.cell import CellResult
+from gates.diagnostics import why_failed
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.lanes import Program, Strict
 from gates.result import Check, GateResult
@@ -49,8 +50,7 @@ def plan(ctx: Context) -> Plan:
     cfg: Config = ctx.case.gate_config(NAME)
     out = Plan()
     envs = [
-        lanes.envelope(ctx, name, f"gates.{NAME}.envelopes[{j}]")
-        for j, name in enumerate(cfg.envelopes)
+        ctx.envelope(name, f"gates.{NAME}.envelopes[{j}]") for j, name in enumerate(cfg.envelopes)
     ]
     for i, prog in enumerate(cfg.programs):
         key = f"gates.{NAME}.programs[{i}]"
@@ -98,7 +98,7 @@ def _cell_check(
         why = f"cell missing: {cell.status}" + (f": {cell.detail}" if cell.detail else "")
         return Check(name, False, "incomplete", why, incomplete=True), None
     if cell.status != "ok":
-        return Check(name, False, "compile_fail", lanes.build_problem(cell)), None
+        return Check(name, False, "compile_fail", why_failed(cell)), None
     report = lanes.sanitizer_report(run.stderr, cell.tree_root)
     if report is not None:
         return Check(name, False, "run_fail", f"sanitizer: {report.brief()}"), report

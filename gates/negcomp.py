@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gates import probe
 from gates.cell import CellResult, CellSpec, Unit
-from gates.diagnostics import Diagnostic, first_error, parse
-from gates.envelope import Envelope, Family
+from gates.diagnostics import Diagnostic, first_error, of_cell, why_failed
+from gates.envelope import Family
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
 from gates.run import RunResult, RunSpec
@@ -104,7 +104,7 @@ class Config(_Strict):
 def plan(ctx: Context) -> Plan:
     case = ctx.case
     cfg: Config = case.gate_config(NAME)
-    env = _envelope(ctx, cfg)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
     out = Plan()
     include_dirs = tuple(case.spec.include_dirs)
     for i, bu in enumerate(cfg.must_build):
@@ -148,7 +148,7 @@ def plan(ctx: Context) -> Plan:
 
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     cfg: Config = ctx.case.gate_config(NAME)
-    family = _envelope(ctx, cfg).toolchain.family
+    family = ctx.gate_envelope(NAME, cfg.envelope).toolchain.family
     checks: list[Check] = []
     for i, bu in enumerate(cfg.must_build):
         checks.append(
@@ -173,18 +173,6 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             )
         )
     return GateResult.from_checks(NAME, checks, SEVERITY, [])
-
-
-def _envelope(ctx: Context, cfg: Config) -> Envelope:
-    name = cfg.envelope or ctx.case.spec.envelope
-    if name not in ctx.envelopes.names():
-        key = f"gates.{NAME}.envelope" if cfg.envelope else "envelope"
-        msg = (
-            f"{ctx.case.file}: {key}: unknown envelope {name!r}; "
-            f"{ctx.envelopes.path} defines {ctx.envelopes.names()}"
-        )
-        raise InputError(msg)
-    return ctx.envelopes.get(name).with_std(ctx.case.spec.std)
 
 
 def _must_fail_unit(ctx: Context, fu: FailUnit, i: int) -> tuple[Unit, int]:
@@ -233,7 +221,7 @@ def _check_build(name: str, cell: CellResult, run: RunResult, f2p: bool) -> Chec
     if cell.status == "toolchain_missing":
         return Check(name, False, TOOLCHAIN_MISSING, cell.detail, f2p, incomplete=True)
     if cell.status != "ok":
-        return Check(name, False, "build_broken", _failure_text(cell), f2p)
+        return Check(name, False, "build_broken", why_failed(cell), f2p)
     if run.status in {"hang", "output_overflow"}:
         limit = "time limit" if run.status == "hang" else "output cap"
         return Check(name, False, run.status, f"killed at the {limit}", f2p)
@@ -262,7 +250,7 @@ def _check_fail(
         return Check(
             name, False, "surface_regression", f"now compiles: line {line} is accepted", f2p
         )
-    diags = _diagnostics(cell)
+    diags = of_cell(cell)
     first = first_error(diags)
     if cell.status == "timeout" or first is None:
         return Check(
@@ -281,7 +269,7 @@ def _check_fail(
             f2p,
         )
     if twin.status != "ok":
-        twin_first = first_error(_diagnostics(twin))
+        twin_first = first_error(of_cell(twin))
         why = twin_first.brief() if twin_first else twin.status
         return Check(
             name,
@@ -317,23 +305,6 @@ def _pin_matches(pin: str | RegexPin, diag: Diagnostic) -> bool:
     if isinstance(pin, str):
         return pin in diag.message
     return re.search(pin.regex, diag.message) is not None
-
-
-def _diagnostics(cell: CellResult) -> list[Diagnostic]:
-    return [d for step in cell.compile_steps() for d in parse(step, cell.tree_root)]
-
-
-def _failure_text(cell: CellResult) -> str:
-    if cell.status == "timeout":
-        return "the compiler ran past its time limit"
-    first = first_error(_diagnostics(cell))
-    if first is not None:
-        return first.brief()
-    failed = next((s for s in cell.steps if s.exit != 0), None)
-    lines = failed.output.strip().splitlines() if failed else []
-    # The linker's last line is "ld returned 1"; the first line naming a symbol says why.
-    telling = [ln for ln in lines if "undefined reference" in ln or "multiple definition" in ln]
-    return f"{cell.status}: {(telling or lines or ['no output'])[0].strip()}"
 
 
 GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

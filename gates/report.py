@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
-from gates.diagnostics import first_error, parse
+from gates.diagnostics import why_failed
+from gates.guard import HARNESS_ERROR
 from gates.layout import Layout
 from gates.result import BASELINE_RED
-from gates.verdict import HARNESS_ERROR, Verdict
+from gates.verdict import Verdict
 
 if TYPE_CHECKING:
     from gates.cell import CellResult
@@ -29,8 +30,7 @@ def cell_note(cell: CellResult) -> str:
     """The part of a cell's record line that says why it failed, stable between runs."""
     if cell.status in {"ok", "no_tree"}:
         return ""
-    first = first_error([d for s in cell.compile_steps() for d in parse(s, cell.tree_root)])
-    return f" | {first.brief()}" if first else f" | {cell.detail.splitlines()[-1:]}"
+    return f" | {why_failed(cell)}"
 
 
 def grade(

@@ -31,6 +31,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from gates import lanes
+from gates.diagnostics import why_failed
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.lanes import Program, Strict
 from gates.result import Check, GateResult
@@ -72,7 +73,7 @@ class Config(Strict):
 def plan(ctx: Context) -> Plan:
     cfg: Config = ctx.case.gate_config(NAME)
     out = Plan()
-    envs = {lane: lanes.envelope(ctx, getattr(cfg, lane), f"gates.{NAME}.{lane}") for lane in LANES}
+    envs = {lane: ctx.envelope(getattr(cfg, lane), f"gates.{NAME}.{lane}") for lane in LANES}
     for i, prog in enumerate(cfg.programs):
         key = f"gates.{NAME}.programs[{i}]"
         if prog.stdout is None:
@@ -117,7 +118,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         broken = [lane for lane, c in cells.items() if c.status != "ok"]
         if broken:
             c = cells[broken[0]]
-            detail = f"{broken[0]} build ({c.envelope}): {lanes.build_problem(c)}"
+            detail = f"{broken[0]} build ({c.envelope}): {why_failed(c)}"
             checks.append(Check(f"build {prog.unit}", False, "build_fail", detail))
             evidence.append(f"{prog.unit}: bits not scored: {', '.join(broken)} build failed")
             continue

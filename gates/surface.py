@@ -1,27 +1,13 @@
-"""Plan pieces shared by the surface gates (consumer, headers, symbols): which envelope,
-which library name, which library sources. All of it feeds cell keys, so nothing here
+"""Plan pieces shared by the surface gates (consumer, headers, symbols): which library
+name, which library sources. All of it feeds cell keys, so nothing here
 can leave a stale classification behind."""
 
 from __future__ import annotations
 
 import re
 
-from gates.envelope import Envelope
 from gates.gate import Context
 from gates.yamlfile import InputError
-
-
-def envelope(ctx: Context, gate: str, override: str | None) -> Envelope:
-    """The gate's own envelope if it names one, else the case's; with the case's standard."""
-    name = override or ctx.case.spec.envelope
-    if name not in ctx.envelopes.names():
-        key = f"gates.{gate}.envelope" if override else "envelope"
-        msg = (
-            f"{ctx.case.file}: {key}: unknown envelope {name!r}; "
-            f"{ctx.envelopes.path} defines {ctx.envelopes.names()}"
-        )
-        raise InputError(msg)
-    return ctx.envelopes.get(name).with_std(ctx.case.spec.std)
 
 
 def library_name(ctx: Context, gate: str, name: str | None) -> str:

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gates import elf, surface
 from gates.cell import CellResult, CellSpec, Unit
-from gates.diagnostics import first_error, parse
+from gates.diagnostics import why_failed
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
 
@@ -110,7 +110,7 @@ def _shared(ctx: Context, cfg: Config, tree_key: str) -> CellSpec:
         units=units,
         tree_sources=sources,
         include_dirs=tuple(case.spec.include_dirs),
-        envelope=surface.envelope(ctx, NAME, cfg.envelope),
+        envelope=ctx.gate_envelope(NAME, cfg.envelope),
         compile_seconds=case.spec.limits.compile_seconds,
         label=f"{NAME} shared lib{product}.so",
         extra_flags=(*PINNED_FLAGS, *(f"-D{d}" for d in cfg.defines)),
@@ -135,7 +135,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     elif cfg.version_script is not None:
         checks += _version_script_checks(ctx, cfg, golden, ref_exports)
     if cell.status != "ok":
-        checks.append(Check("shared object", False, "library_broken", _build_problem(cell)))
+        checks.append(Check("shared object", False, "library_broken", why_failed(cell)))
     elif golden is not None:
         checks += _golden_checks(cfg, golden, _exports(cell, cfg), ref_exports or {})
     if cfg.abidiff:
@@ -290,11 +290,6 @@ def _abidiff_check(cell: CellResult) -> Check:
     if changed and lines:
         return Check(name, False, "layout_change", "; ".join(lines[:4]))
     return Check(name, True, "accept", "no layout or size change of an exported type")
-
-
-def _build_problem(cell: CellResult) -> str:
-    first = first_error([d for s in cell.compile_steps() for d in parse(s, cell.tree_root)])
-    return first.brief() if first else f"{cell.status}: {cell.detail}"
 
 
 GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

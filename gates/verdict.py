@@ -7,11 +7,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gates.guard import HARNESS_ERROR
 from gates.result import BASELINE_RED, GateResult
 from gates.rows import Row
 from gates.tree import Stamp
-
-HARNESS_ERROR = "harness_error"
 
 
 @dataclass(frozen=True)

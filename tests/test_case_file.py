@@ -99,3 +99,12 @@ def test_a_broken_case_file_does_not_stop_the_rest(tmp_path: Path) -> None:
     assert grade.rows["token_handle/public_ctor"]["gates"]["negcomp"]["class"] == (
         "surface_regression"
     )
+
+
+def test_a_broken_envelope_manifest_is_named(tmp_path: Path) -> None:
+    lib = case_library(tmp_path / "cases", "saturating")
+    manifest = lib / "envelopes.yaml"
+    manifest.write_text(manifest.read_text().replace("toolchain: gcc", "toolchain: gcc12", 1))
+    grade = run_grade(tmp_path / "out", library=lib)
+    assert grade.returncode != 0
+    assert "envelopes.gcc.toolchain: unknown toolchain 'gcc12'" in grade.output
