@@ -59,6 +59,8 @@ class Pipeline:
             "dep_file": str(self.layout.root / "doit.sqlite3"),
             "par_type": "thread",
             "continue": True,
+            # A warm batch has tens of thousands of up-to-date tasks: name only what ran.
+            "reporter": "executed-only",
         }
 
     def tree_tasks(self) -> Iterator[Task]:
