@@ -39,10 +39,10 @@ from gates import lanes, probe
 from gates.cell import CellSpec, Unit
 from gates.diagnostics import why_failed
 from gates.gate import Context, Gate, Outputs, Plan
-from gates.lanes import Program, Strict
+from gates.lanes import Program
 from gates.result import Check, GateResult
 from gates.run import RunSpec
-from gates.yamlfile import InputError
+from gates.yamlfile import InputError, Strict
 
 NAME = "budget"
 SEVERITY = (

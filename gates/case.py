@@ -10,13 +10,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from gates import registry
-from gates.yamlfile import InputError, load_model
+from gates.yamlfile import InputError, Strict, load_model
 
 VerdictWord = Literal["accept", "reject", "incomplete"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Expect(BaseModel):
@@ -34,13 +30,13 @@ class Expect(BaseModel):
         return {k: str(v) for k, v in (self.model_extra or {}).items()}
 
 
-class KnownPatch(_Strict):
+class KnownPatch(Strict):
     file: str
     name: str | None = None
     expect: Expect
 
 
-class Limits(_Strict):
+class Limits(Strict):
     run_seconds: float = Field(default=5.0, gt=0, le=600)
     output_bytes: int = Field(default=1 << 20, gt=0)
     compile_seconds: float = Field(default=120.0, gt=0)
@@ -57,7 +53,7 @@ def _gates_model() -> type[BaseModel]:
 Gates = _gates_model()
 
 
-class CaseFile(_Strict):
+class CaseFile(Strict):
     summary: str
     std: str | None = None
     envelope: str = "gcc"

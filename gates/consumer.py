@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gates import surface
 from gates.cell import CellResult, CellSpec, Unit
@@ -36,7 +36,7 @@ from gates.diagnostics import Diagnostic, first_error, parse
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
 from gates.run import RunResult, RunSpec
-from gates.yamlfile import InputError
+from gates.yamlfile import InputError, Strict
 
 NAME = "consumer"
 SEVERITY = (
@@ -51,9 +51,7 @@ SEVERITY = (
 )
 
 
-class Config(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class Config(Strict):
     program: str  # the consumer, a file of the case outside tree/
     namespaces: list[str] = Field(
         min_length=1

@@ -78,8 +78,3 @@ def save(exports: list[Export], folder: Path) -> None:
 
 def load(folder: Path) -> list[Export]:
     return [Export(**e) for e in json.loads((folder / EXPORTS_FILE).read_text())]
-
-
-def posix_listing(exports: list[Export]) -> str:
-    """The `nm --format=posix` shape (name, letter), one per line: evidence that diffs."""
-    return "".join(f"{e.name} {e.kind}\n" for e in exports)

@@ -11,23 +11,19 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from gates.yamlfile import InputError, load_model
+from gates.yamlfile import InputError, Strict, load_model
 
 Family = Literal["gcc", "clang"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ToolchainEntry(_Strict):
+class ToolchainEntry(Strict):
     command: str
     family: Family
 
 
-class EnvelopeEntry(_Strict):
+class EnvelopeEntry(Strict):
     toolchain: str
     std: str = "c++20"
     flags: list[str] = Field(default_factory=list)
@@ -36,7 +32,7 @@ class EnvelopeEntry(_Strict):
     run_env: dict[str, str] = Field(default_factory=dict)
 
 
-class Manifest(_Strict):
+class Manifest(Strict):
     toolchains: dict[str, ToolchainEntry]
     envelopes: dict[str, EnvelopeEntry]
 
@@ -51,10 +47,6 @@ class Toolchain:
     path: str | None  # as found on PATH; None when not installed
     version: str  # first line of `--version`, for humans
     version_sha: str  # sha256 of the resolved path and the whole `--version` text, for keys
-
-    @property
-    def present(self) -> bool:
-        return self.path is not None
 
 
 @dataclass(frozen=True)

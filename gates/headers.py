@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gates import probe
 from gates.cell import CellResult, CellSpec, Unit
 from gates.diagnostics import Diagnostic, errors_with_notes, parse
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
-from gates.yamlfile import InputError
+from gates.yamlfile import InputError, Strict
 
 NAME = "headers"
 SEVERITY = ("missing_declaration", "other_compile_error")
@@ -58,9 +58,7 @@ _MISSING = re.compile(
 )
 
 
-class Config(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class Config(Strict):
     envelope: str | None = None
     # public header -> statements run in the probe's main(); they should use the header.
     snippets: dict[str, str] = Field(default_factory=dict)

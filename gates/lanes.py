@@ -12,16 +12,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gates.cell import CellSpec, Unit
 from gates.envelope import Envelope
 from gates.gate import Context
 from gates.run import RunResult, RunSpec
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from gates.yamlfile import Strict
 
 
 class Program(Strict):

@@ -32,9 +32,10 @@ from gates import lanes
 from gates.cell import CellResult
 from gates.diagnostics import why_failed
 from gates.gate import Context, Gate, Outputs, Plan
-from gates.lanes import Program, Strict
+from gates.lanes import Program
 from gates.result import Check, GateResult
 from gates.run import RunResult
+from gates.yamlfile import Strict
 
 NAME = "matrix"
 SEVERITY = ("incomplete", "compile_fail", "run_fail", "disagreement")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gates import probe
 from gates.cell import CellResult, CellSpec, Unit
@@ -32,7 +32,7 @@ from gates.envelope import Family
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
 from gates.run import RunResult, RunSpec
-from gates.yamlfile import InputError
+from gates.yamlfile import InputError, Strict
 
 NAME = "negcomp"
 SEVERITY = (
@@ -47,11 +47,7 @@ SEVERITY = (
 MARKER = "cxxgate: reject"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RegexPin(_Strict):
+class RegexPin(Strict):
     regex: str
 
     @field_validator("regex")
@@ -61,14 +57,14 @@ class RegexPin(_Strict):
         return v
 
 
-class BuildUnit(_Strict):
+class BuildUnit(Strict):
     unit: str
     fail_to_pass: bool = False
     args: list[str] = Field(default_factory=list)
     stdin: str = ""
 
 
-class FailUnit(_Strict):
+class FailUnit(Strict):
     unit: str | None = None
     template: str | None = None
     args: dict[str, str] = Field(default_factory=dict)
@@ -87,7 +83,7 @@ class FailUnit(_Strict):
         return self
 
 
-class Config(_Strict):
+class Config(Strict):
     envelope: str | None = None
     must_build: list[BuildUnit] = Field(default_factory=list)
     must_fail: list[FailUnit] = Field(default_factory=list)

@@ -33,10 +33,10 @@ from pydantic import Field, model_validator
 from gates import lanes
 from gates.diagnostics import why_failed
 from gates.gate import Context, Gate, Outputs, Plan
-from gates.lanes import Program, Strict
+from gates.lanes import Program
 from gates.result import Check, GateResult
 from gates.run import RunResult
-from gates.yamlfile import InputError
+from gates.yamlfile import InputError, Strict
 
 NAME = "sanitizer"
 SEVERITY = (

@@ -33,13 +33,14 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gates import elf, surface
 from gates.cell import CellResult, CellSpec, Unit
 from gates.diagnostics import why_failed
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
+from gates.yamlfile import Strict
 
 NAME = "symbols"
 SEVERITY = (
@@ -55,9 +56,7 @@ VERSION_SCRIPT = "exports.map"
 _STD = re.compile(r"^_Z(?:GV|T[ISV])?Z?N?K?(?:St|Sa|Sb|Ss|Si|So|Sd|9__gnu_cxx)")
 
 
-class Config(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class Config(Strict):
     library: str | None = None  # shared object base name; default: the case id
     sources: list[str] | None = None  # globs in the tree; default: the case's `sources`
     defines: list[str] = Field(default_factory=list)  # e.g. the API macro's "building" switch

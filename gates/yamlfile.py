@@ -6,9 +6,16 @@ from pathlib import Path
 from typing import TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class Strict(BaseModel):
+    """Every model read from YAML: unknown keys are errors (a typo must not silently
+    disable a gate), and what was read is never mutated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class InputError(Exception):
