@@ -36,6 +36,37 @@ class Grade:
     def gate(self, row: str, gate: str) -> dict[str, str]:
         return self.rows[row]["gates"][gate]  # type: ignore[index, no-any-return]
 
+    def tree(self, row: str) -> Path:
+        """The patched tree a row was graded on, found through its evidence."""
+        evidence = self.rows[row]["evidence"]
+        assert isinstance(evidence, list)
+        return self.out / next(e for e in evidence if e.startswith("trees/"))
+
+
+def in_tree_test_exit(tree: Path, test: str, workdir: Path) -> int:
+    """Build one of the tree's own tests the way the project's build would (the test file
+    includes what it needs, sources too) and return its exit status: the green test a
+    model would point to."""
+    binary = workdir / Path(test).stem
+    build = subprocess.run(
+        [
+            "g++",
+            "-std=c++20",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{tree / 'include'}",
+            str(tree / test),
+            "-o",
+            str(binary),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    return subprocess.run([str(binary)], check=False, timeout=30).returncode
+
 
 def compiler_calls(out: Path) -> int:
     log = out / "compiler-calls.log"

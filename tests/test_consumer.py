@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Grade, case_library, compiler_calls, run_grade
+from conftest import Grade, case_library, compiler_calls, in_tree_test_exit, run_grade
 
 CASE = "normalise"
 EXPECTED = {
@@ -35,28 +35,10 @@ def test_every_shipped_patch_lands_on_its_class(graded: Grade) -> None:
     assert set(EXPECTED) == {r.split("/")[1] for r in graded.rows}
 
 
-def _tree_of(graded: Grade, patch: str) -> Path:
-    evidence = graded.rows[f"{CASE}/{patch}"]["evidence"]
-    assert isinstance(evidence, list)
-    trees = [e for e in evidence if e.startswith("trees/")]
-    return graded.out / trees[0]
-
-
 def test_link_undefined_although_the_in_tree_test_passes(graded: Grade, tmp_path: Path) -> None:
     """The in-tree test compiles src/ into its own TU and stays green; a stranger cannot link."""
-    tree = _tree_of(graded, "definition_drift")
-    binary = tmp_path / "in_tree_test"
-    build = subprocess.run(
-        [
-            *("g++", "-std=c++20", "-Wall", "-Wextra", "-Werror", f"-I{tree / 'include'}"),
-            *(str(tree / "tests" / "test_normalise.cpp"), "-o", str(binary)),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert build.returncode == 0, build.stderr
-    assert subprocess.run([str(binary)], check=False, timeout=30).returncode == 0
+    tree = graded.tree(f"{CASE}/definition_drift")
+    assert in_tree_test_exit(tree, "tests/test_normalise.cpp", tmp_path) == 0
 
     gate = graded.gate(f"{CASE}/definition_drift", "consumer")
     assert (gate["status"], gate["class"]) == ("fail", "link_undefined")

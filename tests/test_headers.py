@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Grade, case_library, compiler_calls, run_grade
+from conftest import Grade, case_library, compiler_calls, in_tree_test_exit, run_grade
 
 CASE = "inventory"
 ITEM = "include/inventory/item.hpp"
@@ -33,21 +32,8 @@ def test_every_shipped_patch_lands_on_its_class(graded: Grade) -> None:
 
 def test_missing_declaration_although_the_driver_passes(graded: Grade, tmp_path: Path) -> None:
     """The project's driver includes <string> before the header, so it never notices."""
-    row = graded.rows[f"{CASE}/tidy_includes"]
-    trees = [e for e in row["evidence"] if e.startswith("trees/")]  # type: ignore[union-attr]
-    tree = graded.out / trees[0]
-    binary = tmp_path / "driver"
-    build = subprocess.run(
-        [
-            *("g++", "-std=c++20", "-Wall", "-Wextra", "-Werror", f"-I{tree / 'include'}"),
-            *(str(tree / "tests" / "test_inventory.cpp"), "-o", str(binary)),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert build.returncode == 0, build.stderr
-    assert subprocess.run([str(binary)], check=False, timeout=30).returncode == 0
+    tree = graded.tree(f"{CASE}/tidy_includes")
+    assert in_tree_test_exit(tree, "tests/test_inventory.cpp", tmp_path) == 0
     summary = graded.gate(f"{CASE}/tidy_includes", "headers")["summary"]
     assert "#include <string>" in summary  # the compiler's own hint is kept for the reader
 
@@ -57,8 +43,7 @@ def test_one_record_per_header_and_lane(graded: Grade) -> None:
     prefix = f"{CASE}/tidy_includes headers header="
     records = [c for c in row["cells"] if c.startswith(prefix)]  # type: ignore[union-attr]
     assert sorted(records) == sorted(
-        f"{CASE}/tidy_includes headers header={h} lane={lane} status=fail "
-        "class=missing_declaration"
+        f"{CASE}/tidy_includes headers header={h} lane={lane} status=fail class=missing_declaration"
         for h in (ITEM, STOCK)
         for lane in ("standalone", "twice")
     )
