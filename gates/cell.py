@@ -8,13 +8,15 @@ gate and patch that asks for the same key. A compile error is a result, not a fa
 from __future__ import annotations
 
 import json
+import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from gates import codehash
+from gates import codehash, reuse
 from gates.envelope import Envelope
 from gates.layout import Layout
 from gates.process import bounded
@@ -67,15 +69,20 @@ class CellSpec:
 
     @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
+        blob = {"tree": self.tree_key, "spec": self.spec_key}
+        return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
+
+    @cached_property
+    def spec_key(self) -> str:
+        """Everything but the tree: what gates/reuse.py matches trees under."""
         blob: dict[str, Any] = {
             "kind": self.kind,
-            "tree": self.tree_key,
             "units": [(u.name, codehash.of_text(u.text)) for u in self.units],
             "tree_sources": self.tree_sources,
             "include_dirs": self.include_dirs,
             "envelope": self.envelope.id,
             "compile_seconds": self.compile_seconds,
-            "code": codehash.of_modules("cell", "process", "sandbox"),
+            "code": codehash.of_modules("cell", "process", "sandbox", "reuse"),
         }
         if self.kind in LIBRARY_KINDS:
             from gates import libcell  # late: libcell builds on this module
@@ -119,6 +126,7 @@ class CellResult:
     tree_root: str
     steps: list[Step]
     binary: str | None
+    reused_from: str = ""  # the cell whose compile this result is (gates/reuse.py)
 
     @classmethod
     def load(cls, path: Path) -> CellResult:
@@ -170,26 +178,78 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         from gates import libcell
 
         return done(*libcell.build(spec, layout, tree, out))
+    earlier = reuse.lookup(layout, spec.spec_key, tree)
+    if earlier is not None:
+        return _adopt(layout, spec, earlier, tree, out)
     sources = [u.name for u in spec.units] + _resolve(tree, spec.tree_sources)
     base = _compile_argv(spec, tree)
     steps: list[Step] = []
+    depfiles = [out / f"tu{i}.d" for i in range(len(sources))]
     if spec.kind == "syntax":
-        for src in sources:
-            steps.append(
-                _call(layout, key, "compile", src, [*base, "-fsyntax-only", src], out, spec)
-            )
-        return done(_status(steps), "", steps, None)
+        for src, dep in zip(sources, depfiles, strict=True):
+            argv = [*base, "-fsyntax-only", "-MD", "-MF", dep.name, src]
+            steps.append(_call(layout, key, "compile", src, argv, out, spec))
+        result = done(_status(steps), "", steps, None)
+    else:
+        result = _build_exe(layout, spec, sources, base, depfiles, out, steps, done)
+    if result.status != "timeout":
+        reuse.record(layout, spec.spec_key, tree, depfiles, key)
+    return result
+
+
+def _build_exe(
+    layout: Layout,
+    spec: CellSpec,
+    sources: list[str],
+    base: list[str],
+    depfiles: list[Path],
+    out: Path,
+    steps: list[Step],
+    done: Callable[[CellStatus, str, list[Step], str | None], CellResult],
+) -> CellResult:
     objects = []
-    for i, src in enumerate(sources):
+    for i, (src, dep) in enumerate(zip(sources, depfiles, strict=True)):
         obj = f"tu{i}.o"
         objects.append(obj)
-        steps.append(_call(layout, key, "compile", src, [*base, "-c", src, "-o", obj], out, spec))
+        argv = [*base, "-c", "-MD", "-MF", dep.name, src, "-o", obj]
+        steps.append(_call(layout, spec.key, "compile", src, argv, out, spec))
     if _status(steps) != "ok":
         return done(_status(steps), "", steps, None)
-    link = [tc.path, *spec.envelope.flags, *spec.envelope.link_flags, *objects, "-o", "a.out"]
-    steps.append(_call(layout, key, "link", "a.out", link, out, spec))
+    env = spec.envelope
+    assert env.toolchain.path is not None
+    link = [env.toolchain.path, *env.flags, *env.link_flags, *objects, "-o", "a.out"]
+    steps.append(_call(layout, spec.key, "link", "a.out", link, out, spec))
     status = _status(steps)
     return done(status, "", steps, str(out / "a.out") if status == "ok" else None)
+
+
+def _adopt(layout: Layout, spec: CellSpec, earlier: str, tree: Path, out: Path) -> CellResult:
+    """This cell's result is an earlier cell's, compiled from a tree that agrees on every
+    file it read: copy it, with that tree's paths turned into this tree's."""
+    src = CellResult.load(result_path(layout, earlier))
+    moves = ((src.tree_root, str(tree)), (str(layout.cell(earlier)), str(out)))
+
+    def moved(text: str) -> str:
+        for old, new in moves:
+            text = text.replace(old, new)
+        return text
+
+    steps = [replace(s, argv=[moved(a) for a in s.argv], output=moved(s.output)) for s in src.steps]
+    binary = None
+    if src.binary is not None:
+        binary = str(out / Path(src.binary).name)
+        shutil.copy2(src.binary, binary)
+    result = replace(
+        src,
+        key=spec.key,
+        label=spec.label,
+        tree_root=str(tree),
+        steps=steps,
+        binary=binary,
+        reused_from=src.reused_from or earlier,
+    )
+    result_path(layout, spec.key).write_text(json.dumps(asdict(result), indent=1) + "\n")
+    return result
 
 
 def _compile_argv(spec: CellSpec, tree: Path) -> list[str]:
