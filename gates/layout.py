@@ -36,9 +36,6 @@ class Layout:
     def run_result(self, key: str) -> Path:
         return self._at(f"runs/{key[:2]}/{key}/result.json")
 
-    def row(self, case: str, patch: str) -> Path:
-        return self._at(f"results/{case}/{patch}")
-
     def gate_result(self, case: str, patch: str, gate: str) -> Path:
         return self._at(f"results/{case}/{patch}/{gate}.json")
 

@@ -126,7 +126,10 @@ def fold(
         if name in broken and row.role in {"known", "candidate"} and res.status != "not_applicable":
             shown = GateResult(name, "incomplete", broken[name]["class"], broken[name]["why"])
         gates[name] = {"status": shown.status, "class": shown.klass, "summary": shown.summary}
-        evidence += res.evidence
+        # The row lists where to look: the tree, each gate's result file (which keeps the
+        # gate's own evidence lines, e.g. budget samples) and the cell and run folders.
+        evidence.append(f"results/{row.case}/{row.name}/{name}.json")
+        evidence += [e for e in res.evidence if e.startswith(("cells/", "runs/"))]
         cells += res.cells
     verdict, klass, detail = _decide(row, stamp, gates)
     expect = None

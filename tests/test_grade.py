@@ -48,6 +48,7 @@ def test_rows_carry_sha_identity_and_evidence(cold: Grade) -> None:
     assert "g++" in row["identity"]["toolchains"]["gcc"]["version"]
     assert any(e.startswith("cells/") for e in row["evidence"])
     assert any(e.startswith("runs/") for e in row["evidence"])
+    assert "results/token_handle/public_ctor/negcomp.json" in row["evidence"]
     for path in row["evidence"]:
         assert (cold.out / path).exists(), path
     assert "now compiles" in row["gates"]["negcomp"]["summary"]
