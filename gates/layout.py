@@ -58,6 +58,10 @@ class Layout:
         return self.root / "verdicts.jsonl"
 
     @property
+    def junit(self) -> Path:
+        return self.root / "junit.xml"
+
+    @property
     def table(self) -> Path:
         return self.root / "table.txt"
 

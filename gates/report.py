@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
+from gates import junit
 from gates.diagnostics import why_failed
 from gates.guard import HARNESS_ERROR
 from gates.layout import Layout
@@ -62,10 +63,11 @@ def grade(
     table = render_table(verdicts, orphans, gates)
     layout.table.write_text(table)
     problems = exit_problems(verdicts, orphans, errors, report_only)
+    junit.write(layout.junit, verdicts, orphans, problems)
     lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]
     if problems:
         lines.append(f"\ngrade FAILED ({len(problems)} problem(s)):\n")
-        lines += [f"  - {p}\n" for p in problems]
+        lines += [f"  - {message}\n" for _, message in problems]
     else:
         lines.append("grade ok: every row ended as expected\n")
     # The real stdout, not sys.stdout: doit's thread runner swaps sys.stdout per task to
@@ -79,25 +81,27 @@ def grade(
 
 def exit_problems(
     verdicts: list[Verdict], orphans: list[Orphan], errors: list[str], report_only: bool
-) -> list[str]:
-    problems = [f"input error: {e}" for e in errors]
-    broken_seen: set[tuple[str, str]] = set()
+) -> list[tuple[str | None, str]]:
+    """Why the grade fails, as (row id, message); input errors belong to no row, a broken
+    case to its reference row."""
+    problems: list[tuple[str | None, str]] = [(None, f"input error: {e}") for e in errors]
     for v in verdicts:
         where = f"{v.case}/{v.patch}"
         harness = [g for g, r in v.gates.items() if r["class"] == HARNESS_ERROR]
         if v.klass == HARNESS_ERROR or harness:
-            problems.append(f"{where}: harness error in {harness or ['intake']}")
-        for gate, problem in v.broken.items():
-            if (v.case, gate) not in broken_seen:
-                broken_seen.add((v.case, gate))
+            problems.append((where, f"{where}: harness error in {harness or ['intake']}"))
+        if v.role == "reference":
+            for gate, problem in v.broken.items():
                 state = "is broken" if problem["class"] == BASELINE_RED else "could not be graded"
-                problems.append(f"case {v.case} {state} for gate {gate}: {problem['why']}")
+                problems.append((where, f"case {v.case} {state} for gate {gate}: {problem['why']}"))
         if v.role == "known" and v.expect_problems:
-            problems.append(f"{where}: {'; '.join(v.expect_problems)}")
+            problems.append((where, f"{where}: {'; '.join(v.expect_problems)}"))
         if v.role == "candidate" and v.verdict != "accept" and not report_only:
-            problems.append(f"{where}: {v.verdict} ({v.klass})")
+            problems.append((where, f"{where}: {v.verdict} ({v.klass})"))
     if not report_only:
-        problems += [f"{o.case}/{o.name}: {o.klass}: {o.detail}" for o in orphans]
+        problems += [
+            (f"{o.case}/{o.name}", f"{o.case}/{o.name}: {o.klass}: {o.detail}") for o in orphans
+        ]
     return problems
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from conftest import SHIPPED, run_grade
@@ -39,6 +40,16 @@ def test_predictions_jsonl(tmp_path: Path) -> None:
     assert rows["token_handle/reference"]["verdict"] == "accept"
     assert grade.returncode != 0
     assert "token_handle/org_model-a~2: reject (surface_regression)" in grade.output
+
+    # The same outcome as JUnit XML, one failing test case per problem row.
+    suites = {s.get("name"): s for s in ET.parse(grade.out / "junit.xml").getroot()}
+    tests = {t.get("name"): t for t in suites["token_handle"].iter("testcase")}
+    assert tests["org_model-a"].find("failure") is None
+    failure = tests["org_model-a~2"].find("failure")
+    assert failure is not None and "surface_regression" in failure.get("message", "")
+    assert "negcomp=surface_regression" in (tests["org_model-a~2"].findtext("system-out") or "")
+    assert tests["reference"].find("failure") is None
+    assert suites["no_such_case"].get("failures") == "1"
 
     report = run_grade(tmp_path / "out", f"patches={preds}", "case=token_handle",
                        "report_only=1")
