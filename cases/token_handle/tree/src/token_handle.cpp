@@ -4,5 +4,5 @@
 
 // Out of line on purpose: units that call describe() only link with the library sources.
 std::string TokenHandle::describe() const {
-  return id_ == 0 ? "token(empty)" : "token(" + std::to_string(id_) + ")";
+  return serial_ == 0 ? "token(empty)" : "token(" + std::to_string(serial_) + ")";
 }

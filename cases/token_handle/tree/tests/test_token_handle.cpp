@@ -8,7 +8,7 @@ int main() {
   auto a = TokenHandle::make(42);
   if (a.describe() != "token(42)") return 1;
   TokenHandle b = std::move(a);
-  if (b.id() != 42 || a.id() != 0) return 2;
+  if (b.serial() != 42 || a.serial() != 0) return 2;
   if (a.describe() != "token(empty)") return 3;
   return 0;
 }
