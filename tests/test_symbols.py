@@ -116,13 +116,20 @@ def test_version_script_that_disagrees_with_the_object_is_an_incident(tmp_path: 
 
 
 @pytest.mark.skipif(not HAS_ABIDIFF, reason="abidiff (Debian abigail-tools) is not installed")
-def test_abidiff_lane_sees_a_layout_change(tmp_path: Path) -> None:
-    graded = run_grade(tmp_path / "out", "case=loader_abi")
-    assert graded.returncode == 0, graded.output
-    assert graded.gate("loader_abi/good_null_check", "symbols")["class"] == "accept"
-    layout = graded.gate("loader_abi/header_length", "symbols")
+def test_abidiff_lane_sees_a_layout_change(graded: Grade) -> None:
+    layout = graded.gate(f"{CASE}/header_length", "symbols")
     assert layout["class"] == "layout_change"
     assert "type size changed from 64 to 96" in layout["summary"]
+
+
+def test_a_golden_derived_from_the_reference_build(tmp_path: Path) -> None:
+    library, data = _edited_case(tmp_path)
+    del data["gates"]["symbols"]["golden"]  # type: ignore[index, attr-defined]
+    _write(library, data)
+    graded = run_grade(tmp_path / "out", f"case={CASE}", library=library)
+    assert graded.returncode == 0, graded.output
+    assert graded.gate(f"{CASE}/inline_from_file", "symbols")["class"] == "abi_break"
+    assert graded.gate(f"{CASE}/export_helper", "symbols")["class"] == "surface_growth"
 
 
 def test_abidiff_lane_without_abidiff_is_incomplete(
