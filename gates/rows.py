@@ -167,9 +167,12 @@ def _jsonl_rows(
                 )
             )
             continue
-        data = patch.encode() if isinstance(patch, str) else b""
-        if patch is not None and not isinstance(patch, str):
-            data = repr(patch).encode()  # kept so the intake can call it what it is
+        if patch is None:
+            data = b""  # no answer at all: graded as the empty patch
+        elif isinstance(patch, str):
+            data = patch.encode()
+        else:
+            data = repr(patch).encode()  # not text: kept so the intake calls it malformed
         sha = hashlib.sha256(data).hexdigest()
         stored = layout.stored_patch(sha)
         if not stored.exists():
