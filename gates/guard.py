@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from gates.cell import CellSpec
+from gates.cell import CellResult, CellSpec
 from gates.result import GateResult
-from gates.run import RunSpec
+from gates.run import RunResult, RunSpec
 
-HARNESS_ERROR = "harness_error"
+HARNESS_ERROR: Final = "harness_error"
 
 
 def guarded(
@@ -55,37 +56,24 @@ def stamp_error(key: str) -> Callable[[str], dict[str, Any]]:
 
 
 def cell_error(spec: CellSpec) -> Callable[[str], dict[str, Any]]:
-    return lambda tb: {
-        "key": spec.key,
-        "kind": spec.kind,
-        "label": spec.label,
-        "status": HARNESS_ERROR,
-        "detail": tb,
-        "envelope": spec.envelope.name,
-        "toolchain": spec.envelope.toolchain.name,
-        "tree_root": "",
-        "steps": [],
-        "binary": None,
-    }
+    return lambda tb: asdict(
+        CellResult(
+            key=spec.key,
+            kind=spec.kind,
+            label=spec.label,
+            status=HARNESS_ERROR,
+            detail=tb,
+            envelope=spec.envelope.name,
+            toolchain=spec.envelope.toolchain.name,
+            tree_root="",
+            steps=[],
+            binary=None,
+        )
+    )
 
 
 def run_error(spec: RunSpec) -> Callable[[str], dict[str, Any]]:
-    return lambda tb: {
-        "key": spec.key,
-        "label": spec.label,
-        "status": HARNESS_ERROR,
-        "exit": None,
-        "signal": None,
-        "stdout_sha": "",
-        "wall_seconds": 0.0,
-        "cpu_seconds": 0.0,
-        "max_rss_kib": 0,
-        "stray_processes": False,
-        "sandbox": tb,
-        "argv": [],
-        "stdout_path": "",
-        "stderr_path": "",
-    }
+    return lambda tb: asdict(RunResult.without_run(spec.key, spec.label, HARNESS_ERROR, tb))
 
 
 def gate_error(gate: str) -> Callable[[str], dict[str, Any]]:

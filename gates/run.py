@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -99,6 +99,13 @@ class RunResult:
     stderr_path: str
     # A measured run: one entry per execution, in the order they ran (see Sample).
     samples: list[dict[str, Any]] = field(default_factory=list)
+    detail: str = ""  # why nothing ran (for a harness_error: the traceback)
+
+    @classmethod
+    def without_run(cls, key: str, label: str, status: RunStatus, detail: str = "") -> RunResult:
+        return cls(
+            key, label, status, None, None, "", 0.0, 0.0, None, False, "", [], "", "", detail=detail
+        )
 
     @classmethod
     def load(cls, path: Path) -> RunResult:
@@ -142,12 +149,7 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
         del binaries["reference"]
     candidate = binaries["candidate"]
     if candidate is None:
-        return _write(
-            layout,
-            RunResult(
-                key, spec.label, "not_built", None, None, "", 0.0, 0.0, 0, False, "", [], "", ""
-            ),
-        )
+        return _write(layout, RunResult.without_run(key, spec.label, "not_built"))
     if not spec.measured:
         sample = _execute_one(Path(candidate), spec, out, "", meter)
         return _write(layout, _result(key, spec.label, sample))
@@ -281,22 +283,9 @@ def _read_report(fd: int) -> dict[str, float]:
 
 
 def _result(key: str, label: str, sample: Sample) -> RunResult:
-    return RunResult(
-        key=key,
-        label=label,
-        status=sample.status,
-        exit=sample.exit,
-        signal=sample.signal,
-        stdout_sha=sample.stdout_sha,
-        wall_seconds=sample.wall_seconds,
-        cpu_seconds=sample.cpu_seconds,
-        max_rss_kib=sample.max_rss_kib,
-        stray_processes=sample.stray_processes,
-        sandbox=sample.sandbox,
-        argv=sample.argv,
-        stdout_path=sample.stdout_path,
-        stderr_path=sample.stderr_path,
-    )
+    """The run's figures are those of one sample (the first, or the first that failed)."""
+    shared = {f.name for f in fields(RunResult)} & {f.name for f in fields(Sample)}
+    return RunResult(key=key, label=label, **{n: getattr(sample, n) for n in shared})
 
 
 def _write(layout: Layout, result: RunResult) -> RunResult:

@@ -151,7 +151,7 @@ def test_fail_to_pass_check_that_passes_on_base_breaks_the_case(tmp_path: Path) 
     grade = run_grade(tmp_path / "out", "case=saturating", project=project)
     assert grade.returncode != 0
     assert "already passes on the base tree" in grade.output
-    assert grade.rows["saturating/wraps"]["gates"]["negcomp"]["class"] == "baseline_red"
+    assert grade.rows["token_handle/defaulted_move"]["gates"]["negcomp"]["class"] == "baseline_red"
 
 
 def test_reference_patch_that_does_not_apply_breaks_the_case(tmp_path: Path) -> None:
@@ -203,3 +203,31 @@ def test_verdicts_jsonl_is_valid_json_lines(cold: Grade) -> None:
     for line in (cold.out / "verdicts.jsonl").read_text().splitlines():
         row = json.loads(line)
         assert row["verdict"] in {"accept", "reject", "incomplete"}
+
+
+def test_a_harness_fault_is_a_row_not_a_lost_batch_and_is_retried(tmp_path: Path) -> None:
+    project = project_copy(tmp_path)
+    gate = project / "gates/negcomp.py"
+    healthy = gate.read_text()
+    gate.write_text(healthy.replace(
+        "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n",
+        "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n"
+        "    if ctx.tree_key != ctx.reference_tree_key:\n"
+        "        raise RuntimeError('a bug in the gate')\n",
+    ))
+    out = tmp_path / "out"
+    broken = run_grade(out, "case=token_handle", project=project)
+    assert broken.returncode != 0
+    assert "token_handle/defaulted_move: harness error in ['negcomp']" in broken.output
+    wraps = broken.rows["token_handle/defaulted_move"]
+    assert wraps["verdict"] == "incomplete"
+    assert wraps["gates"]["negcomp"]["class"] == "harness_error"
+    assert "a bug in the gate" in wraps["gates"]["negcomp"]["summary"]
+    assert broken.rows["token_handle/reference"]["verdict"] == "accept"  # the rest still ran
+
+    calls = compiler_calls(out)
+    gate.write_text(healthy)  # the fix: the failed gate tasks run again, cells stay built
+    fixed = run_grade(out, "case=token_handle", project=project)
+    assert fixed.returncode == 0, fixed.output
+    assert fixed.rows["token_handle/defaulted_move"]["gates"]["negcomp"]["class"] == "functional_regression"
+    assert compiler_calls(out) == calls
