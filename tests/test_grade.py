@@ -151,7 +151,7 @@ def test_fail_to_pass_check_that_passes_on_base_breaks_the_case(tmp_path: Path) 
     grade = run_grade(tmp_path / "out", "case=saturating", project=project)
     assert grade.returncode != 0
     assert "already passes on the base tree" in grade.output
-    assert grade.rows["token_handle/defaulted_move"]["gates"]["negcomp"]["class"] == "baseline_red"
+    assert grade.rows["saturating/wraps"]["gates"]["negcomp"]["class"] == "baseline_red"
 
 
 def test_reference_patch_that_does_not_apply_breaks_the_case(tmp_path: Path) -> None:
@@ -219,15 +219,17 @@ def test_a_harness_fault_is_a_row_not_a_lost_batch_and_is_retried(tmp_path: Path
     broken = run_grade(out, "case=token_handle", project=project)
     assert broken.returncode != 0
     assert "token_handle/defaulted_move: harness error in ['negcomp']" in broken.output
-    wraps = broken.rows["token_handle/defaulted_move"]
-    assert wraps["verdict"] == "incomplete"
-    assert wraps["gates"]["negcomp"]["class"] == "harness_error"
-    assert "a bug in the gate" in wraps["gates"]["negcomp"]["summary"]
+    row = broken.rows["token_handle/defaulted_move"]
+    assert row["verdict"] == "incomplete"
+    assert row["gates"]["negcomp"]["class"] == "harness_error"
+    assert "a bug in the gate" in row["gates"]["negcomp"]["summary"]
     assert broken.rows["token_handle/reference"]["verdict"] == "accept"  # the rest still ran
 
     calls = compiler_calls(out)
     gate.write_text(healthy)  # the fix: the failed gate tasks run again, cells stay built
     fixed = run_grade(out, "case=token_handle", project=project)
     assert fixed.returncode == 0, fixed.output
-    assert fixed.rows["token_handle/defaulted_move"]["gates"]["negcomp"]["class"] == "functional_regression"
+    fixed_row = fixed.rows["token_handle/defaulted_move"]
+    assert fixed_row["gates"]["negcomp"]["class"] == "functional_regression"
     assert compiler_calls(out) == calls
+
