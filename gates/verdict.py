@@ -82,8 +82,17 @@ def reference_problems(gates: list[str], ref: Reference) -> dict[str, dict[str, 
     if not ref.base_stamp.applied:
         return _all(gates, f"the base tree did not materialise: {ref.base_stamp.detail}")
     f2p_total = 0
+    undecided = False
     for gate in gates:
-        for check in ref.base_results[gate].checks:
+        base = ref.base_results[gate]
+        if base.status == "incomplete" and gate not in broken:
+            # A base tree that could not be graded (a harness fault, a missing compiler)
+            # says nothing about the case: pass its class on, not baseline_red.
+            why = f"the base tree could not be graded: {base.klass}: {base.summary}"
+            broken[gate] = {"class": base.klass, "why": why}
+            undecided = True
+            continue
+        for check in base.checks:
             f2p_total += check.fail_to_pass
             if check.incomplete or gate in broken:
                 continue
@@ -99,7 +108,7 @@ def reference_problems(gates: list[str], ref: Reference) -> dict[str, dict[str, 
                     f"{check.klass}: {check.detail}"
                 )
                 broken[gate] = {"class": BASELINE_RED, "why": why}
-    if f2p_total == 0:
+    if f2p_total == 0 and not undecided:
         no_proof = _all(
             gates, "the case declares a reference patch but no fail_to_pass check proves it"
         )

@@ -233,3 +233,19 @@ def test_a_harness_fault_is_a_row_not_a_lost_batch_and_is_retried(tmp_path: Path
     assert fixed_row["gates"]["negcomp"]["class"] == "functional_regression"
     assert compiler_calls(out) == calls
 
+
+
+def test_a_harness_fault_on_the_base_tree_is_not_a_broken_case(tmp_path: Path) -> None:
+    project = project_copy(tmp_path)
+    gate = project / "gates/negcomp.py"
+    gate.write_text(gate.read_text().replace(
+        "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n",
+        "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n"
+        "    if ctx.tree_key != ctx.reference_tree_key:\n"
+        "        raise RuntimeError('a bug in the gate')\n",
+    ))
+    grade = run_grade(tmp_path / "out", "case=saturating", project=project)
+    assert grade.returncode != 0
+    assert "case saturating could not be graded for gate negcomp" in grade.output
+    assert "is broken" not in grade.output
+    assert grade.rows["saturating/wraps"]["gates"]["negcomp"]["class"] == "harness_error"
