@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, case_library, run_grade
 
-from gates.case import load_case
-from gates.envelope import Envelopes
-from gates.gate import Context
-from gates.negcomp import GATE as NEGCOMP
-from gates.yamlfile import InputError
+from cxxgate.case import load_case
+from cxxgate.envelope import Envelopes
+from cxxgate.gate import Context
+from cxxgate.gates.negcomp import GATE as NEGCOMP
+from cxxgate.yamlfile import InputError
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import FIXTURES, run_grade
 
-from gates.process import bounded
+from cxxgate.process import bounded
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 

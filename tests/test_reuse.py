@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, Grade, run_grade
 
-from gates.cell import CellResult, CellSpec, Unit, build
-from gates.envelope import Envelopes
-from gates.layout import Layout
-from gates.reuse import parse_depfile
+from cxxgate.cell import CellResult, CellSpec, Unit, build
+from cxxgate.envelope import Envelopes
+from cxxgate.layout import Layout
+from cxxgate.reuse import parse_depfile
 
 PROBE = Unit("probe.cpp", '#include "lib.hpp"\nint main() { return answer() - 42; }\n')
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED
 
-from gates import sandbox
-from gates.cell import CellSpec, Unit, build
-from gates.envelope import Envelopes
-from gates.layout import Layout
+from cxxgate import sandbox
+from cxxgate.cell import CellSpec, Unit, build
+from cxxgate.envelope import Envelopes
+from cxxgate.layout import Layout
 
 pytestmark = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
 

@@ -9,11 +9,12 @@ import pytest
 import yaml
 from conftest import SHIPPED, Grade, case_library, compiler_calls, run_grade
 
-from gates import libcell, symbols
-from gates.cell import CellSpec
-from gates.cell import build as build_cell
-from gates.envelope import Envelopes
-from gates.layout import Layout
+from cxxgate import libcell
+from cxxgate.cell import CellSpec
+from cxxgate.cell import build as build_cell
+from cxxgate.envelope import Envelopes
+from cxxgate.gates import symbols
+from cxxgate.layout import Layout
 
 CASE = "loader"
 FROM_FILE = "_ZN6loader6Loader9from_fileERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"

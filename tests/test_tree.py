@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gates.layout import Layout
-from gates.tree import guard, materialise
+from cxxgate.layout import Layout
+from cxxgate.tree import guard, materialise
 
 WRITABLE = ["include/lib.hpp", "src/**"]
 HEADER_EDIT = b"""\

@@ -1,0 +1,184 @@
+"""Gate `headers`: every public header must compile on its own, and twice.
+
+One probe translation unit per public header includes only that header (then, if the
+case gives one, a small liveness snippet that uses it); no driver, no prelude, no
+`-include`, no precompiled header. A second probe includes the header twice (include
+guard or `#pragma once`). Both are compiled `-fsyntax-only` with the case's include path.
+Classes per header, most severe first:
+
+| class               | meaning                                                          |
+| ------------------- | ---------------------------------------------------------------- |
+| missing_declaration | unknown type or name, incomplete type: the header borrows an include |
+| other_compile_error | any other error on its own or when included twice                 |
+| clean               | both probes compile                                               |
+
+The gate fails if any header is not clean. Every public header must be probed: a probe
+that did not run is `incomplete`, never clean. Each header gets a one-line record per
+lane (case, header, lane, status, class), so two runs diff cleanly.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field
+
+from cxxgate import probe
+from cxxgate.cell import CellResult, CellSpec, Unit
+from cxxgate.diagnostics import Diagnostic, errors_with_notes, parse
+from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
+from cxxgate.yamlfile import InputError, Strict
+
+NAME = "headers"
+SEVERITY = ("missing_declaration", "other_compile_error")
+LANES = ("standalone", "twice")
+
+# What a compiler says when a header uses a name it never declared or included.
+_MISSING = re.compile(
+    "|".join(
+        [
+            # GCC
+            r"does not name a (?:template )?type",
+            r"was not declared in this scope",
+            r"is not a member of",
+            r"has not been declared",
+            r"incomplete type",
+            r"invalid use of undefined type",
+            r"is not a namespace-name",
+            r"that depend on a template parameter, so a declaration of",
+            r"did you forget to '#include",
+            # clang
+            r"unknown type name",
+            r"use of undeclared identifier",
+            r"no (?:type|template|member) named .* in namespace",
+            r"implicit instantiation of undefined template",
+        ]
+    )
+)
+
+
+class Config(Strict):
+    envelope: str | None = None
+    # public header -> statements run in the probe's main(); they should use the header.
+    snippets: dict[str, str] = Field(default_factory=dict)
+
+
+def plan(ctx: Context) -> Plan:
+    case = ctx.case
+    cfg: Config = case.gate_config(NAME)
+    for header in cfg.snippets:
+        if header not in case.spec.public_headers:
+            msg = (
+                f"{case.file}: gates.{NAME}.snippets.{header}: not one of the case's "
+                f"public_headers {case.spec.public_headers}"
+            )
+            raise InputError(msg)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    out = Plan()
+    for i, header in enumerate(case.spec.public_headers):
+        args = {"header": header, "include": case.header_include(header)}
+        snippet = cfg.snippets.get(header, "")
+        units = (
+            Unit(
+                f"standalone_{i}.cpp",
+                probe.render(f"{NAME}/standalone.cpp.j2", snippet=snippet, **args),
+            ),
+            Unit(f"twice_{i}.cpp", probe.render(f"{NAME}/twice.cpp.j2", **args)),
+        )
+        out.cells[header] = CellSpec(
+            kind="syntax",
+            tree_key=ctx.tree_key,
+            units=units,
+            tree_sources=(),
+            include_dirs=tuple(case.spec.include_dirs),
+            envelope=env,
+            compile_seconds=case.spec.limits.compile_seconds,
+            label=f"{NAME} probe {header}",
+        )
+    return out
+
+
+def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
+    case = ctx.case
+    checks: list[Check] = []
+    records: list[str] = []
+    for i, header in enumerate(case.spec.public_headers):
+        cell = outputs.cells.get(header)
+        lanes = _lanes(cell, i) if cell is not None else {}
+        check = _check(header, cell, lanes)
+        checks.append(check)
+        for lane in LANES:
+            status, klass = lanes.get(lane, ("incomplete", "not_probed"))
+            records.append(f"header={header} lane={lane} status={status} class={klass}")
+    probed = sum(1 for c in checks if not c.incomplete)
+    if probed != len(case.spec.public_headers):
+        checks.append(
+            Check(
+                "headers probed",
+                False,
+                "not_probed",
+                f"{probed} of {len(case.spec.public_headers)} public headers probed",
+                incomplete=True,
+            )
+        )
+    # The pipeline adds every planned cell's and run's folder as evidence.
+    result = GateResult.from_checks(NAME, checks, SEVERITY, [])
+    result.cells.extend(records)
+    return result
+
+
+def _lanes(cell: CellResult, i: int) -> dict[str, tuple[str, str]]:
+    """(status, class) per lane that actually compiled; a lane without a step is absent."""
+    lanes: dict[str, tuple[str, str]] = {}
+    steps = {s.source: s for s in cell.compile_steps()}
+    for lane in LANES:
+        step = steps.get(f"{lane}_{i}.cpp")
+        if step is None:
+            continue
+        if step.timed_out:
+            lanes[lane] = ("fail", "other_compile_error")
+        elif step.exit == 0:
+            lanes[lane] = ("pass", "clean")
+        else:
+            lanes[lane] = ("fail", _error_class(parse(step, cell.tree_root)))
+    return lanes
+
+
+def _error_class(diags: list[Diagnostic]) -> str:
+    for group in errors_with_notes(diags):
+        if any(_MISSING.search(d.message) for d in group):
+            return "missing_declaration"
+    return "other_compile_error"
+
+
+def _check(header: str, cell: CellResult | None, lanes: dict[str, tuple[str, str]]) -> Check:
+    if cell is None or cell.status == TOOLCHAIN_MISSING:
+        why = cell.detail if cell is not None else "no probe cell"
+        return Check(header, False, TOOLCHAIN_MISSING, why, incomplete=True)
+    if set(lanes) != set(LANES):
+        return Check(
+            header, False, "not_probed", f"probe did not run ({cell.status})", incomplete=True
+        )
+    for lane in LANES:
+        status, klass = lanes[lane]
+        if status != "pass":
+            return Check(header, False, klass, f"{lane}: {_first_error_text(cell, lane)}")
+    return Check(header, True, "clean", "compiles alone and twice")
+
+
+def _first_error_text(cell: CellResult, lane: str) -> str:
+    for step in cell.compile_steps():
+        if step.source.startswith(lane):
+            if step.timed_out:
+                return "the compiler ran past its time limit"
+            groups = errors_with_notes(parse(step, cell.tree_root))
+            # Name the missing declaration itself, not the parse error it set off first.
+            telling = [g for g in groups if any(_MISSING.search(d.message) for d in g)]
+            for group in telling or groups:
+                hint = next((d.message for d in group[1:] if "#include" in d.message), "")
+                return group[0].brief() + (f" ({hint})" if hint else "")
+    return cell.status
+
+
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=30)

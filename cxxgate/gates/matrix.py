@@ -1,0 +1,152 @@
+"""Gate `matrix`: the same goldens in every envelope; green at -O0 is not defined C++.
+
+Every program (a grader-owned driver linked with the case's sources) is built and run in
+every envelope of the matrix (default `dbg` -O0 -Werror, `rel` -O2 -DNDEBUG -Werror,
+`asan` -O0 ASan+UBSan, `ubsan2` -O2 UBSan without recovery; a case may name its own).
+Each cell records compile status, run status, stdout sha and any sanitizer report (one
+evidence line per cell). Classes, most severe first:
+
+| class                     | meaning                                                   |
+| ------------------------- | --------------------------------------------------------- |
+| incomplete                | a required cell is missing (toolchain absent, no tree)     |
+| compile_fail:<envs>       | the program does not build in these envelopes              |
+| run_fail:<envs>           | it builds, but the run exits wrong, dies, hangs, reports a |
+|                           | sanitizer error, or prints other than the golden stdout    |
+|                           | while every envelope agrees                                |
+| disagreement              | the runs are clean but their stdout differs across         |
+|                           | envelopes (e.g. signed overflow folded away at -O2)        |
+| accept                    | every cell builds, runs clean and prints the same bytes    |
+
+`<envs>` joins the failing envelopes with '+', in the matrix's order, so the table shows
+which ones failed. The reference must be quiet in every envelope, or the case is broken
+for this gate (`baseline_red`), not the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pydantic import Field
+
+from cxxgate.cell import CellResult
+from cxxgate.diagnostics import why_failed
+from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.gates import lanes
+from cxxgate.gates.lanes import Program
+from cxxgate.result import Check, GateResult
+from cxxgate.run import RunResult
+from cxxgate.yamlfile import Strict
+
+NAME = "matrix"
+SEVERITY = ("incomplete", "compile_fail", "run_fail", "disagreement")
+DEFAULT_ENVELOPES = ("dbg", "rel", "asan", "ubsan2")
+
+
+class Config(Strict):
+    programs: list[Program] = Field(min_length=1)
+    envelopes: list[str] = Field(default=list(DEFAULT_ENVELOPES), min_length=2)
+
+
+def plan(ctx: Context) -> Plan:
+    cfg: Config = ctx.case.gate_config(NAME)
+    out = Plan()
+    envs = [
+        ctx.envelope(name, f"gates.{NAME}.envelopes[{j}]") for j, name in enumerate(cfg.envelopes)
+    ]
+    for i, prog in enumerate(cfg.programs):
+        key = f"gates.{NAME}.programs[{i}]"
+        unit = lanes.unit_of(ctx, prog.unit, f"{key}.unit")
+        lanes.golden(ctx, prog.stdout, f"{key}.stdout")
+        for env in envs:
+            cell = lanes.program_cell(ctx, ctx.tree_key, unit, env, f"{NAME} {prog.unit}")
+            out.cells[f"{i}:{env.name}"] = cell
+            out.runs[f"{i}:{env.name}"] = lanes.program_run(
+                ctx, cell, prog, env.run_env, f"{NAME} run {prog.unit} [{env.name}]"
+            )
+    return out
+
+
+def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
+    cfg: Config = ctx.case.gate_config(NAME)
+    checks: list[Check] = []
+    evidence: list[str] = []
+    for i, prog in enumerate(cfg.programs):
+        want = lanes.golden(ctx, prog.stdout, f"gates.{NAME}.programs[{i}].stdout")
+        clean: dict[str, bytes] = {}
+        for env in cfg.envelopes:
+            cell = outputs.cells[f"{i}:{env}"]
+            run = outputs.runs[f"{i}:{env}"]
+            check, report = _cell_check(prog, env, cell, run)
+            evidence.append(_record(prog, env, cell, run, report))
+            if check is not None:
+                checks.append(check)
+            else:
+                clean[env] = run.stdout
+        checks += _agreement(prog, clean, want)
+    result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
+    if result.status == "fail" and result.klass in {"compile_fail", "run_fail"}:
+        failed = {c.name.rsplit(" ", 1)[-1] for c in checks if c.klass == result.klass}
+        envs = "+".join(e for e in cfg.envelopes if e in failed)
+        result = replace(result, klass=f"{result.klass}:{envs}")
+    return result
+
+
+def _cell_check(
+    prog: Program, env: str, cell: CellResult, run: RunResult
+) -> tuple[Check | None, lanes.Report | None]:
+    name = f"{prog.unit} {env}"
+    if cell.status in lanes.MISSING:
+        why = f"cell missing: {cell.status}" + (f": {cell.detail}" if cell.detail else "")
+        return Check(name, False, "incomplete", why, incomplete=True), None
+    if cell.status != "ok":
+        return Check(name, False, "compile_fail", why_failed(cell)), None
+    report = lanes.sanitizer_report(run.stderr, cell.tree_root)
+    if report is not None:
+        return Check(name, False, "run_fail", f"sanitizer: {report.brief()}"), report
+    problem = lanes.run_problem(run, prog.exit)
+    if problem is not None:
+        return Check(name, False, "run_fail", problem), None
+    return None, None
+
+
+def _agreement(prog: Program, clean: dict[str, bytes], want: bytes | None) -> list[Check]:
+    """Clean cells must print the same bytes (and the golden's, when there is one)."""
+    if not clean:
+        return []
+    outputs = set(clean.values())
+    if len(outputs) > 1:
+        groups = {out: [e for e, o in clean.items() if o == out] for out in outputs}
+        shown = " vs ".join(f"{'+'.join(envs)} {_excerpt(out)}" for out, envs in groups.items())
+        return [Check(f"{prog.unit} agreement", False, "disagreement", shown)]
+    (only,) = outputs
+    if want is not None and only != want:
+        return [
+            Check(
+                f"{prog.unit} {env}",
+                False,
+                "run_fail",
+                f"every envelope printed {_excerpt(only)}; golden {prog.stdout} has "
+                f"{_excerpt(want)}",
+            )
+            for env in clean
+        ]
+    what = "the golden stdout" if want is not None else "the same stdout"
+    return [Check(f"{prog.unit} agreement", True, "accept", f"{len(clean)} envelopes: {what}")]
+
+
+def _record(
+    prog: Program, env: str, cell: CellResult, run: RunResult, report: lanes.Report | None
+) -> str:
+    ran = "-" if run.status == "not_built" else f"{run.status}:{run.exit}"
+    return (
+        f"{prog.unit} [{env}] compile={cell.status} run={ran} "
+        f"stdout={run.stdout_sha[:12] or '-'} sanitizer={report.brief() if report else '-'}"
+    )
+
+
+def _excerpt(data: bytes) -> str:
+    text = data[:40].decode(errors="replace")
+    return repr(text + ("..." if len(data) > 40 else ""))
+
+
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=60)

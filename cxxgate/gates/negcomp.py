@@ -1,0 +1,306 @@
+"""Gate `negcomp`: negative compilation. Some programs must keep failing to compile.
+
+must_build units compile, link and exit 0; must_fail units must keep failing, on the line
+they mark, for the reason they pin. Classes, most severe first:
+
+| class                  | meaning                                                        |
+| ---------------------- | -------------------------------------------------------------- |
+| surface_regression     | a must-fail unit now compiles: the API admits what it forbade   |
+| build_broken           | a must-build unit no longer compiles or links                   |
+| functional_regression  | a must-build unit builds but exits non-zero or dies             |
+| hang / output_overflow | a must-build unit ran past its time or output limit             |
+| fails_for_wrong_reason | a must-fail unit fails, but its first error is on another line  |
+|                        | of the unit, or in a header with the pinned diagnostic gone, or |
+|                        | its twin (the unit without the marked line) no longer compiles  |
+| toolchain_mismatch     | fails on the marked line, but the pinned diagnostic drifted     |
+| accept                 | all of the above hold                                           |
+
+Must-fail units are compiled `-fsyntax-only`: they never need an object file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import Field, field_validator, model_validator
+
+from cxxgate import probe
+from cxxgate.cell import CellResult, CellSpec, Unit
+from cxxgate.diagnostics import Diagnostic, first_error, of_cell, why_failed
+from cxxgate.envelope import Family
+from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
+from cxxgate.run import RunResult, RunSpec
+from cxxgate.yamlfile import InputError, Strict
+
+NAME = "negcomp"
+SEVERITY = (
+    "surface_regression",
+    "build_broken",
+    "functional_regression",
+    "hang",
+    "output_overflow",
+    "fails_for_wrong_reason",
+    "toolchain_mismatch",
+)
+MARKER = "cxxgate: reject"
+
+
+class RegexPin(Strict):
+    regex: str
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        re.compile(v)
+        return v
+
+
+class BuildUnit(Strict):
+    unit: str
+    fail_to_pass: bool = False
+    args: list[str] = Field(default_factory=list)
+    stdin: str = ""
+
+
+class FailUnit(Strict):
+    unit: str | None = None
+    template: str | None = None
+    args: dict[str, str] = Field(default_factory=dict)
+    line: int | None = Field(default=None, ge=1)
+    diagnostic: dict[Family, str | RegexPin] = Field(default_factory=dict)
+    fail_to_pass: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FailUnit:
+        if (self.unit is None) == (self.template is None):
+            msg = "give exactly one of 'unit' (a file) or 'template' (a name under templates/)"
+            raise ValueError(msg)
+        if self.line is not None and self.unit is None:
+            msg = "'line' applies to a unit file; a template marks its own line"
+            raise ValueError(msg)
+        return self
+
+
+class Config(Strict):
+    envelope: str | None = None
+    must_build: list[BuildUnit] = Field(default_factory=list)
+    must_fail: list[FailUnit] = Field(default_factory=list)
+
+    @field_validator("must_build", mode="before")
+    @classmethod
+    def _shorthand(cls, v: object) -> object:
+        # A bare path is the common case: `- probes/pos_move.cpp`.
+        if isinstance(v, list):
+            return [{"unit": x} if isinstance(x, str) else x for x in v]
+        return v
+
+
+def plan(ctx: Context) -> Plan:
+    case = ctx.case
+    cfg: Config = case.gate_config(NAME)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    out = Plan()
+    include_dirs = tuple(case.spec.include_dirs)
+    for i, bu in enumerate(cfg.must_build):
+        text = case.oracle_text(bu.unit, f"gates.{NAME}.must_build[{i}].unit")
+        cell = CellSpec(
+            kind="exe",
+            tree_key=ctx.tree_key,
+            units=(Unit(Path(bu.unit).name, text),),
+            tree_sources=tuple(case.spec.sources),
+            include_dirs=include_dirs,
+            envelope=env,
+            compile_seconds=case.spec.limits.compile_seconds,
+            label=f"{NAME} build {bu.unit}",
+        )
+        out.cells[f"build{i}"] = cell
+        out.runs[f"run{i}"] = RunSpec(
+            cell_key=cell.key,
+            args=tuple(bu.args),
+            stdin=bu.stdin,
+            env=env.run_env,
+            timeout=case.spec.limits.run_seconds,
+            output_cap=case.spec.limits.output_bytes,
+            label=f"{NAME} run {bu.unit}",
+        )
+    for i, fu in enumerate(cfg.must_fail):
+        unit, line = _must_fail_unit(ctx, fu, i)
+        twin = Unit(unit.name, _blank_line(unit.text, line))
+        for name, u in ((f"fail{i}", unit), (f"twin{i}", twin)):
+            out.cells[name] = CellSpec(
+                kind="syntax",
+                tree_key=ctx.tree_key,
+                units=(u,),
+                tree_sources=(),
+                include_dirs=include_dirs,
+                envelope=env,
+                compile_seconds=case.spec.limits.compile_seconds,
+                label=f"{NAME} {name[:4]} {u.name}",
+            )
+    return out
+
+
+def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
+    cfg: Config = ctx.case.gate_config(NAME)
+    family = ctx.gate_envelope(NAME, cfg.envelope).toolchain.family
+    checks: list[Check] = []
+    for i, bu in enumerate(cfg.must_build):
+        checks.append(
+            _check_build(
+                f"must_build {bu.unit}",
+                outputs.cells[f"build{i}"],
+                outputs.runs[f"run{i}"],
+                bu.fail_to_pass,
+            )
+        )
+    for i, fu in enumerate(cfg.must_fail):
+        unit, line = _must_fail_unit(ctx, fu, i)
+        checks.append(
+            _check_fail(
+                f"must_fail {fu.unit or f'{fu.template}#{i}'}",
+                unit.name,
+                line,
+                fu.diagnostic.get(family),
+                outputs.cells[f"fail{i}"],
+                outputs.cells[f"twin{i}"],
+                fu.fail_to_pass,
+            )
+        )
+    return GateResult.from_checks(NAME, checks, SEVERITY, [])
+
+
+def _must_fail_unit(ctx: Context, fu: FailUnit, i: int) -> tuple[Unit, int]:
+    case = ctx.case
+    key = f"gates.{NAME}.must_fail[{i}]"
+    if fu.unit is not None:
+        unit = Unit(Path(fu.unit).name, case.oracle_text(fu.unit, f"{key}.unit"))
+        where = f"{case.file}: {key}.unit ({fu.unit})"
+    else:
+        assert fu.template is not None
+        template = f"{NAME}/{fu.template}.cpp.j2"
+        if not probe.exists(template):
+            msg = f"{case.file}: {key}.template: no template {template!r} under templates/"
+            raise InputError(msg)
+        headers = [case.header_include(h) for h in case.spec.public_headers]
+        try:
+            text = probe.render(template, headers=headers, **fu.args)
+        except Exception as exc:  # jinja's UndefinedError names the missing argument
+            msg = f"{case.file}: {key}.args: cannot render {template!r}: {exc}"
+            raise InputError(msg) from exc
+        unit = Unit(f"{fu.template}_{i}.cpp", text)
+        where = f"{case.file}: {key}.template ({fu.template})"
+    if fu.line is not None:
+        if fu.line > len(unit.text.splitlines()):
+            msg = f"{where}: line {fu.line} is past the end of the unit"
+            raise InputError(msg)
+        return unit, fu.line
+    marked = [n for n, text in enumerate(unit.text.splitlines(), 1) if MARKER in text]
+    if len(marked) != 1:
+        msg = (
+            f"{where}: a must-fail unit marks exactly one line with '// {MARKER}' "
+            f"(or gives 'line:'); found {len(marked)}"
+        )
+        raise InputError(msg)
+    return unit, marked[0]
+
+
+def _blank_line(text: str, line: int) -> str:
+    # The twin keeps line numbers: the marked line becomes empty.
+    lines = text.splitlines(keepends=True)
+    lines[line - 1] = "\n"
+    return "".join(lines)
+
+
+def _check_build(name: str, cell: CellResult, run: RunResult, f2p: bool) -> Check:
+    if cell.status == "toolchain_missing":
+        return Check(name, False, TOOLCHAIN_MISSING, cell.detail, f2p, incomplete=True)
+    if cell.status != "ok":
+        return Check(name, False, "build_broken", why_failed(cell), f2p)
+    if run.status in {"hang", "output_overflow"}:
+        limit = "time limit" if run.status == "hang" else "output cap"
+        return Check(name, False, run.status, f"killed at the {limit}", f2p)
+    if run.status == "signaled":
+        return Check(name, False, "functional_regression", f"killed by signal {run.signal}", f2p)
+    if not run.passed:
+        tail = run.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
+        return Check(name, False, "functional_regression", f"exit {run.exit}: {tail[0]}", f2p)
+    return Check(name, True, "accept", "built and exited 0", f2p)
+
+
+def _check_fail(
+    name: str,
+    unit: str,
+    line: int,
+    pin: str | RegexPin | None,
+    cell: CellResult,
+    twin: CellResult,
+    f2p: bool,
+) -> Check:
+    if TOOLCHAIN_MISSING in (cell.status, twin.status):
+        return Check(
+            name, False, TOOLCHAIN_MISSING, cell.detail or twin.detail, f2p, incomplete=True
+        )
+    if cell.status == "ok":
+        return Check(
+            name, False, "surface_regression", f"now compiles: line {line} is accepted", f2p
+        )
+    diags = of_cell(cell)
+    first = first_error(diags)
+    if cell.status == "timeout" or first is None:
+        return Check(
+            name,
+            False,
+            "fails_for_wrong_reason",
+            f"failed without an error diagnostic (status {cell.status})",
+            f2p,
+        )
+    if first.file == unit and first.line != line:
+        return Check(
+            name,
+            False,
+            "fails_for_wrong_reason",
+            f"first error is on line {first.line}, not the marked line {line}: {first.message}",
+            f2p,
+        )
+    if twin.status != "ok":
+        twin_first = first_error(of_cell(twin))
+        why = twin_first.brief() if twin_first else twin.status
+        return Check(
+            name,
+            False,
+            "fails_for_wrong_reason",
+            f"without line {line} it still fails, so the error is not the marked line's: {why}",
+            f2p,
+        )
+    if pin is not None and not any(_pin_matches(pin, d) for d in diags if d.is_error):
+        shown = pin if isinstance(pin, str) else f"/{pin.regex}/"
+        if first.file != unit:
+            # The marked line still triggers an error, but inside a header and for another
+            # reason (e.g. a relaxed constraint now instantiates a body that trips -Werror):
+            # the call site no longer rejects it, so this is not a mere wording drift.
+            return Check(
+                name,
+                False,
+                "fails_for_wrong_reason",
+                f"the error moved to {first.brief()} and the pinned diagnostic {shown!r} is gone",
+                f2p,
+            )
+        return Check(
+            name,
+            False,
+            "toolchain_mismatch",
+            f"pinned diagnostic {shown!r} not found; first error: {first.message}",
+            f2p,
+        )
+    return Check(name, True, "accept", f"rejected at line {line}: {first.message}", f2p)
+
+
+def _pin_matches(pin: str | RegexPin, diag: Diagnostic) -> bool:
+    if isinstance(pin, str):
+        return pin in diag.message
+    return re.search(pin.regex, diag.message) is not None
+
+
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=10)

@@ -1,0 +1,254 @@
+"""Library cells: build what a patch ships the way someone outside the tree receives it.
+
+Kinds (called from gates/cell.py, which owns keys, statuses and the result file):
+
+| kind     | builds                                                                   |
+| -------- | ------------------------------------------------------------------------ |
+| archive  | the case's library sources -> objects -> `lib<product>.a`; `nm` as evidence |
+| shared   | the same sources, pinned flags (-fPIC, hidden visibility, soname) -> `.so`;  |
+|          | its dynamic exports (pyelftools) with demangled names -> exports.json      |
+| consumer | a fresh folder holding only the published headers and the archive (its    |
+|          | `needs`); the consumer compiled with `-Iinclude` only, linked `-l<product>` |
+| abidiff  | `abidiff` between two `shared` cells (reference, candidate): a report      |
+
+Units whose names end in a C++ suffix are translation units; any other unit (a linker
+version script) is a data file written beside them in the cell folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from cxxgate import codehash, elf
+from cxxgate.cell import (
+    COMPILER_ENV,
+    CellResult,
+    CellSpec,
+    CellStatus,
+    Step,
+    _call,
+    _compile_argv,
+    _resolve,
+    _status,
+    result_path,
+    tool_call,
+)
+from cxxgate.diagnostics import telling_line
+from cxxgate.layout import Layout
+
+CXX_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++")
+Built = tuple[CellStatus, str, list[Step], str | None]
+
+# The tools each kind runs besides the compiler: their identity enters the cell key.
+_TOOLS: dict[str, tuple[str, ...]] = {
+    "archive": ("ar", "nm"),
+    "shared": ("c++filt",),
+    "consumer": (),
+    "abidiff": ("abidiff",),
+}
+
+
+@cache
+def tool_path(name: str) -> str | None:
+    found = shutil.which(name, path=COMPILER_ENV["PATH"])
+    return str(Path(found).resolve()) if found else None
+
+
+@cache
+def tool_identities(kind: str) -> dict[str, str]:
+    ids: dict[str, str] = {}
+    for name in _TOOLS.get(kind, ()):
+        path = tool_path(name)
+        if path is None:
+            ids[name] = "not installed"
+            continue
+        text = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, check=False, timeout=30
+        ).stdout
+        ids[name] = f"{path} {codehash.of_text(text)[:16]}"
+    if kind == "shared":
+        from elftools import __version__ as pyelftools_version
+
+        ids["pyelftools"] = str(pyelftools_version)
+    return ids
+
+
+def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+    if spec.kind == "archive":
+        return _archive(spec, layout, tree, out)
+    if spec.kind == "shared":
+        return _shared(spec, layout, tree, out)
+    if spec.kind == "consumer":
+        return _consumer(spec, layout, tree, out)
+    if spec.kind == "abidiff":
+        return _abidiff(spec, layout, out)
+    msg = f"gates/libcell.py: no builder for cell kind {spec.kind!r}"
+    raise ValueError(msg)
+
+
+def _objects(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> tuple[list[Step], list[str]]:
+    sources = [u.name for u in spec.units if u.name.endswith(CXX_SUFFIXES)]
+    sources += _resolve(tree, spec.tree_sources)
+    base = [*_compile_argv(spec, tree), *spec.extra_flags]
+    steps: list[Step] = []
+    objects: list[str] = []
+    for i, src in enumerate(sources):
+        obj = f"tu{i}.o"
+        objects.append(obj)
+        steps.append(
+            _call(layout, spec.key, "compile", src, [*base, "-c", src, "-o", obj], out, spec)
+        )
+    return steps, objects
+
+
+def _archive(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+    steps, objects = _objects(spec, layout, tree, out)
+    if not objects:
+        return "compile_error", f"no library source matches {list(spec.tree_sources)}", [], None
+    if _status(steps) != "ok":
+        return _status(steps), "", steps, None
+    ar, nm = tool_path("ar"), tool_path("nm")
+    if ar is None or nm is None:
+        return "toolchain_missing", "binutils (ar, nm) is not installed", steps, None
+    lib = f"lib{spec.product}.a"
+    (out / lib).unlink(missing_ok=True)  # `ar r` would add to a stale archive
+    steps.append(tool_call(layout, spec, "archive", lib, [ar, "rcs", lib, *objects], out, read=[]))
+    if steps[-1].exit != 0:
+        return "link_error", "ar could not write the archive", steps, None
+    # Evidence for reviewers: which member defines what (demangled; the link log is too).
+    steps.append(
+        tool_call(
+            layout,
+            spec,
+            "inspect",
+            lib,
+            [nm, "-A", "-g", "--defined-only", "-C", lib],
+            out,
+            read=[],
+        )
+    )
+    return "ok", "", steps, str(out / lib)
+
+
+def _shared(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+    steps, objects = _objects(spec, layout, tree, out)
+    if not objects:
+        return "compile_error", f"no library source matches {list(spec.tree_sources)}", [], None
+    if _status(steps) != "ok":
+        return _status(steps), "", steps, None
+    env = spec.envelope
+    assert env.toolchain.path is not None
+    lib = f"lib{spec.product}.so"
+    link = [
+        env.toolchain.path,
+        *env.flags,
+        *env.link_flags,
+        "-shared",
+        *spec.link_args,
+        *objects,
+        "-o",
+        lib,
+    ]
+    steps.append(_call(layout, spec.key, "link", lib, link, out, spec))
+    if _status(steps) != "ok":
+        return _status(steps), telling_line(steps[-1]), steps, None
+    exports = elf.dynamic_exports(out / lib)
+    cxxfilt = tool_path("c++filt")
+    if cxxfilt is not None and exports:
+        names = "".join(f"{e.name}\n" for e in exports)
+        step = tool_call(layout, spec, "inspect", lib, [cxxfilt], out, read=[], stdin=names)
+        steps.append(step)
+        shown = step.output.splitlines()
+        if step.exit == 0 and len(shown) >= len(exports):
+            exports = [elf.Export(e.name, e.kind, d) for e, d in zip(exports, shown, strict=False)]
+    elf.save(exports, out)
+    return "ok", f"{len(exports)} dynamic exports", steps, str(out / lib)
+
+
+def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+    archive = _needed(layout, spec, 0)
+    if archive.status != "ok" or archive.binary is None:
+        return "needs_failed", f"the library archive did not build ({archive.status})", [], None
+    # The stranger's folder: published headers and the archive, nothing else of the tree.
+    stranger = out / "stranger"
+    shutil.rmtree(stranger, ignore_errors=True)
+    (stranger / "lib").mkdir(parents=True)
+    (stranger / "include").mkdir()
+    unpublished = []
+    for tree_path, include in spec.publish:
+        source = tree / tree_path
+        if not source.is_file():
+            unpublished.append(tree_path)
+            continue
+        dest = stranger / "include" / include
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest)
+    shutil.copyfile(archive.binary, stranger / "lib" / f"lib{spec.product}.a")
+    base = [*_compile_argv(spec, tree), *spec.extra_flags, "-Iinclude"]
+    steps: list[Step] = []
+    objects = []
+    for i, unit in enumerate(u for u in spec.units if u.name.endswith(CXX_SUFFIXES)):
+        (stranger / unit.name).write_text(unit.text)
+        obj = f"consumer{i}.o"
+        objects.append(obj)
+        argv = [*base, "-c", unit.name, "-o", obj]
+        # A stranger does not see the tree: only the published headers and the archive.
+        steps.append(
+            _call(layout, spec.key, "compile", unit.name, argv, stranger, spec, sees_tree=False)
+        )
+    detail = f"public header(s) not in the tree: {unpublished}" if unpublished else ""
+    if _status(steps) != "ok":
+        return _status(steps), detail, steps, None
+    env = spec.envelope
+    assert env.toolchain.path is not None
+    link = [env.toolchain.path, *env.flags, *env.link_flags, *objects]
+    link += ["-Llib", f"-l{spec.product}", *spec.link_args, "-o", "consumer"]
+    steps.append(_call(layout, spec.key, "link", "consumer", link, stranger, spec, sees_tree=False))
+    status = _status(steps)
+    if status != "ok":
+        return status, detail or telling_line(steps[-1]), steps, None
+    return "ok", detail, steps, str(stranger / "consumer")
+
+
+def _abidiff(spec: CellSpec, layout: Layout, out: Path) -> Built:
+    abidiff = tool_path("abidiff")
+    if abidiff is None:
+        return (
+            "toolchain_missing",
+            "abidiff (Debian package abigail-tools) is not installed",
+            [],
+            None,
+        )
+    old, new = _needed(layout, spec, 0), _needed(layout, spec, 1)
+    for which, cell in (("reference", old), ("candidate", new)):
+        if cell.status != "ok" or cell.binary is None:
+            return (
+                "needs_failed",
+                f"the {which} shared object did not build ({cell.status})",
+                [],
+                None,
+            )
+    assert old.binary is not None and new.binary is not None
+    step = tool_call(
+        layout,
+        spec,
+        "compare",
+        Path(new.binary).name,
+        [abidiff, old.binary, new.binary],
+        out,
+        read=[Path(old.binary).parent, Path(new.binary).parent],
+    )
+    # abidiff's exit status is a bit field: 1 error, 2 usage error, 4 ABI change, 8 incompatible.
+    if step.timed_out or step.exit is None or step.exit & 3:
+        return "tool_error", f"abidiff failed (exit {step.exit})", [step], None
+    return "ok", f"abidiff exit {step.exit}", [step], None
+
+
+def _needed(layout: Layout, spec: CellSpec, i: int) -> CellResult:
+    if len(spec.needs) <= i:
+        msg = f"gates/libcell.py: a {spec.kind} cell needs {i + 1} cell(s), got {spec.needs}"
+        raise ValueError(msg)
+    return CellResult.load(result_path(layout, spec.needs[i]))

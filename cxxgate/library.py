@@ -1,0 +1,112 @@
+"""The case library as the grade sees it: settings from the command line, the cases that
+loaded (and the input errors of those that did not), the rows to grade, their tree keys,
+and every gate's plan for every row. Loading never compiles or runs anything.
+"""
+
+from __future__ import annotations
+
+import json
+
+from cxxgate import codehash, identity, registry
+from cxxgate.case import Case, load_case
+from cxxgate.envelope import Envelopes
+from cxxgate.gate import Context, Plan
+from cxxgate.layout import Layout
+from cxxgate.rows import Orphan, Row, batch_rows, case_rows
+from cxxgate.settings import Settings
+from cxxgate.yamlfile import InputError
+
+
+class Library:
+    """Loaded once per doit invocation, before any task runs."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.layout = Layout(settings.out)
+        try:
+            self.layout.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            msg = f"out={settings.out}: cannot create the build folder: {exc.strerror}"
+            raise SystemExit(msg) from exc
+        self.errors: list[str] = []  # input errors: named in the table, fail the grade
+        self.cases: dict[str, Case] = {}
+        self.rows: list[Row] = []
+        self.orphans: list[Orphan] = []
+        self.tree_keys: dict[str, str] = {}  # row id -> tree key
+        # (case, tree key, gate) -> plan. Two cases may share a tree (same base, same patch)
+        # but not a plan: the plan follows each case's own configuration.
+        self.plans: dict[tuple[str, str, str], Plan] = {}
+        self.identity: dict[str, dict[str, object]] = {}
+        self.rows_of: dict[str, list[Row]] = {}
+        self.references: dict[str, tuple[Row, Row | None]] = {}  # reference row, base row
+        self._load()
+
+    def _load(self) -> None:
+        lib = self.settings.library
+        try:
+            self.envelopes = Envelopes(self.settings.envelopes)
+        except InputError as exc:
+            self.errors.append(str(exc))
+            return
+        if not lib.is_dir():
+            self.errors.append(f"{lib}: the case library folder does not exist")
+            return
+        dirs = sorted(p for p in lib.iterdir() if p.is_dir())
+        for name in sorted(self.settings.only - {d.name for d in dirs}):
+            self.errors.append(f"case={name}: no such case in {lib}")
+        for case_dir in dirs:
+            if self.settings.only and case_dir.name not in self.settings.only:
+                continue
+            if not (case_dir / "case.yaml").exists():
+                self.errors.append(f"{case_dir}: a folder in the case library without case.yaml")
+                continue
+            try:
+                case = load_case(case_dir)
+                rows = case_rows(case, with_known=self.settings.batch is None)
+                self._plan_rows(case, rows[:2])  # reference state first: its errors are the case's
+            except InputError as exc:
+                self.errors.append(str(exc))
+                continue
+            self.cases[case.id] = case
+            self.identity[case.id] = identity.stamp(case, self.envelopes)
+            self.rows += rows
+        if self.settings.batch is not None:
+            try:
+                batch, self.orphans = batch_rows(self.settings.batch, self.cases, self.layout)
+            except OSError as exc:
+                self.errors.append(f"patches={self.settings.batch}: cannot read: {exc}")
+                batch = []
+            self.rows += batch
+        self.rows_of = {c: [] for c in self.cases}
+        for row in self.rows:
+            self.rows_of[row.case].append(row)
+        for case in list(self.cases.values()):
+            rows = self.rows_of[case.id]
+            try:
+                self.plans.update(self._plan_rows(case, rows))
+            except InputError as exc:
+                self.errors.append(str(exc))
+                del self.cases[case.id], self.rows_of[case.id]
+                continue
+            base = next((r for r in rows if r.role == "base"), None)
+            self.references[case.id] = (rows[0], base)  # case_rows puts the reference first
+        self.rows = [r for r in self.rows if r.case in self.cases]
+
+    def _plan_rows(self, case: Case, rows: list[Row]) -> dict[tuple[str, str, str], Plan]:
+        """Every gate's plan for these rows; all or nothing, so a case whose config fails
+        in one gate leaves no half-planned tasks behind."""
+        for row in rows:
+            blob = json.dumps([case.tree_digest, case.spec.writable, row.sha])
+            self.tree_keys[row.id] = codehash.of_text(blob)[:24]
+        reference = self.tree_keys[f"{case.id}/reference"]
+        plans: dict[tuple[str, str, str], Plan] = {}
+        for row in rows:
+            ctx = Context(case, self.tree_keys[row.id], self.envelopes, reference)
+            for gate_name in case.enabled_gates():
+                if (case.id, ctx.tree_key, gate_name) not in plans:
+                    plans[case.id, ctx.tree_key, gate_name] = registry.gates()[gate_name].plan(ctx)
+        return plans
+
+    def context(self, row: Row) -> Context:
+        reference = self.tree_keys[f"{row.case}/reference"]
+        return Context(self.cases[row.case], self.tree_keys[row.id], self.envelopes, reference)

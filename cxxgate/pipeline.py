@@ -1,0 +1,355 @@
+"""The doit task graph: cases x patches -> trees -> cells/runs -> gate results -> verdicts
+-> per-case folds -> grade. dodo.py asks this module for each kind of task.
+
+Every action that can meet a broken harness is wrapped by gates/guard.py, so one fault
+never loses the rest of a batch. doit does not hash actions: what shapes a result (code,
+configuration, keys) enters each task through its name, file_dep or config_changed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from doit.tools import config_changed
+
+from cxxgate import codehash, registry, report
+from cxxgate.cell import CellResult, CellSpec
+from cxxgate.cell import build as build_cell
+from cxxgate.cell import result_path as cell_result
+from cxxgate.gate import Outputs
+from cxxgate.guard import (
+    cell_error,
+    gate_error,
+    guarded,
+    no_harness_error,
+    run_error,
+    stamp_error,
+)
+from cxxgate.layout import Layout
+from cxxgate.library import Library
+from cxxgate.result import HARNESS_ERROR, GateResult
+from cxxgate.rows import Row
+from cxxgate.run import RunResult
+from cxxgate.run import execute as execute_run
+from cxxgate.run import result_path as run_result
+from cxxgate.tree import Stamp, materialise
+from cxxgate.verdict import Reference, Verdict, fold, reference_problems
+
+Task = dict[str, Any]
+
+
+class Pipeline:
+    """Task builders over a loaded library; each method yields one kind of task."""
+
+    def __init__(self, library: Library) -> None:
+        self.lib = library
+        self.layout = library.layout
+
+    # ---- tasks ---------------------------------------------------------------------
+
+    def doit_config(self) -> dict[str, Any]:
+        return {
+            "default_tasks": ["grade"],
+            "backend": "sqlite3",
+            "dep_file": str(self.layout.root / "doit.sqlite3"),
+            "par_type": "thread",
+            "continue": True,
+            # A warm batch has tens of thousands of up-to-date tasks: name only what ran.
+            "reporter": "executed-only",
+        }
+
+    def tree_tasks(self) -> Iterator[Task]:
+        yield {"basename": "tree", "name": None, "doc": "apply each patch to its case's tree"}
+        seen: set[str] = set()
+        for row in self.lib.rows:
+            key = self.lib.tree_keys[row.id]
+            if key in seen:
+                continue
+            seen.add(key)
+            case = self.lib.cases[row.case]
+            stamp = self.layout.tree_stamp(key)
+            yield {
+                "basename": "tree",
+                "name": row.id,
+                "doc": f"{row.id}: {row.source}",
+                "actions": [
+                    guarded(
+                        stamp,
+                        stamp_error(key),
+                        materialise,
+                        case.tree,
+                        row.file,
+                        case.spec.writable,
+                        key,
+                        self.layout,
+                    )
+                ],
+                "file_dep": [str(row.file)] if row.file else [],
+                "targets": [str(stamp)],
+                "uptodate": [config_changed({"key": key}), no_harness_error(stamp)],
+                "clean": [(_remove, [self.layout.tree(key), stamp])],
+            }
+
+    def cell_tasks(self) -> Iterator[Task]:
+        yield {"basename": "cell", "name": None, "doc": "compile: the only place a compiler runs"}
+        for key, (spec, row) in self._unique_cells().items():
+            target = cell_result(self.layout, key)
+            yield {
+                "basename": "cell",
+                "name": key,
+                "doc": f"{row.id} {spec.label} [{spec.envelope.name}]",
+                "actions": [
+                    (_mkdir, [target.parent]),
+                    guarded(target, cell_error(spec), build_cell, spec, self.layout),
+                ],
+                # A cell that builds on other cells' products (a consumer on its archive)
+                # waits for their result files.
+                "file_dep": [str(self.layout.tree_stamp(spec.tree_key))]
+                + [str(cell_result(self.layout, k)) for k in spec.needs],
+                "targets": [str(target)],
+                "uptodate": [no_harness_error(target)],
+                "clean": [(_remove, [target.parent])],
+            }
+
+    def run_tasks(self) -> Iterator[Task]:
+        yield {"basename": "exec", "name": None, "doc": "execute a built binary, bounded"}
+        seen: set[str] = set()
+        for plan in self.lib.plans.values():
+            for spec in plan.runs.values():
+                if spec.key in seen:
+                    continue
+                seen.add(spec.key)
+                target = run_result(self.layout, spec.key)
+                yield {
+                    "basename": "exec",
+                    "name": spec.key,
+                    "doc": spec.label,
+                    "actions": [
+                        (_mkdir, [target.parent]),
+                        guarded(target, run_error(spec), execute_run, spec, self.layout),
+                    ],
+                    "file_dep": [str(cell_result(self.layout, k)) for k in spec.cell_keys],
+                    "targets": [str(target)],
+                    "uptodate": [no_harness_error(target)],
+                    "clean": [(_remove, [target.parent])],
+                }
+
+    def gate_tasks(self) -> Iterator[Task]:
+        gates = registry.gates()
+        for name, gate in gates.items():
+            yield {"basename": name, "name": None, "doc": gate.doc}
+        # What a gate's verdict depends on besides its cells: its code and its config.
+        signature = {
+            (case.id, gate_name): {
+                "engine": codehash.of_modules("gate", "result", "diagnostics"),
+                "code": gates[gate_name].code,
+                "templates": codehash.of_templates(),
+                "config": case.gate_config(gate_name).model_dump(mode="json"),
+                "limits": case.spec.limits.model_dump(mode="json"),
+            }
+            for case in self.lib.cases.values()
+            for gate_name in case.enabled_gates()
+        }
+        for row in self.lib.rows:
+            case = self.lib.cases[row.case]
+            key = self.lib.tree_keys[row.id]
+            stamp = self.layout.tree_stamp(key)
+            for gate_name in case.enabled_gates():
+                plan = self.lib.plans[row.case, key, gate_name]
+                target = self.layout.gate_result(row.case, row.name, gate_name)
+                deps = [stamp] + [cell_result(self.layout, c.key) for c in plan.cells.values()]
+                deps += [run_result(self.layout, r.key) for r in plan.runs.values()]
+                yield {
+                    "basename": gate_name,
+                    "name": row.id,
+                    "doc": f"{gate_name} on {row.id}",
+                    "actions": [
+                        guarded(
+                            target, gate_error(gate_name), self._classify, row, gate_name, target
+                        )
+                    ],
+                    "file_dep": [str(d) for d in deps],
+                    "targets": [str(target)],
+                    "uptodate": [
+                        config_changed(signature[case.id, gate_name]),
+                        no_harness_error(target),
+                    ],
+                    "clean": True,
+                }
+
+    def verdict_tasks(self) -> Iterator[Task]:
+        yield {"basename": "verdict", "name": None, "doc": "fold a row's gates with its reference"}
+        for row in self.lib.rows:
+            case = self.lib.cases[row.case]
+            ref, base = self.lib.references[row.case]
+            deps = {self.layout.tree_stamp(self.lib.tree_keys[r.id]) for r in (row, ref, base) if r}
+            for r in (row, ref, base):
+                if r is not None:
+                    deps.update(
+                        self.layout.gate_result(r.case, r.name, g) for g in case.enabled_gates()
+                    )
+            target = self.layout.verdict(row.case, row.name)
+            yield {
+                "basename": "verdict",
+                "name": row.id,
+                "doc": f"verdict for {row.id}",
+                "actions": [(self._fold_row, [row, target])],
+                "file_dep": sorted(str(d) for d in deps),
+                "targets": [str(target)],
+                "uptodate": [
+                    config_changed(
+                        {
+                            "identity": self.lib.identity[row.case],
+                            "row": [row.role, row.sha, row.source, row.model],
+                            "expect": row.expect.model_dump(mode="json", by_alias=True)
+                            if row.expect
+                            else None,
+                        }
+                    )
+                ],
+                "clean": True,
+            }
+
+    def fold_tasks(self) -> Iterator[Task]:
+        yield {"basename": "fold", "name": None, "doc": "collect one case's verdicts"}
+        for case_id in self.lib.cases:
+            rows = self.lib.rows_of[case_id]
+            target = self.layout.fold(case_id)
+            yield {
+                "basename": "fold",
+                "name": case_id,
+                "doc": f"{len(rows)} verdicts of {case_id}",
+                "actions": [(_fold_case, [rows, self.layout, target])],
+                "file_dep": [str(self.layout.verdict(r.case, r.name)) for r in rows],
+                "targets": [str(target)],
+                "clean": True,
+            }
+
+    def grade_task(self) -> Task:
+        return {
+            "actions": [(self._grade, [])],
+            "file_dep": [str(self.layout.fold(c)) for c in self.lib.cases],
+            "uptodate": [False],
+            "verbosity": 2,
+            "doc": "grade the case library (or a batch): table, verdicts.jsonl, exit status",
+        }
+
+    # ---- actions -------------------------------------------------------------------
+
+    def _unique_cells(self) -> dict[str, tuple[CellSpec, Row]]:
+        by_tree = {self.lib.tree_keys[r.id]: r for r in reversed(self.lib.rows)}
+        cells: dict[str, tuple[CellSpec, Row]] = {}
+        for (_, tree_key, _), plan in self.lib.plans.items():
+            for spec in plan.cells.values():
+                cells.setdefault(spec.key, (spec, by_tree[tree_key]))
+        return cells
+
+    def _classify(self, row: Row, gate_name: str, target: Path) -> None:
+        key = self.lib.tree_keys[row.id]
+        stamp = Stamp.load(self.layout.tree_stamp(key))
+        plan = self.lib.plans[row.case, key, gate_name]
+        if not stamp.applied:
+            GateResult(
+                gate_name,
+                "not_applicable",
+                stamp.status,
+                "not graded: the patch was stopped at intake",
+            ).write(target)
+            return
+        outputs = Outputs(
+            cells={
+                n: CellResult.load(cell_result(self.layout, c.key)) for n, c in plan.cells.items()
+            },
+            runs={n: RunResult.load(run_result(self.layout, r.key)) for n, r in plan.runs.items()},
+        )
+        records = _records(row, gate_name, outputs)
+        broken = [c.label for c in outputs.cells.values() if c.status == HARNESS_ERROR]
+        broken += [r.label for r in outputs.runs.values() if r.status == HARNESS_ERROR]
+        if broken:
+            result = GateResult(
+                gate_name,
+                "incomplete",
+                HARNESS_ERROR,
+                f"{broken[0]}: harness error (see its result.json)",
+            )
+        else:
+            result = registry.gates()[gate_name].classify(self.lib.context(row), plan, outputs)
+        # A gate's own record lines (e.g. one per header probed) get the row's name too.
+        result.cells[:] = [f"{row.id} {gate_name} {line}" for line in result.cells] + records
+        # Evidence paths are relative to the build folder, so a row can be replayed from them.
+        result.evidence.extend(
+            str(self.layout.cell(c.key).relative_to(self.layout.root)) for c in plan.cells.values()
+        )
+        result.evidence.extend(
+            str(self.layout.run(r.key).relative_to(self.layout.root)) for r in plan.runs.values()
+        )
+        result.write(target)
+
+    def _fold_row(self, row: Row, target: Path) -> None:
+        case = self.lib.cases[row.case]
+        gates = case.enabled_gates()
+
+        def results_of(r: Row) -> tuple[Stamp, dict[str, GateResult]]:
+            stamp = Stamp.load(self.layout.tree_stamp(self.lib.tree_keys[r.id]))
+            return stamp, {
+                g: GateResult.load(self.layout.gate_result(r.case, r.name, g)) for g in gates
+            }
+
+        ref_row, base_row = self.lib.references[row.case]
+        ref_stamp, ref_results = results_of(ref_row)
+        base_stamp, base_results = results_of(base_row) if base_row else (None, None)
+        broken = reference_problems(
+            gates, Reference(ref_stamp, ref_results, base_stamp, base_results)
+        )
+        stamp, results = results_of(row)
+        fold(row, stamp, results, broken, self.lib.identity[row.case]).write(target)
+
+    def _grade(self) -> Any:
+        verdicts: list[Verdict] = []
+        for case_id in self.lib.cases:
+            data = json.loads(self.layout.fold(case_id).read_text())
+            verdicts += [Verdict.from_json(v) for v in data]
+        return report.grade(
+            verdicts,
+            self.lib.orphans,
+            self.lib.errors,
+            self.layout,
+            registry_order=list(registry.gates()),
+            report_only=self.lib.settings.report_only,
+        )
+
+
+def _records(row: Row, gate: str, outputs: Outputs) -> list[str]:
+    lines = []
+    for name, cell in outputs.cells.items():
+        lines.append(
+            f"{row.id} {gate} {name} {cell.kind} {cell.envelope} {cell.status}"
+            f"{report.cell_note(cell)}"
+        )
+    for name, run in outputs.runs.items():
+        lines.append(
+            f"{row.id} {gate} {name} run {run.status} exit={run.exit} stdout={run.stdout_sha[:12]}"
+        )
+    return lines
+
+
+def _fold_case(rows: list[Row], layout: Layout, target: Path) -> None:
+    data = [json.loads(layout.verdict(r.case, r.name).read_text()) for r in rows]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data, sort_keys=True) + "\n")
+
+
+def _mkdir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def _remove(*paths: Path) -> None:
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)

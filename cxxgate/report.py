@@ -1,0 +1,130 @@
+"""The grade: verdicts.jsonl, the terminal table, the per-cell record, and the exit status.
+
+Exit 0 only when every row ended as it should: the reference state of every case is
+green (no broken case), shipped patches match their `expect`, candidates are accepted
+(unless `report_only=1`, for nightly batches), and nothing hit a harness error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from doit.exceptions import TaskFailed
+
+from cxxgate import junit
+from cxxgate.diagnostics import why_failed
+from cxxgate.layout import Layout
+from cxxgate.result import BASELINE_RED, HARNESS_ERROR
+from cxxgate.verdict import Verdict
+
+if TYPE_CHECKING:
+    from cxxgate.cell import CellResult
+    from cxxgate.rows import Orphan
+
+_ROLE_ORDER = {"reference": 0, "base": 1, "known": 2, "candidate": 3}
+
+
+def cell_note(cell: CellResult) -> str:
+    """The part of a cell's record line that says why it failed, stable between runs."""
+    if cell.status in {"ok", "no_tree"}:
+        return ""
+    return f" | {why_failed(cell)}"
+
+
+def grade(
+    verdicts: list[Verdict],
+    orphans: list[Orphan],
+    errors: list[str],
+    layout: Layout,
+    registry_order: list[str],
+    report_only: bool,
+) -> TaskFailed | None:
+    verdicts.sort(key=lambda v: (v.case, _ROLE_ORDER[v.role], v.patch))
+    gates = [g for g in registry_order if any(g in v.gates for v in verdicts)]
+    rows = [v.to_json() for v in verdicts]
+    rows += [
+        {
+            "case": o.case,
+            "patch": o.name,
+            "role": "candidate",
+            "model": o.model,
+            "verdict": "incomplete",
+            "class": o.klass,
+            "detail": o.detail,
+            "gates": {},
+        }
+        for o in orphans
+    ]
+    layout.verdicts.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    layout.cell_record.write_text("".join(line + "\n" for v in verdicts for line in v.cells))
+    table = render_table(verdicts, orphans, gates)
+    layout.table.write_text(table)
+    problems = exit_problems(verdicts, orphans, errors, report_only)
+    junit.write(layout.junit, verdicts, orphans, problems)
+    lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]
+    if problems:
+        lines.append(f"\ngrade FAILED ({len(problems)} problem(s)):\n")
+        lines += [f"  - {message}\n" for _, message in problems]
+    else:
+        lines.append("grade ok: every row ended as expected\n")
+    # The real stdout, not sys.stdout: doit's thread runner swaps sys.stdout per task to
+    # capture output, and concurrent tasks can leave it pointing at a dead capture buffer
+    # (seen with `-n 2`: the table vanished).
+    out = sys.__stdout__ or sys.stdout
+    out.write("".join(lines))
+    out.flush()
+    return TaskFailed(f"{len(problems)} problem(s); see above") if problems else None
+
+
+def exit_problems(
+    verdicts: list[Verdict], orphans: list[Orphan], errors: list[str], report_only: bool
+) -> list[tuple[str | None, str]]:
+    """Why the grade fails, as (row id, message); input errors belong to no row, a broken
+    case to its reference row."""
+    problems: list[tuple[str | None, str]] = [(None, f"input error: {e}") for e in errors]
+    for v in verdicts:
+        where = f"{v.case}/{v.patch}"
+        harness = [g for g, r in v.gates.items() if r["class"] == HARNESS_ERROR]
+        if v.klass == HARNESS_ERROR or harness:
+            problems.append((where, f"{where}: harness error in {harness or ['intake']}"))
+        if v.role == "reference":
+            for gate, problem in v.broken.items():
+                state = "is broken" if problem["class"] == BASELINE_RED else "could not be graded"
+                problems.append((where, f"case {v.case} {state} for gate {gate}: {problem['why']}"))
+        if v.role == "known" and v.expect_problems:
+            problems.append((where, f"{where}: {'; '.join(v.expect_problems)}"))
+        if v.role == "candidate" and v.verdict != "accept" and not report_only:
+            problems.append((where, f"{where}: {v.verdict} ({v.klass})"))
+    if not report_only:
+        problems += [
+            (f"{o.case}/{o.name}", f"{o.case}/{o.name}: {o.klass}: {o.detail}") for o in orphans
+        ]
+    return problems
+
+
+def _shown(gate: dict[str, str] | None) -> str:
+    if gate is None or gate["status"] == "not_applicable":
+        return "-"
+    return gate["class"] + ("?" if gate["status"] == "incomplete" else "")
+
+
+def render_table(verdicts: list[Verdict], orphans: list[Orphan], gates: list[str]) -> str:
+    header = ["case", "patch", "role", "verdict", "class", *gates, "expected"]
+    body = []
+    for v in verdicts:
+        expected = "" if v.expect is None else ("ok" if not v.expect_problems else "MISMATCH")
+        cells = [_shown(v.gates.get(g)) for g in gates]
+        if v.role in {"reference", "base"} and v.broken:
+            expected = "BROKEN"
+        body.append([v.case, v.patch, v.role, v.verdict, v.klass, *cells, expected])
+    for o in orphans:
+        body.append([o.case, o.name, "candidate", "incomplete", o.klass, *["-"] * len(gates), ""])
+    widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
+
+    def line(r: list[str]) -> str:
+        return "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *map(line, body)]) + "\n"

@@ -1,0 +1,102 @@
+"""Reuse a cell's result across trees that agree on every file it read.
+
+A cell's key covers its whole tree, so a patch that edits only `src/impl.cpp` gets new
+keys for the probes that read only headers, and would compile them again. Here, before a
+syntax or exe cell compiles, we look for an earlier result of the same spec (everything
+but the tree) whose tree had the same list of files and the same bytes in every tree file
+the compiler read: the dependency files it wrote (-MD) name them. Same listing, because a
+new file can shadow an include without touching any file that was read; same bytes in
+what was read, because that is everything else the compiler saw of the tree. Files
+outside the tree are the toolchain's, and its identity is in the spec.
+
+Layout under the build folder: reuse/<spec>/<listing>/<depset>.deps holds the tree paths
+one earlier compile read; <depset>-<digest>.hit names the cell that read them with those
+bytes. A lookup costs one digest per distinct dependency set, not one per earlier cell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from functools import cache
+from pathlib import Path
+
+from cxxgate.layout import Layout
+
+
+def lookup(layout: Layout, spec_key: str, tree: Path) -> str | None:
+    """The key of an earlier cell whose result holds for this tree, if there is one.
+    CXXGATE_REUSE=0 turns lookups off (every cell compiles), to measure or to rule reuse
+    out."""
+    if os.environ.get("CXXGATE_REUSE") == "0":
+        return None
+    folder = layout.root / "reuse" / spec_key / listing(tree)
+    if not folder.is_dir():
+        return None
+    for deps_file in sorted(folder.glob("*.deps")):
+        paths = json.loads(deps_file.read_text())
+        hit = folder / f"{deps_file.stem}-{_digest(tree, paths)}.hit"
+        if hit.is_file():
+            key = hit.read_text().strip()
+            result = layout.cell(key) / "result.json"
+            # The earlier cell may have been cleaned, or re-run into a harness fault since.
+            if result.is_file() and json.loads(result.read_text())["status"] != "harness_error":
+                return key
+    return None
+
+
+def record(layout: Layout, spec_key: str, tree: Path, depfiles: list[Path], cell: str) -> None:
+    """Remember what a compile read; without a dependency file for every TU, remember
+    nothing (what it read is then unknown)."""
+    read: set[str] = set()
+    root = os.path.normpath(tree)
+    for depfile in depfiles:
+        if not depfile.is_file():
+            return
+        for dep in parse_depfile(depfile.read_text()):
+            path = os.path.normpath(dep)
+            if os.path.isabs(path) and path.startswith(root + os.sep):
+                read.add(os.path.relpath(path, root))
+    paths = sorted(read)
+    depset = hashlib.sha256(json.dumps(paths).encode()).hexdigest()[:16]
+    folder = layout.root / "reuse" / spec_key / listing(tree)
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_once(folder / f"{depset}.deps", json.dumps(paths))
+    _write_once(folder / f"{depset}-{_digest(tree, paths)}.hit", cell)
+
+
+_CONTINUATION = re.compile(r"\\\n")
+_SPLIT = re.compile(r"(?<!\\)\s+")
+
+
+def parse_depfile(text: str) -> list[str]:
+    """Prerequisites of the first rule of a make dependency file (`-MD -MF` output)."""
+    joined = _CONTINUATION.sub(" ", text)
+    _, _, prerequisites = joined.partition(": ")
+    first_rule = prerequisites.split("\n", 1)[0]
+    return [p.replace("\\ ", " ") for p in _SPLIT.split(first_rule.strip()) if p]
+
+
+@cache
+def listing(tree: Path) -> str:
+    """Digest of the tree's file names (not contents). A tree never changes once made."""
+    names = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file())
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+
+
+def _digest(tree: Path, paths: list[str]) -> str:
+    h = hashlib.sha256()
+    for rel in paths:
+        h.update(rel.encode() + b"\0" + hashlib.sha256((tree / rel).read_bytes()).digest())
+    return h.hexdigest()[:24]
+
+
+def _write_once(path: Path, text: str) -> None:
+    if path.exists():
+        return
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)  # atomic: two threads recording the same entry agree anyway

@@ -1,0 +1,314 @@
+"""Runs: the one place a candidate binary is executed.
+
+Pinned argv, stdin and environment; a time limit and an output cap with the process
+group killed; peak RSS and CPU from this child's own accounting; a bubblewrap sandbox
+where the machine allows one (no network, no view of the case's oracles).
+
+A spec that names a `meter` cell runs the binary through that launcher (templates/budget/
+meter.cpp), which forks it and reports its wait4 accounting: the only honest peak RSS,
+because ru_maxrss survives exec (a child of this Python process reports Python's size)
+and under bubblewrap the harness only ever sees bwrap's. A spec that names a `reference`
+cell is a paired series: warm-up and timed rounds alternate reference, candidate,
+reference, ... in one task, so both sides meet the same machine weather; every sample is
+kept in `samples`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from cxxgate import codehash, sandbox
+from cxxgate.cell import CellResult
+from cxxgate.cell import result_path as cell_result_path
+from cxxgate.layout import Layout
+from cxxgate.process import bounded
+
+RunStatus = Literal["exited", "signaled", "hang", "output_overflow", "not_built", "harness_error"]
+
+BASE_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C", "HOME": "/nonexistent"}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    cell_key: str
+    args: tuple[str, ...] = ()
+    stdin: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+    timeout: float = 5.0
+    output_cap: int = 1 << 20
+    label: str = field(default="", compare=False)
+    # Measured runs (gates/budget.py); the defaults keep a plain run's key as it was.
+    meter: str | None = None  # key of the meter launcher's cell: measure through it
+    memory_mib: int = 0  # address-space limit the meter sets on the program (0: none)
+    reference: str | None = None  # key of a cell run interleaved with this one
+    warmup: int = 0  # unmeasured-for-caps rounds first (still recorded)
+    rounds: int = 1  # timed rounds
+
+    @cached_property  # specs are frozen; thousands of rows ask for the same key
+    def key(self) -> str:
+        blob: dict[str, Any] = {
+            "cell": self.cell_key,
+            "args": self.args,
+            "stdin": codehash.of_text(self.stdin),
+            "env": self.env,
+            "timeout": self.timeout,
+            "output_cap": self.output_cap,
+            "code": codehash.of_modules("run", "process", "sandbox"),
+        }
+        if self.measured:
+            blob["measure"] = [
+                self.meter,
+                self.memory_mib,
+                self.reference,
+                self.warmup,
+                self.rounds,
+            ]
+        return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
+
+    @property
+    def measured(self) -> bool:
+        return (self.meter, self.reference, self.warmup, self.rounds) != (None, None, 0, 1)
+
+    @property
+    def cell_keys(self) -> tuple[str, ...]:
+        """Every cell whose product this run executes (its task's dependencies)."""
+        return tuple(k for k in (self.cell_key, self.reference, self.meter) if k is not None)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    key: str
+    label: str
+    status: RunStatus
+    exit: int | None
+    signal: int | None
+    stdout_sha: str
+    wall_seconds: float
+    cpu_seconds: float
+    max_rss_kib: int | None  # measured through the meter only (see the module doc)
+    stray_processes: bool
+    sandbox: str
+    argv: list[str]
+    stdout_path: str
+    stderr_path: str
+    # A measured run: one entry per execution, in the order they ran (see Sample).
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    detail: str = ""  # why nothing ran (for a harness_error: the traceback)
+
+    @classmethod
+    def without_run(cls, key: str, label: str, status: RunStatus, detail: str = "") -> RunResult:
+        return cls(
+            key, label, status, None, None, "", 0.0, 0.0, None, False, "", [], "", "", detail=detail
+        )
+
+    @classmethod
+    def load(cls, path: Path) -> RunResult:
+        return cls(**json.loads(path.read_text()))
+
+    @property
+    def stdout(self) -> bytes:
+        return Path(self.stdout_path).read_bytes() if self.stdout_path else b""
+
+    @property
+    def stderr(self) -> str:
+        return Path(self.stderr_path).read_text(errors="replace") if self.stderr_path else ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "exited" and self.exit == 0
+
+
+def result_path(layout: Layout, key: str) -> Path:
+    return layout.run_result(key)
+
+
+def execute(spec: RunSpec, layout: Layout) -> RunResult:
+    key = spec.key
+    out = layout.run(key)
+    out.mkdir(parents=True, exist_ok=True)
+    cell = CellResult.load(cell_result_path(layout, spec.cell_key))
+    binaries = {"candidate": cell.binary}
+    if spec.reference is not None:
+        binaries["reference"] = CellResult.load(cell_result_path(layout, spec.reference)).binary
+    meter: Path | None = None
+    if spec.meter is not None:
+        built = CellResult.load(cell_result_path(layout, spec.meter)).binary
+        if built is None:
+            msg = f"the meter launcher (cell {spec.meter}) did not build: see its result.json"
+            raise RuntimeError(msg)
+        meter = Path(built)
+    if spec.reference is not None and binaries["reference"] is None:
+        # The reference did not build: the gate sees that cell and calls the result
+        # incomplete; the candidate's own figures are still worth keeping.
+        del binaries["reference"]
+    candidate = binaries["candidate"]
+    if candidate is None:
+        return _write(layout, RunResult.without_run(key, spec.label, "not_built"))
+    if not spec.measured:
+        sample = _execute_one(Path(candidate), spec, out, "", meter)
+        return _write(layout, _result(key, spec.label, sample))
+    order: list[tuple[str, str]] = []
+    for phase, count in (("warmup", spec.warmup), ("timed", spec.rounds)):
+        for _ in range(count):
+            if "reference" in binaries:
+                order.append((phase, "reference"))
+            order.append((phase, "candidate"))
+    samples: list[Sample] = []
+    first: Sample | None = None
+    for i, (phase, side) in enumerate(order):
+        binary = binaries[side]
+        assert binary is not None
+        sample = _execute_one(Path(binary), spec, out, f".{i}", meter, phase=phase, side=side)
+        samples.append(sample)
+        if side == "candidate":
+            first = first or sample
+            if sample.status in {"hang", "output_overflow"}:
+                break  # a runaway is decided; running it again only burns the batch's time
+    assert first is not None
+    worst = next((s for s in samples if s.side == "candidate" and s.status != "exited"), first)
+    result = _result(key, spec.label, worst)
+    return _write(layout, replace(result, samples=[asdict(s) for s in samples]))
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One execution: the figures a measured run keeps for every round."""
+
+    side: str  # candidate | reference
+    phase: str  # warmup | timed | single
+    status: RunStatus
+    exit: int | None
+    signal: int | None
+    stdout_sha: str
+    wall_seconds: float
+    cpu_seconds: float
+    max_rss_kib: int | None
+    stray_processes: bool
+    metered: bool  # figures from the meter (the program's own) rather than the launcher
+    sandbox: str
+    argv: list[str]
+    stdout_path: str
+    stderr_path: str
+
+
+def _execute_one(
+    binary: Path,
+    spec: RunSpec,
+    out: Path,
+    suffix: str,
+    meter: Path | None,
+    phase: str = "single",
+    side: str = "candidate",
+) -> Sample:
+    work = out / f"work{suffix}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    report_r, report_w = os.pipe() if meter is not None else (-1, -1)
+    try:
+        launch: tuple[Path, tuple[str, ...]] | None = None
+        if meter is not None:
+            launch = (meter, (str(report_w), str(spec.memory_mib)))
+        argv, sandbox = _sandboxed(binary, work, spec.args, launch)
+        outcome = bounded(
+            argv,
+            cwd=work,
+            env={**BASE_ENV, **dict(spec.env)},
+            stdin=spec.stdin.encode(),
+            timeout=spec.timeout,
+            output_cap=spec.output_cap,
+            pass_fds=(report_w,) if meter is not None else (),
+        )
+    finally:
+        if meter is not None:
+            os.close(report_w)
+    report = _read_report(report_r) if meter is not None else {}
+    (out / f"stdout{suffix}").write_bytes(outcome.stdout)
+    (out / f"stderr{suffix}").write_bytes(outcome.stderr)
+    status: RunStatus
+    if outcome.timed_out:
+        status = "hang"
+    elif outcome.overflowed:
+        status = "output_overflow"
+    elif outcome.signal is not None or report.get("signal", 0):
+        status = "signaled"
+    else:
+        status = "exited"
+    metered = bool(report)
+    return Sample(
+        side=side,
+        phase=phase,
+        status=status,
+        exit=int(report["exit"]) if metered and report["exit"] >= 0 else outcome.exit,
+        signal=int(report["signal"]) if metered and report["signal"] else outcome.signal,
+        stdout_sha=codehash.of_text(outcome.stdout),
+        wall_seconds=round(report["wall"] if metered else outcome.wall_seconds, 4),
+        cpu_seconds=round(report["utime"] + report["stime"] if metered else outcome.cpu_seconds, 4),
+        # Without the meter ru_maxrss is the launcher's, floored at this Python process's
+        # size (it survives fork and exec): not a figure about the program, so none.
+        max_rss_kib=int(report["maxrss_kib"]) if metered else None,
+        stray_processes=bool(report.get("stray", 0)) or outcome.stray_processes,
+        metered=metered,
+        sandbox=sandbox,
+        argv=argv,
+        stdout_path=str(out / f"stdout{suffix}"),
+        stderr_path=str(out / f"stderr{suffix}"),
+    )
+
+
+def _read_report(fd: int) -> dict[str, float]:
+    """The meter's one line `exit=.. signal=.. ...`; empty when it never wrote (killed)."""
+    os.set_blocking(fd, False)
+    data = b""
+    try:
+        while chunk := os.read(fd, 4096):
+            data += chunk
+    except BlockingIOError:
+        pass  # a process that escaped the group still holds the pipe: take what is there
+    finally:
+        os.close(fd)
+    fields: dict[str, float] = {}
+    for item in data.decode(errors="replace").split():
+        name, _, value = item.partition("=")
+        try:
+            fields[name] = float(value)
+        except ValueError:
+            continue
+    return fields if "maxrss_kib" in fields and "exit" in fields else {}
+
+
+def _result(key: str, label: str, sample: Sample) -> RunResult:
+    """The run's figures are those of one sample (the first, or the first that failed)."""
+    shared = {f.name for f in fields(RunResult)} & {f.name for f in fields(Sample)}
+    return RunResult(key=key, label=label, **{n: getattr(sample, n) for n in shared})
+
+
+def _write(layout: Layout, result: RunResult) -> RunResult:
+    result_path(layout, result.key).write_text(json.dumps(asdict(result), indent=1) + "\n")
+    return result
+
+
+def _sandboxed(
+    binary: Path,
+    work: Path,
+    args: tuple[str, ...],
+    launch: tuple[Path, tuple[str, ...]] | None = None,
+) -> tuple[list[str], str]:
+    """argv for the sandbox; `launch` is a launcher (the meter) and its own arguments,
+    put in front of the binary inside the sandbox. The program sees the system, its
+    work folder as /work and itself as /candidate: nothing of the case or the build."""
+    if not sandbox.available():
+        front = [str(launch[0]), *launch[1]] if launch else []
+        return [*front, str(binary), *args], "none"
+    argv = [*sandbox.base_args(), "--bind", str(work), "/work"]
+    argv += ["--ro-bind", str(binary), "/candidate"]
+    head: list[str] = []
+    if launch is not None:
+        argv += ["--ro-bind", str(launch[0]), "/meter"]
+        head = ["/meter", *launch[1]]
+    return [*argv, "--chdir", "/work", *head, "/candidate", *args], "bwrap"

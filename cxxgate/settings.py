@@ -1,0 +1,95 @@
+"""What a grade selects: `[tool.cxxgate]` in the eval repository's pyproject.toml, then the
+`name=value` doit variables on the command line, which win.
+
+    [tool.cxxgate]
+    cases = "mycases"         # the case library (default: cases/)
+    out = "build"             # the build folder (default: .grade/)
+    envelopes = "envs.yaml"   # default: envelopes.yaml in the case library
+
+Relative paths are taken from the folder holding pyproject.toml (doit runs in the folder
+of dodo.py); command-line paths from the current folder.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from doit import get_var
+from pydantic import ValidationError
+
+from cxxgate.yamlfile import Strict, key_path
+
+
+class ToolTable(Strict):
+    """`[tool.cxxgate]`: the same names as the doit variables."""
+
+    cases: str = "cases"
+    out: str = ".grade"
+    envelopes: str | None = None
+    case: str = ""
+    patches: str = ""
+    report_only: bool = False
+
+
+class SettingsError(Exception):
+    """pyproject.toml's [tool.cxxgate] is wrong: the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Read once per doit invocation, when dodo.py imports cxxgate.tasks."""
+
+    library: Path
+    out: Path
+    envelopes: Path
+    only: frozenset[str]
+    batch: Path | None
+    report_only: bool
+
+    @classmethod
+    def load(cls, root: Path | None = None) -> Settings:
+        root = (root or Path.cwd()).resolve()
+        table = _tool_table(root / "pyproject.toml")
+
+        def path(var: str, configured: str) -> Path:
+            given = get_var(var, "") or ""
+            return Path(given).resolve() if given else (root / configured).resolve()
+
+        library = path("cases", table.cases)
+        only = get_var("case", "") or table.case
+        batch = get_var("patches", "") or ""
+        report_only = get_var("report_only", "")
+        return cls(
+            library=library,
+            out=path("out", table.out),
+            envelopes=path("envelopes", table.envelopes or str(library / "envelopes.yaml")),
+            only=frozenset(c for c in only.split(",") if c),
+            batch=Path(batch).resolve() if batch else _configured(root, table.patches),
+            report_only=report_only in {"1", "yes", "true"}
+            if report_only
+            else table.report_only,
+        )
+
+
+def _configured(root: Path, value: str) -> Path | None:
+    return (root / value).resolve() if value else None
+
+
+def _tool_table(file: Path) -> ToolTable:
+    if not file.is_file():
+        return ToolTable()
+    try:
+        data = tomllib.loads(file.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        msg = f"{file}: cannot read it as TOML: {exc}"
+        raise SettingsError(msg) from exc
+    table = data.get("tool", {}).get("cxxgate", {})
+    try:
+        return ToolTable.model_validate(table)
+    except ValidationError as exc:
+        lines = [f"{file}: [tool.cxxgate]: {exc.error_count()} problem(s):"]
+        for err in exc.errors():
+            lines.append(f"  tool.cxxgate.{key_path(err['loc'])}: {err['msg']}")
+        raise SettingsError("\n".join(lines)) from exc
