@@ -38,10 +38,11 @@ def grade(project: Path, out: Path, extra: list[str]) -> tuple[float, int, int]:
 def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="cxxgate-bench-") as tmp:
         project = Path(tmp) / "project"
-        for name in ("gates", "templates", "cases"):
+        for name in ("cxxgate", "cases"):
             shutil.copytree(PROJECT / name, project / name,
                             ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(PROJECT / "dodo.py", project)
+        for name in ("dodo.py", "pyproject.toml"):
+            shutil.copy(PROJECT / name, project)
         out = Path(tmp) / "out"
         rows = []
         rows.append(("cold", *grade(project, out, argv)))

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from cxxgate import registry
 from cxxgate.result import ROW_CLASSES
 from cxxgate.yamlfile import InputError, Strict, load_model
 
 VerdictWord = Literal["accept", "reject", "incomplete"]
+
+
+class GateSpec(Protocol):
+    """What a case needs of a gate (cxxgate.gate.Gate is one): its section's model and
+    its classes. A protocol, so the case model never imports the gates it validates."""
+
+    @property
+    def config(self) -> type[BaseModel]: ...
+
+    @property
+    def severity(self) -> tuple[str, ...]: ...
+
+    def classes(self) -> frozenset[str]: ...
 
 
 GateExpect = str | list[str]  # a class, or a list meaning "one of"
@@ -72,11 +85,14 @@ class CaseFile(Strict):
         return v
 
 
+def case_file_model(gates: Mapping[str, GateSpec]) -> type[CaseFile]:
+    key = tuple((name, gate.config) for name, gate in gates.items())
+    return _case_file_model(key)
+
+
 @cache
-def case_file_model() -> type[CaseFile]:
-    fields: dict[str, Any] = {
-        name: (gate.config | None, None) for name, gate in registry.gates().items()
-    }
+def _case_file_model(gates: tuple[tuple[str, type[BaseModel]], ...]) -> type[CaseFile]:
+    fields: dict[str, Any] = {name: (config | None, None) for name, config in gates}
     gates = create_model("Gates", __config__=ConfigDict(extra="forbid", frozen=True), **fields)
     return create_model("CaseFile", __base__=CaseFile, gates=(gates, ...))
 
@@ -87,6 +103,7 @@ class Case:
     dir: Path
     spec: CaseFile
     tree_digest: str  # sha256 over the base tree's paths and bytes
+    gates: tuple[str, ...]  # every registered gate, in table order
     # Oracles are read once per case, not once per graded patch.
     _oracles: dict[str, Path] = field(default_factory=dict, compare=False, repr=False)
     _texts: dict[Path, str] = field(default_factory=dict, compare=False, repr=False)
@@ -103,7 +120,8 @@ class Case:
         return getattr(self.spec.gates, name)
 
     def enabled_gates(self) -> list[str]:
-        return [n for n in registry.gates() if self.gate_config(n) is not None]
+        """The gates this case's file configures, in the registry's order."""
+        return [n for n in self.gates if self.gate_config(n) is not None]
 
     def oracle(self, rel: str, key: str) -> Path:
         """A file the case owns outside its tree (probe, golden, patch): must exist."""
@@ -150,14 +168,16 @@ def tree_digest(tree: Path) -> str:
     return h.hexdigest()
 
 
-def load_case(case_dir: Path) -> Case:
+def load_case(case_dir: Path, gates: Mapping[str, GateSpec]) -> Case:
+    """Load and check a case; `gates` are the registered gates (cxxgate.registry), in
+    table order."""
     file = case_dir / "case.yaml"
-    spec = load_model(file, case_file_model())
+    spec = load_model(file, case_file_model(gates))
     tree = case_dir / "tree"
     if not tree.is_dir():
         msg = f"{file}: the case has no tree/ folder (the base sources a patch applies to)"
         raise InputError(msg)
-    case = Case(case_dir.name, case_dir, spec, tree_digest(tree))
+    case = Case(case_dir.name, case_dir, spec, tree_digest(tree), tuple(gates))
     for i, inc in enumerate(spec.include_dirs):
         if not (tree / inc).is_dir():
             msg = f"{file}: include_dirs[{i}]: {inc!r} is not a folder under tree/"
@@ -170,7 +190,7 @@ def load_case(case_dir: Path) -> Case:
         case.oracle(spec.reference, "reference")
     enabled = case.enabled_gates()
     if not enabled:
-        msg = f"{file}: gates: no gate is enabled; known gates: {sorted(registry.gates())}"
+        msg = f"{file}: gates: no gate is enabled; known gates: {sorted(gates)}"
         raise InputError(msg)
     names: set[str] = set()
     for i, known in enumerate(spec.patches):
@@ -180,14 +200,15 @@ def load_case(case_dir: Path) -> Case:
             msg = f"{file}: patches[{i}]: patch name {name!r} is used twice or reserved"
             raise InputError(msg)
         names.add(name)
-        _check_expect(file, f"patches[{i}].expect", known.expect, enabled)
+        _check_expect(file, f"patches[{i}].expect", known.expect, enabled, gates)
     return case
 
 
-def _check_expect(file: Path, key: str, expect: Expect, enabled: list[str]) -> None:
+def _check_expect(
+    file: Path, key: str, expect: Expect, enabled: list[str], gates: Mapping[str, GateSpec]
+) -> None:
     """Expected classes are words the gates can return: a typo is an input error here,
     not an expectation that can never hold."""
-    gates = registry.gates()
     every = set().union(*(gates[g].classes() for g in enabled)) | ROW_CLASSES
     if expect.row_class is not None and expect.row_class not in every:
         msg = f"{file}: {key}.class: {expect.row_class!r} is not a class; one of {sorted(every)}"

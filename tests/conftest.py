@@ -93,11 +93,13 @@ def run_grade(out: Path, *args: str, library: Path | None = None, project: Path 
 
 
 def project_copy(tmp_path: Path) -> Path:
-    """A private copy of the project (dodo.py, gates, templates, cases) to edit."""
+    """A private copy of the project (dodo.py, pyproject.toml, cxxgate/, cases/) to edit:
+    run with PYTHONPATH on the copy, the registered gates load from the copy's modules."""
     dest = tmp_path / "project"
-    for name in ("gates", "templates", "cases"):
+    for name in ("cxxgate", "cases"):
         shutil.copytree(PROJECT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(PROJECT / "dodo.py", dest)
+    for name in ("dodo.py", "pyproject.toml"):
+        shutil.copy(PROJECT / name, dest)
     return dest
 
 

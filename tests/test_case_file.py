@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, case_library, run_grade
 
+from cxxgate import registry
 from cxxgate.case import load_case
 from cxxgate.envelope import Envelopes
 from cxxgate.gate import Context
@@ -32,13 +33,13 @@ def _edit(case_dir: Path, old: str, new: str) -> None:
 
 def _error(case_dir: Path) -> str:
     with pytest.raises(InputError) as err:
-        case = load_case(case_dir)
+        case = load_case(case_dir, registry.gates())
         NEGCOMP.plan(Context(case, "k", Envelopes(SHIPPED / "envelopes.yaml"), "k"))
     return str(err.value)
 
 
 def test_shipped_case_loads(case_dir: Path) -> None:
-    case = load_case(case_dir)
+    case = load_case(case_dir, registry.gates())
     assert case.enabled_gates() == ["negcomp"]
 
 

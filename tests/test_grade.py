@@ -103,7 +103,7 @@ def test_edits_rebuild_only_what_they_touch(tmp_path: Path) -> None:
     assert again.rows["token_handle/reference"]["identity"]["case"] != ""
 
     # Classification code edit: gates re-classify from stored cells, no compiler runs.
-    gate = project / "gates/negcomp.py"
+    gate = project / "cxxgate/gates/negcomp.py"
     gate.write_text(gate.read_text() + "\n# a comment that changes the gate's code hash\n")
     reclass = run_grade(out, "case=token_handle", project=project)
     assert reclass.returncode == 0 and compiler_calls(out) == base_calls
@@ -207,7 +207,7 @@ def test_verdicts_jsonl_is_valid_json_lines(cold: Grade) -> None:
 
 def test_a_harness_fault_is_a_row_not_a_lost_batch_and_is_retried(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
-    gate = project / "gates/negcomp.py"
+    gate = project / "cxxgate/gates/negcomp.py"
     healthy = gate.read_text()
     gate.write_text(healthy.replace(
         "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n",
@@ -237,7 +237,7 @@ def test_a_harness_fault_is_a_row_not_a_lost_batch_and_is_retried(tmp_path: Path
 
 def test_a_harness_fault_on_the_base_tree_is_not_a_broken_case(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
-    gate = project / "gates/negcomp.py"
+    gate = project / "cxxgate/gates/negcomp.py"
     gate.write_text(gate.read_text().replace(
         "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n",
         "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n"

@@ -1,0 +1,332 @@
+"""Two layers: the engine (cxxgate/) never imports a gate; gates (cxxgate/gates/, or any
+installed package) are found through the `cxxgate.gates` entry points; an eval repository
+needs only a two-line dodo.py and [tool.cxxgate]."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT, SHIPPED
+
+ENGINE = PROJECT / "cxxgate"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PROJECT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Every cxxgate module and the cxxgate modules it imports, anywhere in its body
+    (function-level and TYPE_CHECKING imports are arrows too)."""
+    modules = {_module_name(p): p for p in ENGINE.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    target = full if full in modules else node.module
+                    if target in modules and target != name:
+                        graph[name].add(target)
+            elif isinstance(node, ast.Import):
+                graph[name].update(a.name for a in node.names if a.name in modules)
+    return graph
+
+
+def test_the_engine_never_imports_a_gate() -> None:
+    graph = _imports()
+    engine = [m for m in graph if not m.startswith("cxxgate.gates")]
+    offenders = {m: sorted(t for t in graph[m] if t.startswith("cxxgate.gates")) for m in engine}
+    assert {m: t for m, t in offenders.items() if t} == {}
+
+
+def test_no_import_cycles() -> None:
+    graph = _imports()
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state:
+            assert visit(module) is None
+
+
+def test_builtin_gates_are_entry_points() -> None:
+    from cxxgate import registry
+
+    gates = registry.gates()
+    assert list(gates) == [
+        "negcomp", "consumer", "headers", "symbols", "sanitizer", "matrix", "budget"
+    ]
+    assert all(g.plan.__module__.startswith("cxxgate.gates.") for g in gates.values())
+
+
+# ---- an eval repository of its own -------------------------------------------------------
+
+HEADER = """\
+#pragma once
+struct Meters {
+  explicit Meters(double v) : value(v) {}
+  double value;
+};
+"""
+MUST_FAIL = """\
+#include "meters.hpp"
+int main() {
+  { Meters m = 3.0; (void)m; }  // cxxgate: reject
+}
+"""
+MUST_BUILD = """\
+#include "meters.hpp"
+int main() { return Meters(2.0).value == 2.0 ? 0 : 1; }
+"""
+IMPLICIT = """\
+--- a/include/meters.hpp
++++ b/include/meters.hpp
+@@ -1,5 +1,5 @@
+ #pragma once
+ struct Meters {
+-  explicit Meters(double v) : value(v) {}
++  Meters(double v) : value(v) {}
+   double value;
+ };
+"""
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def _doit(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """doit as an eval repository runs it: from its own folder, cxxgate importable (the
+    checkout's, as if installed), no file of cxxgate's in the repository."""
+    return subprocess.run(
+        [sys.executable, "-m", "doit", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+    )
+
+
+def _rows(verdicts: Path) -> dict[str, dict[str, object]]:
+    return {
+        f"{r['case']}/{r['patch']}": r
+        for r in map(json.loads, verdicts.read_text().splitlines())
+    }
+
+
+@pytest.mark.slow
+def test_an_eval_repository_with_two_line_dodo(tmp_path: Path) -> None:
+    repo = tmp_path / "evals"
+    (repo / "toolchains").mkdir(parents=True)
+    (repo / "toolchains/envelopes.yaml").write_text(
+        "toolchains:\n  cxx: {command: g++, family: gcc}\n"
+        "envelopes:\n  strict: {toolchain: cxx, std: c++17, flags: [-Wall, -Werror]}\n"
+    )
+    _write(
+        repo,
+        {
+            "dodo.py": "from cxxgate.tasks import *  # noqa: F403\n",
+            "pyproject.toml": """\
+                [tool.cxxgate]
+                cases = "mycases"
+                out = "build"
+                envelopes = "toolchains/envelopes.yaml"
+            """,
+            "mycases/meters/tree/include/meters.hpp": HEADER,
+            "mycases/meters/probes/neg_implicit.cpp": MUST_FAIL,
+            "mycases/meters/probes/pos_explicit.cpp": MUST_BUILD,
+            "mycases/meters/patches/implicit.diff": IMPLICIT,
+            "mycases/meters/case.yaml": """\
+                summary: Meters is never made from a bare double by copy-initialisation
+                envelope: strict
+                writable: [include/**]
+                include_dirs: [include]
+                gates:
+                  negcomp:
+                    must_build: [probes/pos_explicit.cpp]
+                    must_fail: [{unit: probes/neg_implicit.cpp}]
+                patches:
+                  # A list is "one of".
+                  - {file: patches/implicit.diff,
+                     expect: {verdict: reject, negcomp: [surface_regression, build_broken]}}
+            """,
+        },
+    )
+    graded = _doit(repo, "grade")
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    rows = _rows(repo / "build/verdicts.jsonl")
+    assert rows["meters/reference"]["verdict"] == "accept"
+    assert rows["meters/implicit"]["gates"]["negcomp"]["class"] == "surface_regression"  # type: ignore[index]
+    assert rows["meters/implicit"]["expect_problems"] == []
+
+    # A doit variable wins over [tool.cxxgate].
+    elsewhere = _doit(repo, "grade", f"out={tmp_path / 'other'}")
+    assert elsewhere.returncode == 0, elsewhere.stdout + elsewhere.stderr
+    assert (tmp_path / "other/verdicts.jsonl").is_file()
+
+    # A typo in [tool.cxxgate] is named, with its file, before anything is planned.
+    pyproject = repo / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("out =", "ouy ="))
+    typo = _doit(repo, "grade")
+    assert typo.returncode != 0
+    assert f"{pyproject}: [tool.cxxgate]" in typo.stderr and "tool.cxxgate.ouy" in typo.stderr
+
+
+# ---- a gate from another package --------------------------------------------------------
+
+PLUGIN = '''\
+"""Gate `compiles`: each listed unit compiles against the patched tree (-fsyntax-only)."""
+
+from pathlib import Path
+
+from cxxgate.cell import CellSpec, Unit
+from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.result import Check, GateResult
+from cxxgate.yamlfile import Strict
+
+SEVERITY = ("does_not_compile",)
+
+
+class Config(Strict):
+    units: list[str]
+
+
+def plan(ctx: Context) -> Plan:
+    cfg = ctx.case.gate_config("compiles")
+    out = Plan()
+    for i, rel in enumerate(cfg.units):
+        text = ctx.case.oracle_text(rel, f"gates.compiles.units[{i}]")
+        out.cells[f"unit{i}"] = CellSpec(
+            kind="syntax",
+            tree_key=ctx.tree_key,
+            units=(Unit(Path(rel).name, text),),
+            tree_sources=(),
+            include_dirs=tuple(ctx.case.spec.include_dirs),
+            envelope=ctx.gate_envelope("compiles", None),
+            compile_seconds=ctx.case.spec.limits.compile_seconds,
+            label=f"compiles {rel}",
+        )
+    return out
+
+
+def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
+    checks = [
+        Check(name, cell.status == "ok", "accept" if cell.status == "ok" else "does_not_compile")
+        for name, cell in outputs.cells.items()
+    ]
+    return GateResult.from_checks("compiles", checks, SEVERITY, [])
+
+
+GATE = Gate("compiles", "each listed unit compiles", Config, SEVERITY, plan, classify)
+'''
+
+
+@pytest.fixture
+def plugin(tmp_path: Path) -> Iterator[str]:
+    """A third-party gate package, pip-installed into this Python and removed after."""
+    src = tmp_path / "plugin"
+    _write(
+        src,
+        {
+            "cxxgate_compiles_gate.py": PLUGIN,
+            "pyproject.toml": """\
+                [build-system]
+                requires = ["setuptools>=68"]
+                build-backend = "setuptools.build_meta"
+
+                [project]
+                name = "cxxgate-compiles-gate"
+                version = "0.0.1"
+
+                [project.entry-points."cxxgate.gates"]
+                compiles = "cxxgate_compiles_gate:GATE"
+
+                [tool.setuptools]
+                py-modules = ["cxxgate_compiles_gate"]
+            """,
+        },
+    )
+    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, "install", "--no-deps", str(src)], check=True, timeout=300)
+    try:
+        yield "cxxgate-compiles-gate"
+    finally:
+        subprocess.run([*pip, "uninstall", "-y", "cxxgate-compiles-gate"], check=True)
+
+
+@pytest.mark.slow
+def test_a_gate_from_another_package_is_picked_up(tmp_path: Path, plugin: str) -> None:
+    lib = tmp_path / "cases"
+    lib.mkdir()
+    (lib / "envelopes.yaml").write_text((SHIPPED / "envelopes.yaml").read_text())
+    _write(
+        lib / "meters",
+        {
+            "tree/include/meters.hpp": HEADER,
+            "probes/pos_explicit.cpp": MUST_BUILD,
+            "patches/drop_value.diff": """\
+                --- a/include/meters.hpp
+                +++ b/include/meters.hpp
+                @@ -1,5 +1,5 @@
+                 #pragma once
+                 struct Meters {
+                -  explicit Meters(double v) : value(v) {}
+                -  double value;
+                +  explicit Meters(double v) : amount(v) {}
+                +  double amount;
+                 };
+            """,
+            "case.yaml": """\
+                summary: a case that only a plugin gate checks
+                writable: [include/**]
+                include_dirs: [include]
+                gates:
+                  compiles: {units: [probes/pos_explicit.cpp]}
+                patches:
+                  - {file: patches/drop_value.diff,
+                     expect: {verdict: reject, compiles: does_not_compile}}
+            """,
+        },
+    )
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "doit", "-f", str(PROJECT / "dodo.py"), "grade"]
+    graded = subprocess.run(
+        [*cmd, f"cases={lib}", f"out={out}"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+    )
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    rows = _rows(out / "verdicts.jsonl")
+    assert rows["meters/reference"]["gates"]["compiles"]["class"] == "accept"  # type: ignore[index]
+    assert rows["meters/drop_value"]["class"] == "does_not_compile"
