@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -10,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from gates import registry
-from gates.yamlfile import InputError, Strict, load_model
+from gates.yamlfile import InputError, Strict, TreePath, load_model
 
 VerdictWord = Literal["accept", "reject", "incomplete"]
 
@@ -57,10 +59,10 @@ class CaseFile(Strict):
     summary: str
     std: str | None = None
     envelope: str = "gcc"
-    writable: list[str] = Field(min_length=1)
-    include_dirs: list[str] = Field(default_factory=list)
-    public_headers: list[str] = Field(default_factory=list)
-    sources: list[str] = Field(default_factory=list)
+    writable: list[TreePath] = Field(min_length=1)
+    include_dirs: list[TreePath] = Field(default_factory=list)
+    public_headers: list[TreePath] = Field(default_factory=list)
+    sources: list[TreePath] = Field(default_factory=list)
     reference: str | None = None
     limits: Limits = Limits()
     gates: Gates  # type: ignore[valid-type]
@@ -136,10 +138,24 @@ class Case:
         return header
 
 
-def tree_digest(tree: Path) -> str:
+def tree_digest(tree: Path, file: Path) -> str:
+    """sha256 over the base tree's paths and bytes. A base tree holds folders and regular
+    files only: a symlink would hand a host file to every compile and every copy."""
     h = hashlib.sha256()
-    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
-        h.update(path.relative_to(tree).as_posix().encode() + b"\0")
+    files: list[tuple[str, Path]] = []
+    for folder, dirs, names in os.walk(tree):
+        for name in dirs + names:
+            path = Path(folder, name)
+            mode = path.lstat().st_mode
+            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                if stat.S_ISREG(mode):
+                    files.append((path.relative_to(tree).as_posix(), path))
+                continue
+            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+            msg = f"{file}: tree/: {path.relative_to(tree)} is {kind}; a base tree holds files"
+            raise InputError(msg)
+    for rel, path in sorted(files):
+        h.update(rel.encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
@@ -151,7 +167,7 @@ def load_case(case_dir: Path) -> Case:
     if not tree.is_dir():
         msg = f"{file}: the case has no tree/ folder (the base sources a patch applies to)"
         raise InputError(msg)
-    case = Case(case_dir.name, case_dir, spec, tree_digest(tree))
+    case = Case(case_dir.name, case_dir, spec, tree_digest(tree, file))
     for i, inc in enumerate(spec.include_dirs):
         if not (tree / inc).is_dir():
             msg = f"{file}: include_dirs[{i}]: {inc!r} is not a folder under tree/"

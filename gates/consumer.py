@@ -36,7 +36,7 @@ from gates.diagnostics import Diagnostic, first_error, parse
 from gates.gate import Context, Gate, Outputs, Plan
 from gates.result import TOOLCHAIN_MISSING, Check, GateResult
 from gates.run import RunResult, RunSpec
-from gates.yamlfile import InputError, Strict
+from gates.yamlfile import InputError, Strict, TreePath
 
 NAME = "consumer"
 SEVERITY = (
@@ -57,7 +57,8 @@ class Config(Strict):
         min_length=1
     )  # the library's own; the consumer must not open them
     library: str | None = None  # archive base name; default: the case id
-    sources: list[str] | None = None  # library sources (globs in the tree); default: case `sources`
+    # library sources (globs in the tree); default: the case's `sources`
+    sources: list[TreePath] | None = None
     envelope: str | None = None
     args: list[str] = Field(default_factory=list)
     stdin: str = ""

@@ -98,6 +98,12 @@ class Library:
             except InputError as exc:
                 self.errors.append(str(exc))
                 continue
+            except Exception as exc:  # one case's fault must not drop the rest
+                self.errors.append(
+                    f"{case_dir / 'case.yaml'}: could not be loaded, a harness fault "
+                    f"({type(exc).__name__}: {exc})"
+                )
+                continue
             self.cases[case.id] = case
             self.identity[case.id] = identity.stamp(case, self.envelopes)
             self.rows += rows
