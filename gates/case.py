@@ -58,6 +58,7 @@ class CaseFile(Strict):
     std: str | None = None
     envelope: str = "gcc"
     writable: list[str] = Field(min_length=1)
+    allow_diagnostic_pragmas: bool = False  # see gates/tree.py: diagnostic_control
     include_dirs: list[str] = Field(default_factory=list)
     public_headers: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
