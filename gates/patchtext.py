@@ -15,8 +15,9 @@ import re
 import stat
 
 _HUNK = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-_MODE = re.compile(rb"^(old mode|new mode|new file mode|deleted file mode) +(\S+)\s*$")
-_INDEX_MODE = re.compile(rb"^index [0-9a-fA-F]+\.\.[0-9a-fA-F]+ +(\S+)\s*$")
+# git reads a mode with strtoul(..., 8) and ignores what follows a blank: so do we.
+_MODE = re.compile(rb"^(old mode|new mode|new file mode|deleted file mode)[ \t]+(\S+)")
+_INDEX_MODE = re.compile(rb"^index [0-9a-fA-F]+\.\.[0-9a-fA-F]+[ \t]+(\S+)")
 _BINARY = (b"GIT binary patch", b"Binary files ")
 
 

@@ -480,3 +480,14 @@ rename to src/hush.hpp
 """
     status, detail, _ = _apply(base, tmp_path, text)
     assert status == "applied", detail
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"new file mode 120000 trailing", b"new file mode +100644", b"deleted file mode 0160000"],
+    ids=["trailing-words", "signed", "gitlink-delete"],
+)
+def test_modes_are_read_as_git_reads_them(line: bytes) -> None:
+    # git parses a mode with strtoul(..., 8) and ignores what follows a blank.
+    problem = patchtext.header_problem(b"diff --git a/src/x b/src/x\n" + line + b"\n")
+    assert problem.startswith("line 2:"), problem
