@@ -73,14 +73,17 @@ class Stamp:
 
 
 class _Git:
-    """git apply under a scratch folder: no repository above it, no user or system config."""
+    """git apply below a scratch folder: no repository above it, no user or system config."""
 
     def __init__(self, scratch: Path) -> None:
-        self.scratch = scratch
+        # The ceiling keeps git from finding the project's own repository above .grade/:
+        # there it would apply to the repository, and list only the paths under its
+        # current folder. git honours a ceiling only above the folder it runs in, so
+        # every call runs in a folder below the scratch (this one, or the tree).
+        self.listing = scratch / "listing"
+        self.listing.mkdir(exist_ok=True)
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            # The ceiling keeps git from finding the project's own repository above
-            # .grade/ and applying there: every git call runs in or under the scratch.
             "GIT_CEILING_DIRECTORIES": str(scratch),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
@@ -110,14 +113,14 @@ def _guard(git: _Git, text: bytes, writable: list[str]) -> Stamp:
     if not text.strip():
         return Stamp("", "applied", "empty patch: the base tree itself")
     text, note = normalise(text)
-    listing = git.apply(["--numstat", "--summary", "-z"], text, git.scratch)
+    listing = git.apply(["--numstat", "--summary", "-z"], text, git.listing)
     if listing.returncode != 0:
         said = _said(listing) or "git apply found no patch in it"
         return Stamp("", "malformed_patch", f"not a diff git can read: {said}")
     problem = header_problem(text)
     if problem:
         return Stamp("", "malformed_patch", problem)
-    reverse = git.apply(["--numstat", "-z", "-R"], text, git.scratch)
+    reverse = git.apply(["--numstat", "-z", "-R"], text, git.listing)
     if reverse.returncode != 0:
         return Stamp("", "malformed_patch", f"not a diff git can reverse: {_said(reverse)}")
     problem, touched = _listed_paths(listing.stdout, reverse.stdout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -491,3 +492,17 @@ def test_modes_are_read_as_git_reads_them(line: bytes) -> None:
     # git parses a mode with strtoul(..., 8) and ignores what follows a blank.
     problem = patchtext.header_problem(b"diff --git a/src/x b/src/x\n" + line + b"\n")
     assert problem.startswith("line 2:"), problem
+
+
+def test_intake_inside_a_git_checkout_lists_every_path(base: Path, tmp_path: Path) -> None:
+    # The default build folder (.grade/) lies inside the project's checkout. git run in a
+    # folder of a repository lists only the paths under that folder, so the listing must
+    # never find one: the pre-apply guard names both paths of the rename.
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    patch = tmp_path / "p.diff"
+    patch.write_bytes(RENAME_TEST_AWAY)
+    stamp = materialise(base, patch, WRITABLE, "k1", Layout(project / ".grade"))
+    assert stamp.status == "path_violation", stamp.detail
+    assert sorted(stamp.changed) == ["src/moved.cpp", "tests/t.cpp"]
