@@ -280,8 +280,9 @@ def _judge(
                 changed,
             )
     detail = stamp.detail
-    if not changed and moded:
-        detail = f"only file modes changed, no byte: {', '.join(moded)}"
+    if not changed:
+        what = f"only file modes changed: {', '.join(moded)}" if moded else "nothing changed"
+        detail = "; ".join(filter(None, [f"no file's bytes changed ({what})", detail]))
     return Stamp("", "applied", detail, changed)
 
 
