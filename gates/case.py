@@ -60,6 +60,7 @@ class CaseFile(Strict):
     std: str | None = None
     envelope: str = "gcc"
     writable: list[TreePath] = Field(min_length=1)
+    allow_diagnostic_pragmas: bool = False  # see gates/tree.py: diagnostic_control
     include_dirs: list[TreePath] = Field(default_factory=list)
     public_headers: list[TreePath] = Field(default_factory=list)
     sources: list[TreePath] = Field(default_factory=list)

@@ -133,7 +133,9 @@ class Library:
         """Every gate's plan for these rows; all or nothing, so a case whose config fails
         in one gate leaves no half-planned tasks behind."""
         for row in rows:
-            blob = json.dumps([case.tree_digest, case.spec.writable, row.sha])
+            intake = [case.tree_digest, case.spec.writable, row.sha]
+            intake += ["allow_diagnostic_pragmas"] if case.spec.allow_diagnostic_pragmas else []
+            blob = json.dumps(intake)
             self.tree_keys[row.id] = codehash.of_text(blob)[:24]
         reference = self.tree_keys[f"{case.id}/reference"]
         plans: dict[tuple[str, str, str], Plan] = {}

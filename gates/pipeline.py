@@ -66,6 +66,7 @@ class Pipeline:
     def tree_tasks(self) -> Iterator[Task]:
         yield {"basename": "tree", "name": None, "doc": "apply each patch to its case's tree"}
         seen: set[str] = set()
+        intake = codehash.of_modules("tree", "patchtext", "pragmas")
         for row in self.lib.rows:
             key = self.lib.tree_keys[row.id]
             if key in seen:
@@ -87,11 +88,12 @@ class Pipeline:
                         case.spec.writable,
                         key,
                         self.layout,
+                        case.spec.allow_diagnostic_pragmas,
                     )
                 ],
                 "file_dep": [str(row.file)] if row.file else [],
                 "targets": [str(stamp)],
-                "uptodate": [config_changed({"key": key}), no_harness_error(stamp)],
+                "uptodate": [config_changed({"key": key, "code": intake}), no_harness_error(stamp)],
                 "clean": [(_remove, [self.layout.tree(key), stamp])],
             }
 

@@ -173,8 +173,8 @@ def _decide(row: Row, stamp: Stamp, gates: dict[str, dict[str, str]]) -> tuple[s
         return "incomplete", HARNESS_ERROR, stamp.detail
     if not stamp.applied:
         return "reject", stamp.status, stamp.detail
-    if row.role == "candidate" and not stamp.changed:
-        return "reject", "empty_patch", "the patch changes nothing"
+    if row.role in {"candidate", "known"} and not stamp.changed:
+        return "reject", "empty_patch", stamp.detail or "the patch changes nothing"
     statuses = {g: v["status"] for g, v in gates.items()}
     for status, word in (("fail", "reject"), ("incomplete", "incomplete")):
         hit = [g for g, s in statuses.items() if s == status]
