@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -334,15 +335,23 @@ def _run_uid() -> Iterator[int | None]:
 
 
 def _remove(work: Path) -> None:
-    """Delete a run's folder whatever modes the program left on it."""
+    """Delete a run's folder whatever modes the program left on it. Root needs no mode
+    fixed (and must not chmod paths a program may still swap for symlinks); a harness that
+    is not root ran the program as itself, so it fixes only what that user could."""
     if not work.exists():
         return
-    for root, dirs, _ in os.walk(work):
+    for root, dirs, _ in os.walk(work) if os.geteuid() != 0 else ():
         for name in dirs:
             path = Path(root, name)
             if not path.is_symlink():
                 path.chmod(0o700)  # before os.walk descends into it
-    shutil.rmtree(work)
+    try:
+        shutil.rmtree(work)
+    except OSError:
+        # A process of the run may still be dying (its pid namespace ends asynchronously)
+        # and writing: once more, after it had the time to.
+        time.sleep(0.2)
+        shutil.rmtree(work)
 
 
 def _read_report(fd: int) -> dict[str, float]:
