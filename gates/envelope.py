@@ -104,7 +104,7 @@ def _binds(path: Path, prefix: str | None) -> tuple[tuple[str, str], ...]:
     it otherwise: at its resolved path, and at the path argv calls it by."""
     binds: list[tuple[str, str]] = []
     called, resolved = path.absolute(), path.resolve()
-    if prefix is not None:
+    if prefix is not None and Path(prefix).is_dir():  # absent: a toolchain not installed here
         root = Path(prefix).resolve()
         binds.append((str(root), str(root)))
         if called.is_relative_to(root) and resolved.is_relative_to(root):
@@ -154,14 +154,13 @@ class Envelopes:
 
 
 def _check_prefix(file: Path, key: str, prefix: str, guarded: list[Path]) -> None:
-    """A prefix is bound into every compile's sandbox: it must be a real folder that
-    holds neither the oracles nor the build outputs (nor lies inside them)."""
+    """A prefix is bound into every compile's sandbox: it must hold neither the oracles
+    nor the build outputs (nor lie inside them). One that does not exist is no error: the
+    manifest may name toolchains this machine lacks (their cells are toolchain_missing)."""
     where = f"{file}: {key}: {prefix!r}"
     if not Path(prefix).is_absolute():
         raise InputError(f"{where} must be an absolute folder (e.g. /opt/gcc-14)")
     root = Path(prefix).resolve()
-    if not root.is_dir():
-        raise InputError(f"{where} is not a folder")
     for folder in guarded:
         guard = folder.resolve()
         if guard.is_relative_to(root) or root.is_relative_to(guard):

@@ -117,6 +117,16 @@ def test_a_prefix_holding_the_build_folder_is_refused(tmp_path: Path) -> None:
     Envelopes(manifest, protect=[tmp_path / "elsewhere"])  # apart from it: accepted
 
 
+def test_a_prefix_is_absolute_and_may_be_absent(tmp_path: Path) -> None:
+    relative = _manifest(case_library(tmp_path / "a"), Path("/usr/bin/g++"), prefix=Path("opt"))
+    with pytest.raises(InputError, match=r"toolchains\.gcc\.prefix: 'opt' must be an absolute"):
+        Envelopes(relative)
+    # A toolchain this machine lacks may name its prefix: it loads, and nothing is bound.
+    absent = tmp_path / "not-installed"
+    envelopes = Envelopes(_manifest(case_library(tmp_path / "b"), Path("/usr/bin/g++"), absent))
+    assert envelopes.get("gcc").toolchain.binds == ()
+
+
 def test_a_wrapper_in_a_declared_prefix_works_and_sees_only_it(tmp_path: Path) -> None:
     _, library, oracle = _project(tmp_path)
     toolchain = tmp_path / "toolchain"
