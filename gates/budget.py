@@ -118,6 +118,8 @@ def plan(ctx: Context) -> Plan:
         env=env.run_env,
         timeout=cfg.timeout or limits.run_seconds,
         output_cap=limits.output_bytes,
+        # The meter's own `memory_mib` limit sits under the case's cap: the tighter holds.
+        caps=limits.caps(env.flags),
         label=f"{NAME} series {cfg.program.unit}",
         meter=meter.key,
         memory_mib=cfg.memory_mib,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from gates import registry
+from gates.process import Caps
 from gates.yamlfile import InputError, Strict, TreePath, load_model
 
 VerdictWord = Literal["accept", "reject", "incomplete"]
@@ -42,6 +43,16 @@ class Limits(Strict):
     run_seconds: float = Field(default=5.0, gt=0, le=600)
     output_bytes: int = Field(default=1 << 20, gt=0)
     compile_seconds: float = Field(default=120.0, gt=0)
+    # Caps on every candidate run (gates/process.py Caps): address space (resident memory
+    # for sanitizer builds), the size one file may grow to, processes of the run's uid.
+    memory_mib: int = Field(default=1024, ge=64, le=65536)
+    file_mib: int = Field(default=64, ge=1, le=65536)
+    processes: int = Field(default=64, ge=1, le=4096)
+
+    def caps(self, flags: tuple[str, ...]) -> Caps:
+        """The caps of a run of a binary built with these compile flags."""
+        resident = Caps.reserves_address_space(flags)
+        return Caps(self.memory_mib, self.file_mib, self.processes, resident)
 
 
 def _gates_model() -> type[BaseModel]:

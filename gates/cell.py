@@ -308,7 +308,8 @@ def tool_call(
     bounded, and confined to the tree (read-only) and the cell's folder."""
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
-    confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd])
+    binds = spec.envelope.toolchain.binds  # its declared prefix; never guessed from argv
+    confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd], binds=binds)
     outcome = bounded(
         confined,
         cwd=cwd,

@@ -107,6 +107,7 @@ def plan(ctx: Context) -> Plan:
         env=env.run_env,
         timeout=limits.run_seconds,
         output_cap=limits.output_bytes,
+        caps=limits.caps(env.flags),
         label=f"{NAME} run {cfg.program}",
     )
     return Plan(cells={"archive": archive, "consumer": consumer}, runs={"run": run})

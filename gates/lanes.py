@@ -68,6 +68,7 @@ def program_run(
         env=env,
         timeout=limits.run_seconds,
         output_cap=limits.output_bytes,
+        caps=limits.caps(cell.envelope.flags),
         label=label,
     )
 
@@ -142,10 +143,10 @@ def run_problem(run: RunResult, want_exit: int) -> str | None:
     if run.status == "output_overflow":
         return "killed at the output cap"
     if run.status == "signaled":
-        return f"killed by signal {run.signal}"
+        return run.detail or f"killed by signal {run.signal}"
     if run.exit != want_exit:
         tail = run.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
-        return f"exit {run.exit} (expected {want_exit}): {tail[0][:200]}"
+        return f"exit {run.exit} (expected {want_exit}): {run.detail or tail[0][:200]}"
     return None
 
 

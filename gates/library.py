@@ -75,7 +75,8 @@ class Library:
         if not manifest.exists():
             manifest = PROJECT / "cases" / "envelopes.yaml"
         try:
-            self.envelopes = Envelopes(manifest)
+            # A toolchain prefix must not hold the oracles or the build outputs.
+            self.envelopes = Envelopes(manifest, protect=(lib, self.settings.out))
         except InputError as exc:
             self.errors.append(str(exc))
             return

@@ -123,6 +123,7 @@ def plan(ctx: Context) -> Plan:
             env=env.run_env,
             timeout=case.spec.limits.run_seconds,
             output_cap=case.spec.limits.output_bytes,
+            caps=case.spec.limits.caps(env.flags),
             label=f"{NAME} run {bu.unit}",
         )
     for i, fu in enumerate(cfg.must_fail):
@@ -222,10 +223,12 @@ def _check_build(name: str, cell: CellResult, run: RunResult, f2p: bool) -> Chec
         limit = "time limit" if run.status == "hang" else "output cap"
         return Check(name, False, run.status, f"killed at the {limit}", f2p)
     if run.status == "signaled":
-        return Check(name, False, "functional_regression", f"killed by signal {run.signal}", f2p)
+        why = run.detail or f"killed by signal {run.signal}"
+        return Check(name, False, "functional_regression", why, f2p)
     if not run.passed:
         tail = run.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
-        return Check(name, False, "functional_regression", f"exit {run.exit}: {tail[0]}", f2p)
+        why = f"exit {run.exit}: {run.detail or tail[0]}"
+        return Check(name, False, "functional_regression", why, f2p)
     return Check(name, True, "accept", "built and exited 0", f2p)
 
 
