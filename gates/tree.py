@@ -21,6 +21,7 @@ import pathspec
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
+from gates import atomic
 from gates.layout import Layout
 
 IntakeClass = Literal[
@@ -128,7 +129,7 @@ def materialise(
             work.rmdir()
     stamp = Stamp(key, stamp.status, stamp.detail, stamp.changed)
     out = layout.tree_stamp(key)
-    out.write_text(json.dumps({**asdict(stamp), "applied": stamp.applied}, indent=1) + "\n")
+    atomic.write_text(out, json.dumps({**asdict(stamp), "applied": stamp.applied}, indent=1) + "\n")
     return stamp
 
 
