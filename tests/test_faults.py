@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -295,13 +296,13 @@ def test_a_compiler_that_cannot_run_is_never_the_candidates_fault(
 ENVELOPES = PROJECT / "cases" / "envelopes.yaml"
 
 
-def _cell(layout: Layout, text: str) -> CellSpec:
-    tree = layout.tree("t")
+def _cell(layout: Layout, text: str, tree_key: str = "t") -> CellSpec:
+    tree = layout.tree(tree_key)
     tree.mkdir(parents=True)
-    layout.tree_stamp("t").write_text(json.dumps({"applied": True}))
+    layout.tree_stamp(tree_key).write_text(json.dumps({"applied": True}))
     spec = CellSpec(
         kind="exe",
-        tree_key="t",
+        tree_key=tree_key,
         units=(Unit("probe.cpp", text),),
         tree_sources=(),
         include_dirs=(),
@@ -333,3 +334,30 @@ def test_a_compiler_out_of_space_raises_instead_of_a_compile_error(
         build(spec, layout)
     assert raised.value.errno == errno.ENOSPC
     assert not layout.cell_result(spec.key).exists()
+
+
+HELLO = '#include <cstdio>\nint main() { std::puts("hi"); }\n'
+
+
+def test_a_cell_built_again_under_its_own_key_compiles_again(tmp_path: Path) -> None:
+    """What a resumed or forgotten grade asks: the cell's own key is in the reuse records,
+    and is no earlier compile to adopt (adopting it copied a.out onto itself)."""
+    layout = Layout(tmp_path / "out")
+    spec = _cell(layout, HELLO)
+    first = build(spec, layout)
+    again = build(spec, layout)
+    assert first.status == again.status == "ok"
+    assert again.reused_from == ""
+    assert again.binary and Path(again.binary).is_file()
+    assert compiler_calls(layout.root) == 4  # compile and link, twice
+
+
+def test_a_reuse_record_naming_a_cleaned_cell_is_replaced(tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "out")
+    cleaned = build(_cell(layout, HELLO, "a"), layout)
+    shutil.rmtree(layout.cell(cleaned.key))  # `doit clean` of that row
+    second = build(_cell(layout, HELLO, "b"), layout)
+    assert second.reused_from == ""  # nothing to adopt: it compiles, and is recorded
+    third = build(_cell(layout, HELLO, "c"), layout)
+    assert third.reused_from == second.key
+    assert third.binary and Path(third.binary).is_file()
