@@ -79,6 +79,12 @@ def raise_if_infrastructure(argv: list[str], output: str, cwd: Path) -> None:
     raise ToolUnavailable(f"{Path(argv[0]).name} could not run: {why}")
 
 
+def raise_if_disk_full_said(output: str, folder: Path) -> None:
+    """Raise ENOSPC when a tool's failure says the disk is full, and it is."""
+    if _NO_SPACE in output and disk_short(folder):
+        raise OSError(errno.ENOSPC, output.strip()[:300], str(folder))
+
+
 def disk_short(folder: Path) -> bool:
     """Whether the file system holding `folder` is (nearly) full."""
     try:

@@ -21,7 +21,7 @@ import pathspec
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
-from gates import atomic
+from gates import atomic, faults
 from gates.layout import Layout
 
 IntakeClass = Literal[
@@ -124,6 +124,7 @@ def materialise(
         if error:
             stamp = Stamp("", "patch_does_not_apply", error, stamp.changed)
             shutil.rmtree(work)
+            faults.raise_if_disk_full_said(error, target.parent)  # git could not write
         else:
             tree.rename(target)
             work.rmdir()

@@ -27,6 +27,7 @@ from conftest import PROJECT, Grade, case_library, compiler_calls, run_grade
 from gates.cell import CellSpec, Unit, build
 from gates.envelope import Envelopes
 from gates.layout import Layout
+from gates.tree import materialise
 
 KEPT_PATCHES = {"token_handle": ["good_valid_reset", "public_ctor", "broken_build"]}
 # What a row is, for comparing two grades: verdict, class, and each gate's class.
@@ -361,3 +362,23 @@ def test_a_reuse_record_naming_a_cleaned_cell_is_replaced(tmp_path: Path) -> Non
     third = build(_cell(layout, HELLO, "c"), layout)
     assert third.reused_from == second.key
     assert third.binary and Path(third.binary).is_file()
+
+
+def test_a_patch_git_cannot_write_on_a_full_disk_is_not_patch_does_not_apply(
+    tmpfs: Callable[..., Path], tmp_path: Path
+) -> None:
+    """git apply fails with "No space left on device" while it writes a new file: the disk's
+    fault, not a patch that does not apply (that stamp would be cached)."""
+    layout = Layout(tmpfs("out", "size=256k"))
+    big = "".join(f"+// {'x' * 60}\n" for _ in range(6000))  # ~400 KB: more than the disk
+    patch = tmp_path / "big.diff"
+    patch.write_text(
+        "diff --git a/src/big.cpp b/src/big.cpp\nnew file mode 100644\n--- /dev/null\n"
+        f"+++ b/src/big.cpp\n@@ -0,0 +1,6000 @@\n{big}"
+    )
+    case = PROJECT / "cases" / "token_handle"
+    with pytest.raises(OSError) as raised:
+        materialise(case / "tree", patch, ["src/**"], "k", layout)
+    assert raised.value.errno == errno.ENOSPC
+    assert "failed to write" in str(raised.value)
+    assert not layout.tree_stamp("k").exists()
