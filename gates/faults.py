@@ -54,7 +54,10 @@ def infrastructure(argv: list[str], output: str, cwd: Path) -> str:
     signatures = [
         rf"^bwrap: execvp {re.escape(tool)}: .*$",  # the tool itself could not be started
         _DRIVER + "(fatal )?error: cannot execute " + _QUOTED + ": execvp?: .*$",
-        _DRIVER + r"error: unable to execute command: .*$",  # clang's driver
+        # clang's driver when a program it runs cannot be started (not when it crashed,
+        # which a candidate's code can cause: that stays the candidate's compile error)
+        _DRIVER + r"error: unable to execute command: "
+        r"(Executable \".*\" doesn't exist!|posix_spawn failed|Couldn't execute program).*$",
         "^collect2: fatal error: cannot find " + _QUOTED + ".*$",
     ]
     for pattern in signatures:
