@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -87,13 +88,25 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return small_library(tmp_path_factory.mktemp("faults") / "cases", "token_handle", "ring")
 
 
+@dataclass(frozen=True)
+class Undisturbed:
+    """A grade nothing disturbed: what every disturbed one must end equal to."""
+
+    out: Path
+    rows: Outcome  # read once: a test below grades its folder again
+    calls: int
+
+    def of(self, case: str) -> Outcome:
+        return {k: v for k, v in self.rows.items() if k.startswith(f"{case}/")}
+
+
 @pytest.fixture(scope="module")
-def undisturbed(library: Path, tmp_path_factory: pytest.TempPathFactory) -> Grade:
-    """The grade every disturbed one must end equal to."""
+def undisturbed(library: Path, tmp_path_factory: pytest.TempPathFactory) -> Undisturbed:
     grade = run_grade(tmp_path_factory.mktemp("undisturbed"), "-n", "2", library=library)
     assert grade.returncode == 0, grade.output[-3000:]
-    assert {r[0] for r in outcome(grade).values()} == {"accept", "reject"}
-    return grade
+    rows = outcome(grade)
+    assert {r[0] for r in rows.values()} == {"accept", "reject"}
+    return Undisturbed(grade.out, rows, compiler_calls(grade.out))
 
 
 def results_parse(out: Path) -> None:
@@ -106,13 +119,13 @@ def results_parse(out: Path) -> None:
 
 @pytest.mark.slow
 def test_killed_twice_and_resumed_gives_the_undisturbed_verdicts(
-    library: Path, undisturbed: Grade, tmp_path: Path
+    library: Path, undisturbed: Undisturbed, tmp_path: Path
 ) -> None:
     """SIGKILL at about a quarter of the compiles (serial), then again at about 60% of the
     next run (two threads): doit saves its database only when it ends, so the resumed run
     meets every cell it finished before, its own key already recorded for reuse."""
     out = tmp_path / "out"
-    total = compiler_calls(undisturbed.out)
+    total = undisturbed.calls
     for share, args in ((0.25, ()), (0.6, ("-n", "2"))):
         proc = start_grade(out, library, *args)
         after_calls(proc, out, compiler_calls(out) + int(total * share))
@@ -121,13 +134,14 @@ def test_killed_twice_and_resumed_gives_the_undisturbed_verdicts(
     resumed = run_grade(out, library=library)
     assert resumed.returncode == 0, resumed.output[-3000:]
     assert "Traceback" not in resumed.output
-    assert outcome(resumed) == outcome(undisturbed)
+    assert outcome(resumed) == undisturbed.rows
 
 
 @pytest.mark.slow
-def test_doit_forget_then_grade_gives_the_same_verdicts(library: Path, undisturbed: Grade) -> None:
+def test_doit_forget_then_grade_gives_the_same_verdicts(
+    library: Path, undisturbed: Undisturbed
+) -> None:
     """doit forgets every task; the result files stay and every cell runs again."""
-    before = outcome(undisturbed)
     cmd = [sys.executable, "-m", "doit", "-f", str(PROJECT / "dodo.py"), "forget", "--all"]
     forget = subprocess.run(
         [*cmd, f"cases={library}", f"out={undisturbed.out}"],
@@ -140,12 +154,12 @@ def test_doit_forget_then_grade_gives_the_same_verdicts(library: Path, undisturb
     assert forget.returncode == 0, forget.stderr
     again = run_grade(undisturbed.out, library=library)
     assert again.returncode == 0, again.output[-3000:]
-    assert outcome(again) == before
+    assert outcome(again) == undisturbed.rows
 
 
 @pytest.mark.slow
 def test_a_second_grade_on_the_same_build_folder_refuses_at_once(
-    library: Path, undisturbed: Grade, tmp_path: Path
+    library: Path, undisturbed: Undisturbed, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
     first, second = (start_grade(out, library, "case=token_handle") for _ in range(2))
@@ -163,7 +177,7 @@ def test_a_second_grade_on_the_same_build_folder_refuses_at_once(
     assert codes[loser] != 0
     assert codes[winner] == 0, outputs[winner][-3000:]
     rows = outcome(Grade(0, "", out))
-    assert rows == {k: v for k, v in outcome(undisturbed).items() if k.startswith("token_handle/")}
+    assert rows == undisturbed.of("token_handle")
     # The lock went with its holder: the folder grades again (nothing left to do).
     assert run_grade(out, "case=token_handle", library=library).returncode == 0
 
@@ -195,7 +209,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
 
 @pytest.mark.slow
 def test_a_full_disk_stops_with_one_message_and_the_next_run_finishes(
-    library: Path, undisturbed: Grade, tmpfs: Callable[..., Path]
+    library: Path, undisturbed: Undisturbed, tmpfs: Callable[..., Path]
 ) -> None:
     # About two fifths of what the whole grade writes: the disk fills mid-run.
     out = tmpfs("out", "size=2m")
@@ -209,7 +223,7 @@ def test_a_full_disk_stops_with_one_message_and_the_next_run_finishes(
     subprocess.run(["mount", "-o", "remount,size=256m", str(out)], check=True)
     again = run_grade(out, library=library)
     assert again.returncode == 0, again.output[-3000:]
-    assert outcome(again) == outcome(undisturbed)
+    assert outcome(again) == undisturbed.rows
 
 
 def test_a_read_only_build_folder_is_named_before_planning(
@@ -248,9 +262,9 @@ def negcomp_classes(grade: Grade) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_a_compiler_that_cannot_run_is_never_the_candidates_fault(
-    undisturbed: Grade, tmp_path: Path
+    undisturbed: Undisturbed, tmp_path: Path
 ) -> None:
-    expected = {k: v for k, v in outcome(undisturbed).items() if k.startswith("token_handle/")}
+    expected = undisturbed.of("token_handle")
     graded = {row for row, (_, _, gates) in expected.items() if gates.get("negcomp")}
     library, wrapper = wrapped_toolchain(tmp_path)
     out = tmp_path / "out"
