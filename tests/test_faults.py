@@ -396,3 +396,41 @@ def test_a_patch_git_cannot_write_on_a_full_disk_is_not_patch_does_not_apply(
     assert raised.value.errno == errno.ENOSPC
     assert "failed to write" in str(raised.value)
     assert not layout.tree_stamp("k").exists()
+
+
+# Each writer, run in a child that the kernel kills (SIGXFSZ) once it has written 64 KiB:
+# a kill in the middle of writing a result file, at a known point.
+KILLED_MID_WRITE = {
+    "gate result": "from gates.result import GateResult\n"
+    "GateResult('negcomp', 'accept', 'accept', BIG).write(TARGET)\n",
+    "run result": "from gates.run import RunResult, _write\n"
+    "_write(LAYOUT, RunResult.without_run(KEY, 'label', 'ok', BIG))\n",
+}
+
+
+@pytest.mark.parametrize("writer", sorted(KILLED_MID_WRITE))
+def test_a_result_file_killed_mid_write_keeps_its_old_contents(writer: str, tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "out")
+    key = "k" * 24
+    target = tmp_path / "gate.json" if writer == "gate result" else layout.run_result(key)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text('{"old": true}\n')
+    child = (
+        "import resource, signal, sys\nfrom pathlib import Path\n"
+        "from gates.layout import Layout\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it: die as C would\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, resource.RLIM_INFINITY))\n"
+        f"TARGET, KEY = Path({str(target)!r}), {key!r}\n"
+        f"LAYOUT = Layout(Path({str(layout.root)!r}))\n"
+        "BIG = 'x' * (1 << 20)\n" + KILLED_MID_WRITE[writer]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGXFSZ, proc.stderr
+    assert json.loads(target.read_text()) == {"old": True}
