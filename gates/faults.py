@@ -6,6 +6,11 @@ wrong verdict would outlive the fault. So a tool that cannot run raises `ToolUna
 (gates/guard.py turns it into a `harness_error` result, which the next run retries), and a
 full disk stops the whole grade with one message: every later task would meet it too, and
 doit, told to `continue`, would print a traceback for each of them.
+
+A compiler missing when the grade is planned is another matter: its cells are
+`toolchain_missing`, and that is kept, because the toolchain's identity ("not installed")
+is part of every cell key and verdict identity; when the compiler returns, its identity
+changes and every row is graded afresh (tests/test_faults.py checks it).
 """
 
 from __future__ import annotations
