@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from gates import codehash, reuse
+from gates import atomic, codehash, faults, reuse
 from gates.envelope import Envelope
 from gates.layout import Layout
 from gates.process import bounded
@@ -163,7 +163,7 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
             steps=steps,
             binary=binary,
         )
-        result_path(layout, key).write_text(json.dumps(asdict(result), indent=1) + "\n")
+        atomic.write_text(result_path(layout, key), json.dumps(asdict(result), indent=1) + "\n")
         return result
 
     if not _tree_applied(layout, spec.tree_key):
@@ -178,7 +178,7 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         from gates import libcell
 
         return done(*libcell.build(spec, layout, tree, out))
-    earlier = reuse.lookup(layout, spec.spec_key, tree)
+    earlier = reuse.lookup(layout, spec.spec_key, tree, key)
     if earlier is not None:
         return _adopt(layout, spec, earlier, tree, out)
     sources = [u.name for u in spec.units] + _resolve(tree, spec.tree_sources)
@@ -238,7 +238,8 @@ def _adopt(layout: Layout, spec: CellSpec, earlier: str, tree: Path, out: Path) 
     binary = None
     if src.binary is not None:
         binary = str(out / Path(src.binary).name)
-        shutil.copy2(src.binary, binary)
+        if Path(src.binary).resolve() != Path(binary).resolve():  # never a file onto itself
+            shutil.copy2(src.binary, binary)
     result = replace(
         src,
         key=spec.key,
@@ -248,7 +249,7 @@ def _adopt(layout: Layout, spec: CellSpec, earlier: str, tree: Path, out: Path) 
         binary=binary,
         reused_from=src.reused_from or earlier,
     )
-    result_path(layout, spec.key).write_text(json.dumps(asdict(result), indent=1) + "\n")
+    atomic.write_text(result_path(layout, spec.key), json.dumps(asdict(result), indent=1) + "\n")
     return result
 
 
@@ -305,7 +306,9 @@ def tool_call(
     stdin: str = "",
 ) -> Step:
     """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
-    bounded, and confined to the tree (read-only) and the cell's folder."""
+    bounded, and confined to the tree (read-only) and the cell's folder. A tool that cannot
+    run raises (gates/faults.py): a harness fault, retried next run, never a cached verdict."""
+    faults.check_executable(argv[0], COMPILER_ENV["PATH"])
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
     binds = spec.envelope.toolchain.binds  # its declared prefix; never guessed from argv
@@ -320,6 +323,8 @@ def tool_call(
     )
     # Compilers answer on stderr; nm, c++filt and abidiff on stdout.
     text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
+    if outcome.exit not in (0, None) and not outcome.timed_out:
+        faults.raise_if_infrastructure(argv, text, cwd)
     return Step(
         phase=phase,
         source=source,

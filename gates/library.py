@@ -11,7 +11,7 @@ from pathlib import Path
 
 from doit import get_var
 
-from gates import codehash, identity, registry
+from gates import codehash, faults, identity, outdir, registry
 from gates.case import Case, load_case
 from gates.envelope import Envelopes
 from gates.gate import Context, Plan
@@ -51,11 +51,7 @@ class Library:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.layout = Layout(settings.out)
-        try:
-            self.layout.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            msg = f"out={settings.out}: cannot create the build folder: {exc.strerror}"
-            raise SystemExit(msg) from exc
+        self.lock = outdir.claim(settings.out)  # writable, and ours alone until we exit
         self.errors: list[str] = []  # input errors: named in the table, fail the grade
         self.cases: dict[str, Case] = {}
         self.rows: list[Row] = []
@@ -67,7 +63,12 @@ class Library:
         self.identity: dict[str, dict[str, object]] = {}
         self.rows_of: dict[str, list[Row]] = {}
         self.references: dict[str, tuple[Row, Row | None]] = {}  # reference row, base row
-        self._load()
+        try:
+            self._load()
+        except OSError as exc:
+            if faults.disk_full(exc):  # a batch stores its patches under out= as it loads
+                raise SystemExit(f"out={settings.out}: no space left on device: {exc}") from None
+            raise
 
     def _load(self) -> None:
         lib = self.settings.library

@@ -16,10 +16,11 @@ from typing import Any
 
 from doit.tools import config_changed
 
-from gates import codehash, registry, report
+from gates import atomic, codehash, registry, report
 from gates.cell import CellResult, CellSpec
 from gates.cell import build as build_cell
 from gates.cell import result_path as cell_result
+from gates.faults import stops_on_full_disk
 from gates.gate import Outputs
 from gates.guard import (
     HARNESS_ERROR,
@@ -290,6 +291,7 @@ class Pipeline:
         )
         result.write(target)
 
+    @stops_on_full_disk("verdict")
     def _fold_row(self, row: Row, target: Path) -> None:
         case = self.lib.cases[row.case]
         gates = case.enabled_gates()
@@ -309,6 +311,7 @@ class Pipeline:
         stamp, results = results_of(row)
         fold(row, stamp, results, broken, self.lib.identity[row.case]).write(target)
 
+    @stops_on_full_disk("grade")
     def _grade(self) -> Any:
         verdicts: list[Verdict] = []
         for case_id in self.lib.cases:
@@ -338,12 +341,14 @@ def _records(row: Row, gate: str, outputs: Outputs) -> list[str]:
     return lines
 
 
+@stops_on_full_disk("fold")
 def _fold_case(rows: list[Row], layout: Layout, target: Path) -> None:
     data = [json.loads(layout.verdict(r.case, r.name).read_text()) for r in rows]
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, sort_keys=True) + "\n")
+    atomic.write_text(target, json.dumps(data, sort_keys=True) + "\n")
 
 
+@stops_on_full_disk("mkdir")
 def _mkdir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
 

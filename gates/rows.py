@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from gates import atomic
 from gates.case import Case, Expect, patch_name
 from gates.layout import Layout
 
@@ -223,6 +224,6 @@ def _jsonl_rows(
         stored = layout.stored_patch(sha)
         if not stored.exists():
             stored.parent.mkdir(parents=True, exist_ok=True)
-            stored.write_bytes(data)
+            atomic.write_bytes(stored, data)  # content-addressed: never half a patch
         rows.append(Row(case_id, name, "candidate", stored, sha, where, model=model))
     return rows, orphans

@@ -34,7 +34,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from gates import codehash, sandbox
+from gates import atomic, codehash, sandbox
 from gates.cell import CellResult
 from gates.cell import result_path as cell_result_path
 from gates.layout import Layout
@@ -382,7 +382,7 @@ def _result(key: str, label: str, sample: Sample) -> RunResult:
 
 
 def _write(layout: Layout, result: RunResult) -> RunResult:
-    result_path(layout, result.key).write_text(json.dumps(asdict(result), indent=1) + "\n")
+    atomic.write_text(result_path(layout, result.key), json.dumps(asdict(result), indent=1) + "\n")
     return result
 
 

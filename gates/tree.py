@@ -38,7 +38,7 @@ from typing import Literal
 
 import pathspec
 
-from gates import pragmas
+from gates import atomic, faults, pragmas
 from gates.layout import Layout
 from gates.patchtext import header_problem, mode_problem, normalise
 
@@ -212,7 +212,7 @@ def materialise(
         shutil.rmtree(work, ignore_errors=True)
     stamp = Stamp(key, stamp.status, stamp.detail, stamp.changed)
     out = layout.tree_stamp(key)
-    out.write_text(json.dumps({**asdict(stamp), "applied": stamp.applied}, indent=1) + "\n")
+    atomic.write_text(out, json.dumps({**asdict(stamp), "applied": stamp.applied}, indent=1) + "\n")
     return stamp
 
 
@@ -231,6 +231,7 @@ def _materialise(
     proc = git.apply(["--whitespace=nowarn"], normalise(text)[0], tree)
     if proc.returncode != 0:
         said = proc.stderr.decode("utf-8", errors="replace").strip() or "git apply failed"
+        faults.raise_if_disk_full_said(said, work)  # git could not write: not the patch's fault
         return Stamp("", "patch_does_not_apply", said, stamp.changed)
     return _judge(base, before, _snapshot(tree), tree, writable, stamp, allow_pragmas)
 

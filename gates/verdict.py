@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gates import atomic
 from gates.guard import HARNESS_ERROR
 from gates.result import BASELINE_RED, GateResult
 from gates.rows import Row
@@ -55,7 +56,7 @@ class Verdict:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+        atomic.write_text(path, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
 
 
 def reference_problems(gates: list[str], ref: Reference) -> dict[str, dict[str, str]]:
