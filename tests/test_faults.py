@@ -247,6 +247,8 @@ def wrapped_toolchain(tmp_path: Path) -> tuple[Path, Path]:
     manifest = library / "envelopes.yaml"
     spec = yaml.safe_load(manifest.read_text())
     spec["toolchains"]["gcc"]["command"] = str(wrapper)
+    # Declared, so the sandbox binds the whole toolchain folder (its -B folder included).
+    spec["toolchains"]["gcc"]["prefix"] = str(wrapper.parent.parent)
     manifest.write_text(yaml.safe_dump(spec, sort_keys=False))
     return library, wrapper
 
