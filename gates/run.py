@@ -11,12 +11,18 @@ and under bubblewrap the harness only ever sees bwrap's. A spec that names a `re
 cell is a paired series: warm-up and timed rounds alternate reference, candidate,
 reference, ... in one task, so both sides meet the same machine weather; every sample is
 kept in `samples`.
+
+A binary linked with the harness entry (templates/entry/entry.cpp; its cell says `entry`)
+must prove it returned from its own main: each execution hands it a fresh random nonce on
+one pipe, and the entry copies it to another only after main returned. The nonce is never
+stored; a result records `returned` (yes or no), so results stay cacheable.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
@@ -100,6 +106,8 @@ class RunResult:
     # A measured run: one entry per execution, in the order they ran (see Sample).
     samples: list[dict[str, Any]] = field(default_factory=list)
     detail: str = ""  # why nothing ran (for a harness_error: the traceback)
+    # Built with the harness entry: did the program return from its main? None: not asked.
+    returned: bool | None = None
 
     @classmethod
     def without_run(cls, key: str, label: str, status: RunStatus, detail: str = "") -> RunResult:
@@ -151,7 +159,7 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
     if candidate is None:
         return _write(layout, RunResult.without_run(key, spec.label, "not_built"))
     if not spec.measured:
-        sample = _execute_one(Path(candidate), spec, out, "", meter)
+        sample = _execute_one(Path(candidate), spec, out, "", meter, entry=cell.entry)
         return _write(layout, _result(key, spec.label, sample))
     order: list[tuple[str, str]] = []
     for phase, count in (("warmup", spec.warmup), ("timed", spec.rounds)):
@@ -164,7 +172,9 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
     for i, (phase, side) in enumerate(order):
         binary = binaries[side]
         assert binary is not None
-        sample = _execute_one(Path(binary), spec, out, f".{i}", meter, phase=phase, side=side)
+        sample = _execute_one(
+            Path(binary), spec, out, f".{i}", meter, phase=phase, side=side, entry=cell.entry
+        )
         samples.append(sample)
         if side == "candidate":
             first = first or sample
@@ -195,6 +205,7 @@ class Sample:
     argv: list[str]
     stdout_path: str
     stderr_path: str
+    returned: bool | None = None  # see RunResult.returned
 
 
 def _execute_one(
@@ -205,11 +216,14 @@ def _execute_one(
     meter: Path | None,
     phase: str = "single",
     side: str = "candidate",
+    *,
+    entry: bool = False,
 ) -> Sample:
     work = out / f"work{suffix}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     report_r, report_w = os.pipe() if meter is not None else (-1, -1)
+    nonce = _Nonce() if entry else None
     try:
         launch: tuple[Path, tuple[str, ...]] | None = None
         if meter is not None:
@@ -218,16 +232,19 @@ def _execute_one(
         outcome = bounded(
             argv,
             cwd=work,
-            env={**BASE_ENV, **dict(spec.env)},
+            env={**BASE_ENV, **dict(spec.env), **(nonce.env if nonce else {})},
             stdin=spec.stdin.encode(),
             timeout=spec.timeout,
             output_cap=spec.output_cap,
-            pass_fds=(report_w,) if meter is not None else (),
+            pass_fds=((report_w,) if meter is not None else ()) + (nonce.fds if nonce else ()),
         )
     finally:
         if meter is not None:
             os.close(report_w)
+        if nonce is not None:
+            nonce.close_child_ends()
     report = _read_report(report_r) if meter is not None else {}
+    returned = nonce.came_back() if nonce is not None else None
     (out / f"stdout{suffix}").write_bytes(outcome.stdout)
     (out / f"stderr{suffix}").write_bytes(outcome.stderr)
     status: RunStatus
@@ -258,7 +275,39 @@ def _execute_one(
         argv=argv,
         stdout_path=str(out / f"stdout{suffix}"),
         stderr_path=str(out / f"stderr{suffix}"),
+        returned=returned,
     )
+
+
+class _Nonce:
+    """One execution's proof of return: a random nonce waits in one pipe (the child's read
+    end), and the entry copies it into another (the child's write end) after main returned.
+    Both ends are inherited (the meter forks the program without closing them)."""
+
+    def __init__(self) -> None:
+        self.value = secrets.token_hex(16).encode()
+        self._in_r, in_w = os.pipe()
+        self._out_r, self._out_w = os.pipe()
+        os.write(in_w, self.value)
+        os.close(in_w)
+        self.fds = (self._in_r, self._out_w)
+        self.env = {"CXXGATE_RETURN_FDS": f"{self._in_r},{self._out_w}"}
+
+    def close_child_ends(self) -> None:
+        os.close(self._in_r)
+        os.close(self._out_w)
+
+    def came_back(self) -> bool:
+        os.set_blocking(self._out_r, False)
+        data = b""
+        try:
+            while len(data) <= len(self.value) and (chunk := os.read(self._out_r, 256)):
+                data += chunk
+        except BlockingIOError:
+            pass  # a process left behind still holds the pipe: take what is there
+        finally:
+            os.close(self._out_r)
+        return data == self.value
 
 
 def _read_report(fd: int) -> dict[str, float]:
