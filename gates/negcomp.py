@@ -282,12 +282,13 @@ def _check_fail(
     promoted = first_error(diags)
     if cell.status == "compile_error" and first is None and promoted is not None:
         # Only warnings the envelope's -Werror promoted: the forbidden code compiles.
+        flag = "" if "-Werror" in promoted.message else f" [{promoted.option}]"  # clang's has it
         return Check(
             name,
             False,
             "surface_regression",
             f"now compiles: line {line} is accepted, with only a promoted warning: "
-            f"{promoted.brief()} [{promoted.option}]",
+            f"{promoted.brief()}{flag}",
             f2p,
         )
     if cell.status == "timeout" or first is None:
