@@ -17,12 +17,18 @@ for sanitizer builds, resident memory; file size; processes, which need a uid of
 own (a root harness gives each concurrent run one inside the sandbox). A run stopped at a
 cap says which in its `detail`. Its work folder is deleted once its evidence (the capped
 stdout and stderr) is written.
+
+A binary linked with the harness entry (templates/entry/entry.cpp; its cell says `entry`)
+must prove it returned from its own main: each execution hands it a fresh random nonce on
+one pipe, and the entry copies it to another only after main returned. The nonce is never
+stored; a result records `returned` (yes or no), so results stay cacheable.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import threading
@@ -114,6 +120,8 @@ class RunResult:
     samples: list[dict[str, Any]] = field(default_factory=list)
     # Why nothing ran (for a harness_error: the traceback), or which cap stopped the run.
     detail: str = ""
+    # Built with the harness entry: did the program return from its main? None: not asked.
+    returned: bool | None = None
 
     @classmethod
     def without_run(cls, key: str, label: str, status: RunStatus, detail: str = "") -> RunResult:
@@ -132,6 +140,16 @@ class RunResult:
     @property
     def stderr(self) -> str:
         return Path(self.stderr_path).read_text(errors="replace") if self.stderr_path else ""
+
+    def output_tail(self) -> str:
+        """The last line of the stream that carried a failure: stderr, else stdout (where
+        GoogleTest and many test drivers report)."""
+        streams = (("stderr", self.stderr), ("stdout", self.stdout.decode(errors="replace")))
+        for name, data in streams:
+            lines = [ln for ln in data.strip().splitlines() if ln.strip()]
+            if lines:
+                return f"{lines[-1].strip()[:200]} ({name})"
+        return "(no output)"
 
     @property
     def passed(self) -> bool:
@@ -165,7 +183,7 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
     if candidate is None:
         return _write(layout, RunResult.without_run(key, spec.label, "not_built"))
     if not spec.measured:
-        sample = _execute_one(Path(candidate), spec, out, "", meter)
+        sample = _execute_one(Path(candidate), spec, out, "", meter, entry=cell.entry)
         return _write(layout, _result(key, spec.label, sample))
     order: list[tuple[str, str]] = []
     for phase, count in (("warmup", spec.warmup), ("timed", spec.rounds)):
@@ -178,7 +196,9 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
     for i, (phase, side) in enumerate(order):
         binary = binaries[side]
         assert binary is not None
-        sample = _execute_one(Path(binary), spec, out, f".{i}", meter, phase=phase, side=side)
+        sample = _execute_one(
+            Path(binary), spec, out, f".{i}", meter, phase=phase, side=side, entry=cell.entry
+        )
         samples.append(sample)
         if side == "candidate":
             first = first or sample
@@ -210,6 +230,7 @@ class Sample:
     stdout_path: str
     stderr_path: str
     detail: str = ""  # the cap that stopped the run, if one did
+    returned: bool | None = None  # see RunResult.returned
 
 
 def _execute_one(
@@ -220,11 +241,14 @@ def _execute_one(
     meter: Path | None,
     phase: str = "single",
     side: str = "candidate",
+    *,
+    entry: bool = False,
 ) -> Sample:
     work = out / f"work{suffix}"
     _remove(work)  # what a run killed mid-way (with the harness) left
     work.mkdir()
     report_r, report_w = os.pipe() if meter is not None else (-1, -1)
+    nonce = _Nonce() if entry else None
     try:
         with _run_uid() as uid:
             if uid is not None:
@@ -236,17 +260,20 @@ def _execute_one(
             outcome = bounded(
                 argv,
                 cwd=work,
-                env={**BASE_ENV, **dict(spec.env)},
+                env={**BASE_ENV, **dict(spec.env), **(nonce.env if nonce else {})},
                 stdin=spec.stdin.encode(),
                 timeout=spec.timeout,
                 output_cap=spec.output_cap,
-                pass_fds=(report_w,) if meter is not None else (),
+                pass_fds=((report_w,) if meter is not None else ()) + (nonce.fds if nonce else ()),
                 caps=spec.caps,
             )
     finally:
         if meter is not None:
             os.close(report_w)
+        if nonce is not None:
+            nonce.close_child_ends()
     report = _read_report(report_r) if meter is not None else {}
+    returned = nonce.came_back() if nonce is not None else None
     (out / f"stdout{suffix}").write_bytes(outcome.stdout)
     (out / f"stderr{suffix}").write_bytes(outcome.stderr)
     # The evidence is written: what the run left in its folder (up to file_mib per file)
@@ -281,6 +308,7 @@ def _execute_one(
         stdout_path=str(out / f"stdout{suffix}"),
         stderr_path=str(out / f"stderr{suffix}"),
         detail=_cap_detail(outcome, report, spec.caps, sandbox),
+        returned=returned,
     )
 
 
@@ -352,6 +380,37 @@ def _remove(work: Path) -> None:
         # and writing: once more, after it had the time to.
         time.sleep(0.2)
         shutil.rmtree(work)
+
+
+class _Nonce:
+    """One execution's proof of return: a random nonce waits in one pipe (the child's read
+    end), and the entry copies it into another (the child's write end) after main returned.
+    Both ends are inherited (the meter forks the program without closing them)."""
+
+    def __init__(self) -> None:
+        self.value = secrets.token_hex(16).encode()
+        self._in_r, in_w = os.pipe()
+        self._out_r, self._out_w = os.pipe()
+        os.write(in_w, self.value)
+        os.close(in_w)
+        self.fds = (self._in_r, self._out_w)
+        self.env = {"CXXGATE_RETURN_FDS": f"{self._in_r},{self._out_w}"}
+
+    def close_child_ends(self) -> None:
+        os.close(self._in_r)
+        os.close(self._out_w)
+
+    def came_back(self) -> bool:
+        os.set_blocking(self._out_r, False)
+        data = b""
+        try:
+            while len(data) <= len(self.value) and (chunk := os.read(self._out_r, 256)):
+                data += chunk
+        except BlockingIOError:
+            pass  # a process left behind still holds the pipe: take what is there
+        finally:
+            os.close(self._out_r)
+        return data == self.value
 
 
 def _read_report(fd: int) -> dict[str, float]:

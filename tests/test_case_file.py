@@ -60,6 +60,15 @@ def test_wrong_type_names_the_key_and_what_was_found(case_dir: Path) -> None:
     assert re.search(r"writable: .*list", msg) and "'include'" in msg
 
 
+def test_invalid_pin_regex_names_the_file_and_key(case_dir: Path) -> None:
+    # A bad regex used to escape as re.error (a traceback that dropped every case).
+    _edit(case_dir, '{regex: "use of deleted function .*operator="}', '{regex: "("}')
+    msg = _error(case_dir)
+    assert "case.yaml" in msg
+    assert "gates.negcomp.must_fail[3].diagnostic.gcc" in msg
+    assert "not a valid regular expression" in msg
+
+
 def test_missing_unit_file_names_the_key(case_dir: Path) -> None:
     (case_dir / "probes/neg_copy.cpp").unlink()
     msg = _error(case_dir)
