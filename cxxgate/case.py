@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -11,8 +13,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
+from cxxgate.process import Caps
 from cxxgate.result import ROW_CLASSES
-from cxxgate.yamlfile import InputError, Strict, load_model
+from cxxgate.yamlfile import InputError, Strict, TreePath, load_model
 
 VerdictWord = Literal["accept", "reject", "incomplete"]
 
@@ -58,6 +61,16 @@ class Limits(Strict):
     run_seconds: float = Field(default=5.0, gt=0, le=600)
     output_bytes: int = Field(default=1 << 20, gt=0)
     compile_seconds: float = Field(default=120.0, gt=0)
+    # Caps on every candidate run (gates/process.py Caps): address space (resident memory
+    # for sanitizer builds), the size one file may grow to, processes of the run's uid.
+    memory_mib: int = Field(default=1024, ge=64, le=65536)
+    file_mib: int = Field(default=64, ge=1, le=65536)
+    processes: int = Field(default=64, ge=1, le=4096)
+
+    def caps(self, flags: tuple[str, ...]) -> Caps:
+        """The caps of a run of a binary built with these compile flags."""
+        resident = Caps.reserves_address_space(flags)
+        return Caps(self.memory_mib, self.file_mib, self.processes, resident)
 
 
 class CaseFile(Strict):
@@ -67,10 +80,11 @@ class CaseFile(Strict):
     summary: str
     std: str | None = None
     envelope: str = "gcc"
-    writable: list[str] = Field(min_length=1)
-    include_dirs: list[str] = Field(default_factory=list)
-    public_headers: list[str] = Field(default_factory=list)
-    sources: list[str] = Field(default_factory=list)
+    writable: list[TreePath] = Field(min_length=1)
+    allow_diagnostic_pragmas: bool = False  # see gates/tree.py: diagnostic_control
+    include_dirs: list[TreePath] = Field(default_factory=list)
+    public_headers: list[TreePath] = Field(default_factory=list)
+    sources: list[TreePath] = Field(default_factory=list)
     reference: str | None = None
     limits: Limits = Limits()
     gates: BaseModel
@@ -160,10 +174,24 @@ class Case:
         return header
 
 
-def tree_digest(tree: Path) -> str:
+def tree_digest(tree: Path, file: Path) -> str:
+    """sha256 over the base tree's paths and bytes. A base tree holds folders and regular
+    files only: a symlink would hand a host file to every compile and every copy."""
     h = hashlib.sha256()
-    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
-        h.update(path.relative_to(tree).as_posix().encode() + b"\0")
+    files: list[tuple[str, Path]] = []
+    for folder, dirs, names in os.walk(tree):
+        for name in dirs + names:
+            path = Path(folder, name)
+            mode = path.lstat().st_mode
+            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                if stat.S_ISREG(mode):
+                    files.append((path.relative_to(tree).as_posix(), path))
+                continue
+            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+            msg = f"{file}: tree/: {path.relative_to(tree)} is {kind}; a base tree holds files"
+            raise InputError(msg)
+    for rel, path in sorted(files):
+        h.update(rel.encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
@@ -177,7 +205,7 @@ def load_case(case_dir: Path, gates: Mapping[str, GateSpec]) -> Case:
     if not tree.is_dir():
         msg = f"{file}: the case has no tree/ folder (the base sources a patch applies to)"
         raise InputError(msg)
-    case = Case(case_dir.name, case_dir, spec, tree_digest(tree), tuple(gates))
+    case = Case(case_dir.name, case_dir, spec, tree_digest(tree, file), tuple(gates))
     for i, inc in enumerate(spec.include_dirs):
         if not (tree / inc).is_dir():
             msg = f"{file}: include_dirs[{i}]: {inc!r} is not a folder under tree/"

@@ -8,6 +8,7 @@ gate and patch that asks for the same key. A compile error is a result, not a fa
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from cxxgate import codehash, reuse
+from cxxgate import atomic, codehash, faults, reuse
 from cxxgate.envelope import Envelope
 from cxxgate.layout import Layout
 from cxxgate.process import bounded
@@ -40,6 +41,23 @@ LIBRARY_KINDS = frozenset({"archive", "shared", "consumer", "abidiff"})
 # The compiler sees a pinned, poor environment: nothing from the caller's shell leaks in.
 COMPILER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "LANG": "C"}
 OUTPUT_CAP = 4 << 20
+
+# What a harness compile looks like from inside: units by one ordinary name, the tree and
+# the build folder at neutral paths (-ffile-prefix-map: __FILE__, __BASE_FILE__,
+# __builtin_FILE, debug info). A header must not be able to tell a probe from a build.
+# Diagnostics and dependency files keep the real paths, so classification still works.
+UNIT_NAME = "main.cpp"
+NEUTRAL_TREE = "/src/project"
+NEUTRAL_BUILD = "/src/build"
+
+# A program built with the harness entry (CellSpec.entry): its unit's `main` becomes this
+# symbol, and templates/entry/entry.cpp calls it and reports the run's nonce (gates/run.py).
+ENTRY_SOURCE = codehash.TEMPLATES / "entry" / "entry.cpp"
+ENTRY_UNIT = "cxxgate_entry.cpp"
+ENTRY_SYMBOL = "cxxgate_unit_main"
+# Where the unit defines main: the harness puts `#undef main` in front of it, so a macro
+# from a patched header cannot swap in a main of its own.
+_MAIN_DEFINITION = re.compile(r"^[ \t]*(?:int|auto)\s+main\s*\(", re.M)
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,8 @@ class CellSpec:
     extra_flags: tuple[str, ...] = ()  # pinned compile flags added to the envelope's
     link_args: tuple[str, ...] = ()  # pinned link arguments (soname, version script)
     product: str = ""  # the library's base name: lib<product>.a / lib<product>.so
+    # exe only: units[0] is a program whose main the harness entry calls (see ENTRY_SOURCE).
+    entry: bool = False
 
     @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
@@ -84,6 +104,8 @@ class CellSpec:
             "compile_seconds": self.compile_seconds,
             "code": codehash.of_modules("cell", "process", "sandbox", "reuse"),
         }
+        if self.entry:
+            blob["entry"] = codehash.of_text(ENTRY_SOURCE.read_bytes())
         if self.kind in LIBRARY_KINDS:
             from cxxgate import libcell  # late: libcell builds on this module
 
@@ -127,6 +149,7 @@ class CellResult:
     steps: list[Step]
     binary: str | None
     reused_from: str = ""  # the cell whose compile this result is (gates/reuse.py)
+    entry: bool = False  # linked with the harness entry: its runs report a nonce
 
     @classmethod
     def load(cls, path: Path) -> CellResult:
@@ -162,8 +185,9 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
             tree_root=str(tree),
             steps=steps,
             binary=binary,
+            entry=spec.entry,
         )
-        result_path(layout, key).write_text(json.dumps(asdict(result), indent=1) + "\n")
+        atomic.write_text(result_path(layout, key), json.dumps(asdict(result), indent=1) + "\n")
         return result
 
     if not _tree_applied(layout, spec.tree_key):
@@ -172,16 +196,20 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         return done(
             "toolchain_missing", f"compiler {tc.command!r} ({tc.name}) is not installed", [], None
         )
-    for unit in spec.units:
+    units = list(spec.units)
+    if spec.entry:
+        units[0] = Unit(units[0].name, _undef_main(units[0].text))
+        units.append(Unit(ENTRY_UNIT, ENTRY_SOURCE.read_text()))
+    for unit in units:
         (out / unit.name).write_text(unit.text)
     if spec.kind in LIBRARY_KINDS:
         from cxxgate import libcell
 
         return done(*libcell.build(spec, layout, tree, out))
-    earlier = reuse.lookup(layout, spec.spec_key, tree)
+    earlier = reuse.lookup(layout, spec.spec_key, tree, key)
     if earlier is not None:
         return _adopt(layout, spec, earlier, tree, out)
-    sources = [u.name for u in spec.units] + _resolve(tree, spec.tree_sources)
+    sources = [u.name for u in units] + _resolve(tree, spec.tree_sources)
     base = _compile_argv(spec, tree)
     steps: list[Step] = []
     depfiles = [out / f"tu{i}.d" for i in range(len(sources))]
@@ -215,6 +243,12 @@ def _build_exe(
         steps.append(_call(layout, spec.key, "compile", src, argv, out, spec))
     if _status(steps) != "ok":
         return done(_status(steps), "", steps, None)
+    if spec.entry:
+        objcopy = shutil.which("objcopy")
+        if objcopy is None:
+            return done("toolchain_missing", "objcopy (binutils) is not installed", steps, None)
+        rename = [objcopy, "--redefine-sym", f"main={ENTRY_SYMBOL}", objects[0]]
+        steps.append(_call(layout, spec.key, "link", objects[0], rename, out, spec))
     env = spec.envelope
     assert env.toolchain.path is not None
     link = [env.toolchain.path, *env.flags, *env.link_flags, *objects, "-o", "a.out"]
@@ -238,7 +272,8 @@ def _adopt(layout: Layout, spec: CellSpec, earlier: str, tree: Path, out: Path) 
     binary = None
     if src.binary is not None:
         binary = str(out / Path(src.binary).name)
-        shutil.copy2(src.binary, binary)
+        if Path(src.binary).resolve() != Path(binary).resolve():  # never a file onto itself
+            shutil.copy2(src.binary, binary)
     result = replace(
         src,
         key=spec.key,
@@ -248,7 +283,7 @@ def _adopt(layout: Layout, spec: CellSpec, earlier: str, tree: Path, out: Path) 
         binary=binary,
         reused_from=src.reused_from or earlier,
     )
-    result_path(layout, spec.key).write_text(json.dumps(asdict(result), indent=1) + "\n")
+    atomic.write_text(result_path(layout, spec.key), json.dumps(asdict(result), indent=1) + "\n")
     return result
 
 
@@ -260,14 +295,33 @@ def _compile_argv(spec: CellSpec, tree: Path) -> list[str]:
         if env.toolchain.family == "gcc"
         else ["-fno-color-diagnostics", "-fno-caret-diagnostics"]
     )
+    # Trees and cells lie inside the build folder: GCC takes the last matching map and
+    # clang the longest, so the build folder's own map comes first. The cell folder (the
+    # compile's working directory, hence debug info's comp_dir) is the build folder too.
+    root = tree.parent.parent
+    neutral = [
+        f"-ffile-prefix-map={root}={NEUTRAL_BUILD}",
+        f"-ffile-prefix-map={Layout(root).cell(spec.key)}={NEUTRAL_BUILD}",
+        f"-ffile-prefix-map={tree}={NEUTRAL_TREE}",
+    ]
     return [
         env.toolchain.path,
         f"-std={env.std}",
         *env.flags,
         *(f"-D{d}" for d in env.defines),
         *shape,
+        *neutral,
         *(f"-I{tree / inc}" for inc in spec.include_dirs),
     ]
+
+
+def _undef_main(text: str) -> str:
+    """`#undef main` just before the unit's main, and `#line` so its lines keep their numbers."""
+    m = _MAIN_DEFINITION.search(text)
+    if m is None:
+        return text  # no main: the link says so (undefined cxxgate_unit_main)
+    line = text.count("\n", 0, m.start()) + 1
+    return f"{text[: m.start()]}#undef main\n#line {line}\n{text[m.start() :]}"
 
 
 def _resolve(tree: Path, globs: tuple[str, ...]) -> list[str]:
@@ -305,10 +359,13 @@ def tool_call(
     stdin: str = "",
 ) -> Step:
     """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
-    bounded, and confined to the tree (read-only) and the cell's folder."""
+    bounded, and confined to the tree (read-only) and the cell's folder. A tool that cannot
+    run raises (gates/faults.py): a harness fault, retried next run, never a cached verdict."""
+    faults.check_executable(argv[0], COMPILER_ENV["PATH"])
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
-    confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd])
+    binds = spec.envelope.toolchain.binds  # its declared prefix; never guessed from argv
+    confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd], binds=binds)
     outcome = bounded(
         confined,
         cwd=cwd,
@@ -319,6 +376,8 @@ def tool_call(
     )
     # Compilers answer on stderr; nm, c++filt and abidiff on stdout.
     text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
+    if outcome.exit not in (0, None) and not outcome.timed_out:
+        faults.raise_if_infrastructure(argv, text, cwd)
     return Step(
         phase=phase,
         source=source,

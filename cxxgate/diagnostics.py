@@ -13,6 +13,17 @@ _TEXT = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): "
     r"(?P<kind>fatal error|error|warning|note): (?P<msg>.*)$"
 )
+# clang ends a flagged diagnostic with its flags: `[-Wc++11-narrowing]`,
+# `[-Werror,-Wunused-result]`.
+_CLANG_FLAG = re.compile(r" \[(-W[^\]]*)\]$")
+
+
+def _clang_option(flags: str) -> str:
+    """clang's `-Werror,-Wunused-result` in GCC's spelling, `-Werror=unused-result`."""
+    parts = flags.split(",")
+    if parts[0] == "-Werror" and len(parts) > 1:
+        return "-Werror=" + parts[1].removeprefix("-W")
+    return parts[0]
 
 
 @dataclass(frozen=True)
@@ -22,10 +33,24 @@ class Diagnostic:
     line: int
     column: int
     message: str
+    # The warning flag behind it, as the compiler names it: GCC's JSON "option"
+    # ("-Wnarrowing", "-Werror=unused-result"), clang's trailing "[-Werror,-Wunused-result]".
+    option: str = ""
 
     @property
     def is_error(self) -> bool:
         return self.kind in {"error", "fatal error"}
+
+    @property
+    def promoted(self) -> bool:
+        """A warning that -Werror (or -Werror=X) turned into an error. GCC names a real
+        error that has a flag of its own (narrowing) without the -Werror prefix."""
+        return self.is_error and self.option.startswith("-Werror")
+
+    @property
+    def is_hard_error(self) -> bool:
+        """An error the language makes, not one the envelope's flags made of a warning."""
+        return self.is_error and not self.promoted
 
     def brief(self) -> str:
         return f"{self.file}:{self.line}: {self.kind}: {self.message}"
@@ -47,6 +72,7 @@ def parse(step: Step, tree_root: str) -> list[Diagnostic]:
                 continue
         m = _TEXT.match(line)
         if m:
+            flag = _CLANG_FLAG.search(m["msg"])
             found.append(
                 Diagnostic(
                     m["kind"],
@@ -54,6 +80,7 @@ def parse(step: Step, tree_root: str) -> list[Diagnostic]:
                     int(m["line"]),
                     int(m["col"]),
                     m["msg"],
+                    _clang_option(flag[1]) if flag else "",
                 )
             )
     return found
@@ -71,6 +98,7 @@ def _from_json(item: dict[str, object], tree_root: str) -> list[Diagnostic]:
             line=int(str(caret.get("line", 0))),
             column=int(str(caret.get("column", 0))),
             message=str(item.get("message", "")),
+            option=str(item.get("option", "") or ""),
         )
     ]
     children = item.get("children") or []
@@ -87,8 +115,9 @@ def _relative(file: str, tree_root: str) -> str:
     return file.removeprefix("./")
 
 
-def first_error(diags: list[Diagnostic]) -> Diagnostic | None:
-    return next((d for d in diags if d.is_error), None)
+def first_error(diags: list[Diagnostic], *, hard: bool = False) -> Diagnostic | None:
+    """The first error; with `hard`, the first that is not a promoted warning."""
+    return next((d for d in diags if (d.is_hard_error if hard else d.is_error)), None)
 
 
 def errors_with_notes(diags: list[Diagnostic]) -> list[list[Diagnostic]]:

@@ -1,4 +1,13 @@
-"""Toolchains and envelopes: the pinned compile configurations every cell is built in."""
+"""Toolchains and envelopes: the pinned compile configurations every cell is built in.
+
+A toolchain may declare the `prefix:` it is installed under (e.g. /opt/gcc-14): the
+sandbox (gates/sandbox.py) binds that folder read-only for its compiles, and nothing
+else of it. Without a prefix, a compiler outside the system directories gets only its
+own file bound at the path it is called by: enough for a wrapper script that calls a
+system compiler, while a real toolchain elsewhere fails loudly (its reference turns red)
+until its prefix is declared. Its folder is not bound: that folder could be a project's
+`bin/`, beside the case library's oracles, and the sandbox must not guess.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +15,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from functools import cache, cached_property
 from pathlib import Path
@@ -13,6 +23,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from cxxgate.sandbox import is_system
 from cxxgate.yamlfile import InputError, Strict, load_model
 
 Family = Literal["gcc", "clang"]
@@ -21,6 +32,7 @@ Family = Literal["gcc", "clang"]
 class ToolchainEntry(Strict):
     command: str
     family: Family
+    prefix: str | None = None  # absolute folder the toolchain is installed under
 
 
 class EnvelopeEntry(Strict):
@@ -47,6 +59,8 @@ class Toolchain:
     path: str | None  # as found on PATH; None when not installed
     version: str  # first line of `--version`, for humans
     version_sha: str  # sha256 of the resolved path and the whole `--version` text, for keys
+    # What the sandbox binds read-only for this toolchain: (source, destination) pairs.
+    binds: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,7 +84,7 @@ class Envelope:
 
 
 @cache
-def identify(name: str, command: str, family: Family) -> Toolchain:
+def identify(name: str, command: str, family: Family, prefix: str | None = None) -> Toolchain:
     path = shutil.which(command)
     if path is None:
         return Toolchain(name, command, family, None, "not installed", "")
@@ -82,15 +96,38 @@ def identify(name: str, command: str, family: Family) -> Toolchain:
     ).stdout
     first = text.splitlines()[0] if text else "unknown"
     digest = hashlib.sha256(f"{resolved}\n{text}".encode()).hexdigest()
-    return Toolchain(name, command, family, path, first, digest)
+    return Toolchain(name, command, family, path, first, digest, _binds(Path(path), prefix))
+
+
+def _binds(path: Path, prefix: str | None) -> tuple[tuple[str, str], ...]:
+    """The declared prefix, and the compiler's own file where the sandbox would not show
+    it otherwise: at its resolved path, and at the path argv calls it by."""
+    binds: list[tuple[str, str]] = []
+    called, resolved = path.absolute(), path.resolve()
+    if prefix is not None and Path(prefix).is_dir():  # absent: a toolchain not installed here
+        root = Path(prefix).resolve()
+        binds.append((str(root), str(root)))
+        if called.is_relative_to(root) and resolved.is_relative_to(root):
+            return tuple(binds)
+    if not is_system(resolved):
+        binds.append((str(resolved), str(resolved)))
+    if not is_system(called) and called != resolved:
+        binds.append((str(resolved), str(called)))
+    return tuple(binds)
 
 
 class Envelopes:
     """The manifest of named envelopes, with toolchains identified once per process."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, protect: Iterable[Path] = ()) -> None:
+        """`protect`: folders no toolchain prefix may overlap (the case library and the
+        build folder); the manifest's own folder always is one."""
         self.path = path
         self.manifest = load_model(path, Manifest)
+        guarded = [path.parent, *protect]
+        for name, tc in self.manifest.toolchains.items():
+            if tc.prefix is not None:
+                _check_prefix(path, f"toolchains.{name}.prefix", tc.prefix, guarded)
         for name, env in self.manifest.envelopes.items():
             if env.toolchain not in self.manifest.toolchains:
                 msg = (
@@ -107,10 +144,29 @@ class Envelopes:
         tc = self.manifest.toolchains[entry.toolchain]
         return Envelope(
             name=name,
-            toolchain=identify(entry.toolchain, tc.command, tc.family),
+            toolchain=identify(entry.toolchain, tc.command, tc.family, tc.prefix),
             std=entry.std,
             flags=tuple(entry.flags),
             link_flags=tuple(entry.link_flags),
             defines=tuple(entry.defines),
             run_env=tuple(sorted(entry.run_env.items())),
         )
+
+
+def _check_prefix(file: Path, key: str, prefix: str, guarded: list[Path]) -> None:
+    """A prefix is bound into every compile's sandbox: it must hold neither the oracles
+    nor the build outputs (nor lie inside them). One that does not exist is no error: the
+    manifest may name toolchains this machine lacks (their cells are toolchain_missing)."""
+    where = f"{file}: {key}: {prefix!r}"
+    if not Path(prefix).is_absolute():
+        raise InputError(f"{where} must be an absolute folder (e.g. /opt/gcc-14)")
+    root = Path(prefix).resolve()
+    for folder in guarded:
+        guard = folder.resolve()
+        if guard.is_relative_to(root) or root.is_relative_to(guard):
+            msg = (
+                f"{where} overlaps {guard}: the sandbox binds a toolchain's prefix into "
+                "every compile, and a patch's code would read the case library or the build "
+                "folder through it; install the toolchain in a folder of its own"
+            )
+            raise InputError(msg)

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from cxxgate import atomic, faults
 from cxxgate.cell import CellResult, CellSpec
 from cxxgate.result import HARNESS_ERROR, GateResult
 from cxxgate.run import RunResult, RunSpec
@@ -21,14 +22,21 @@ from cxxgate.run import RunResult, RunSpec
 def guarded(
     target: Path, fallback: Callable[[str], dict[str, Any]], fn: Callable[..., Any], *args: Any
 ) -> tuple[Callable[[], None], list[Any]]:
-    """Run fn; on an exception, write a harness_error result in place of its output."""
+    """Run fn; on an exception, write a harness_error result in place of its output. A full
+    disk is not one task's fault: it stops the grade (gates/faults.py)."""
 
     def action() -> None:
         try:
             fn(*args)
-        except Exception:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(fallback(traceback.format_exc()), indent=1) + "\n")
+        except Exception as exc:
+            faults.stop_if_disk_full(exc, target)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                text = json.dumps(fallback(traceback.format_exc()), indent=1) + "\n"
+                atomic.write_text(target, text)
+            except OSError as write_error:
+                faults.stop_if_disk_full(write_error, target)
+                raise
 
     return (action, [])
 

@@ -17,7 +17,9 @@ version script) is a data file written beside them in the cell folder.
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 from functools import cache
 from pathlib import Path
@@ -180,12 +182,12 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     unpublished = []
     for tree_path, include in spec.publish:
         source = tree / tree_path
-        if not source.is_file():
+        if not _regular_file(tree, source):
             unpublished.append(tree_path)
             continue
         dest = stranger / "include" / include
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, dest)
+        shutil.copyfile(source, dest, follow_symlinks=False)
     shutil.copyfile(archive.binary, stranger / "lib" / f"lib{spec.product}.a")
     base = [*_compile_argv(spec, tree), *spec.extra_flags, "-Iinclude"]
     steps: list[Step] = []
@@ -211,6 +213,16 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     if status != "ok":
         return status, detail or telling_line(steps[-1]), steps, None
     return "ok", detail, steps, str(stranger / "consumer")
+
+
+def _regular_file(tree: Path, path: Path) -> bool:
+    """A regular file inside the tree, read without following a link: the consumer's
+    folder lies outside the tree, and a link there would publish the host file it names."""
+    try:
+        regular = stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+    return regular and path.resolve().is_relative_to(tree.resolve())
 
 
 def _abidiff(spec: CellSpec, layout: Layout, out: Path) -> Built:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from cxxgate import codehash, identity, registry
+from cxxgate import codehash, faults, identity, outdir, registry
 from cxxgate.case import Case, load_case
 from cxxgate.envelope import Envelopes
 from cxxgate.gate import Context, Plan
@@ -23,11 +23,7 @@ class Library:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.layout = Layout(settings.out)
-        try:
-            self.layout.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            msg = f"out={settings.out}: cannot create the build folder: {exc.strerror}"
-            raise SystemExit(msg) from exc
+        self.lock = outdir.claim(settings.out)  # writable, and ours alone until we exit
         self.errors: list[str] = []  # input errors: named in the table, fail the grade
         self.cases: dict[str, Case] = {}
         self.rows: list[Row] = []
@@ -39,12 +35,18 @@ class Library:
         self.identity: dict[str, dict[str, object]] = {}
         self.rows_of: dict[str, list[Row]] = {}
         self.references: dict[str, tuple[Row, Row | None]] = {}  # reference row, base row
-        self._load()
+        try:
+            self._load()
+        except OSError as exc:
+            if faults.disk_full(exc):  # a batch stores its patches under out= as it loads
+                raise SystemExit(f"out={settings.out}: no space left on device: {exc}") from None
+            raise
 
     def _load(self) -> None:
         lib = self.settings.library
         try:
-            self.envelopes = Envelopes(self.settings.envelopes)
+            # A toolchain prefix must not hold the oracles or the build outputs.
+            self.envelopes = Envelopes(self.settings.envelopes, protect=(lib, self.settings.out))
         except InputError as exc:
             self.errors.append(str(exc))
             return
@@ -66,6 +68,12 @@ class Library:
                 self._plan_rows(case, rows[:2])  # reference state first: its errors are the case's
             except InputError as exc:
                 self.errors.append(str(exc))
+                continue
+            except Exception as exc:  # one case's fault must not drop the rest
+                self.errors.append(
+                    f"{case_dir / 'case.yaml'}: could not be loaded, a harness fault "
+                    f"({type(exc).__name__}: {exc})"
+                )
                 continue
             self.cases[case.id] = case
             self.identity[case.id] = identity.stamp(case, self.envelopes)
@@ -96,7 +104,9 @@ class Library:
         """Every gate's plan for these rows; all or nothing, so a case whose config fails
         in one gate leaves no half-planned tasks behind."""
         for row in rows:
-            blob = json.dumps([case.tree_digest, case.spec.writable, row.sha])
+            intake = [case.tree_digest, case.spec.writable, row.sha]
+            intake += ["allow_diagnostic_pragmas"] if case.spec.allow_diagnostic_pragmas else []
+            blob = json.dumps(intake)
             self.tree_keys[row.id] = codehash.of_text(blob)[:24]
         reference = self.tree_keys[f"{case.id}/reference"]
         plans: dict[tuple[str, str, str], Plan] = {}

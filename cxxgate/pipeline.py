@@ -16,10 +16,11 @@ from typing import Any
 
 from doit.tools import config_changed
 
-from cxxgate import codehash, registry, report
+from cxxgate import atomic, codehash, registry, report
 from cxxgate.cell import CellResult, CellSpec
 from cxxgate.cell import build as build_cell
 from cxxgate.cell import result_path as cell_result
+from cxxgate.faults import stops_on_full_disk
 from cxxgate.gate import Outputs
 from cxxgate.guard import (
     cell_error,
@@ -65,6 +66,7 @@ class Pipeline:
     def tree_tasks(self) -> Iterator[Task]:
         yield {"basename": "tree", "name": None, "doc": "apply each patch to its case's tree"}
         seen: set[str] = set()
+        intake = codehash.of_modules("tree", "patchtext", "pragmas")
         for row in self.lib.rows:
             key = self.lib.tree_keys[row.id]
             if key in seen:
@@ -86,11 +88,12 @@ class Pipeline:
                         case.spec.writable,
                         key,
                         self.layout,
+                        case.spec.allow_diagnostic_pragmas,
                     )
                 ],
                 "file_dep": [str(row.file)] if row.file else [],
                 "targets": [str(stamp)],
-                "uptodate": [config_changed({"key": key}), no_harness_error(stamp)],
+                "uptodate": [config_changed({"key": key, "code": intake}), no_harness_error(stamp)],
                 "clean": [(_remove, [self.layout.tree(key), stamp])],
             }
 
@@ -289,6 +292,7 @@ class Pipeline:
         )
         result.write(target)
 
+    @stops_on_full_disk("verdict")
     def _fold_row(self, row: Row, target: Path) -> None:
         case = self.lib.cases[row.case]
         gates = case.enabled_gates()
@@ -308,6 +312,7 @@ class Pipeline:
         stamp, results = results_of(row)
         fold(row, stamp, results, broken, self.lib.identity[row.case]).write(target)
 
+    @stops_on_full_disk("grade")
     def _grade(self) -> Any:
         verdicts: list[Verdict] = []
         for case_id in self.lib.cases:
@@ -337,12 +342,14 @@ def _records(row: Row, gate: str, outputs: Outputs) -> list[str]:
     return lines
 
 
+@stops_on_full_disk("fold")
 def _fold_case(rows: list[Row], layout: Layout, target: Path) -> None:
     data = [json.loads(layout.verdict(r.case, r.name).read_text()) for r in rows]
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, sort_keys=True) + "\n")
+    atomic.write_text(target, json.dumps(data, sort_keys=True) + "\n")
 
 
+@stops_on_full_disk("mkdir")
 def _mkdir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
 

@@ -97,10 +97,13 @@ def exit_problems(
             problems.append((where, f"{where}: {'; '.join(v.expect_problems)}"))
         if v.role == "candidate" and v.verdict != "accept" and not report_only:
             problems.append((where, f"{where}: {v.verdict} ({v.klass})"))
-    if not report_only:
-        problems += [
-            (f"{o.case}/{o.name}", f"{o.case}/{o.name}: {o.klass}: {o.detail}") for o in orphans
-        ]
+    # An unreadable batch line is an input error, never report-only: a file of nothing
+    # but broken lines must not pass as "grade ok". An unknown case is a candidate's row.
+    problems += [
+        (f"{o.case}/{o.name}", f"{o.case}/{o.name}: {o.klass}: {o.detail}")
+        for o in orphans
+        if not report_only or o.klass != "unknown_case"
+    ]
     return problems
 
 

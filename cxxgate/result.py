@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from cxxgate import atomic
+
 Status = Literal["pass", "fail", "incomplete", "not_applicable"]
 
 # Classes every gate may return besides its own, decided outside the gate.
@@ -57,7 +59,7 @@ class GateResult:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+        atomic.write_text(path, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> GateResult:

@@ -20,32 +20,47 @@ import hashlib
 import json
 import os
 import re
-import threading
 from functools import cache
 from pathlib import Path
 
+from cxxgate import atomic
 from cxxgate.layout import Layout
 
 
-def lookup(layout: Layout, spec_key: str, tree: Path) -> str | None:
-    """The key of an earlier cell whose result holds for this tree, if there is one.
-    CXXGATE_REUSE=0 turns lookups off (every cell compiles), to measure or to rule reuse
-    out."""
+def lookup(layout: Layout, spec_key: str, tree: Path, asking: str) -> str | None:
+    """The key of an earlier cell whose result holds for this tree, if there is one; never
+    `asking` itself. CXXGATE_REUSE=0 turns lookups off (every cell compiles), to measure or
+    to rule reuse out."""
     if os.environ.get("CXXGATE_REUSE") == "0":
         return None
     folder = layout.root / "reuse" / spec_key / listing(tree)
     if not folder.is_dir():
         return None
     for deps_file in sorted(folder.glob("*.deps")):
-        paths = json.loads(deps_file.read_text())
-        hit = folder / f"{deps_file.stem}-{_digest(tree, paths)}.hit"
-        if hit.is_file():
-            key = hit.read_text().strip()
-            result = layout.cell(key) / "result.json"
-            # The earlier cell may have been cleaned, or re-run into a harness fault since.
-            if result.is_file() and json.loads(result.read_text())["status"] != "harness_error":
-                return key
+        try:
+            paths = json.loads(deps_file.read_text())
+            key = (folder / f"{deps_file.stem}-{_digest(tree, paths)}.hit").read_text().strip()
+        except (OSError, ValueError):
+            continue  # no hit for these bytes (or a record from before atomic writes)
+        # A run resumed after a kill, or after `doit forget`, asks again for a cell it
+        # recorded before: that is no earlier compile, and its folder is this cell's own.
+        if key != asking and usable(layout, key):
+            return key
     return None
+
+
+def usable(layout: Layout, key: str) -> bool:
+    """Whether a recorded cell's result can be adopted: readable, not a harness fault, and
+    its binary (if it has one) still there. It may have been cleaned, or re-run into a
+    harness fault since it was recorded."""
+    try:
+        data = json.loads(layout.cell_result(key).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or data.get("status") in (None, "harness_error"):
+        return False
+    binary = data.get("binary")
+    return binary is None or Path(binary).is_file()
 
 
 def record(layout: Layout, spec_key: str, tree: Path, depfiles: list[Path], cell: str) -> None:
@@ -65,7 +80,13 @@ def record(layout: Layout, spec_key: str, tree: Path, depfiles: list[Path], cell
     folder = layout.root / "reuse" / spec_key / listing(tree)
     folder.mkdir(parents=True, exist_ok=True)
     _write_once(folder / f"{depset}.deps", json.dumps(paths))
-    _write_once(folder / f"{depset}-{_digest(tree, paths)}.hit", cell)
+    hit = folder / f"{depset}-{_digest(tree, paths)}.hit"
+    try:
+        stale = not usable(layout, hit.read_text().strip())
+    except OSError:
+        stale = True
+    if stale:  # missing, or naming a cell that was cleaned or broke since: this one now
+        atomic.write_text(hit, cell)
 
 
 _CONTINUATION = re.compile(r"\\\n")
@@ -95,8 +116,5 @@ def _digest(tree: Path, paths: list[str]) -> str:
 
 
 def _write_once(path: Path, text: str) -> None:
-    if path.exists():
-        return
-    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)  # atomic: two threads recording the same entry agree anyway
+    if not path.exists():
+        atomic.write_text(path, text)  # two threads recording the same entry agree anyway

@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from cxxgate import atomic
 from cxxgate.case import Case, Expect, patch_name
 from cxxgate.layout import Layout
 
@@ -82,11 +82,31 @@ def case_rows(case: Case, with_known: bool) -> list[Row]:
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# Row names every case already uses; a candidate never takes one of them.
+RESERVED = frozenset({"reference", "base"})
 
 
 def safe_name(text: str) -> str:
     """A row name usable in task names and paths: no '/', ':', '=' or spaces."""
     return _UNSAFE.sub("_", text).strip("._") or "patch"
+
+
+class _Names:
+    """Candidate row names, unique per case and never a reserved one: a model called
+    `reference`, or two files that differ only in characters a path cannot hold, get
+    `~2`, `~3`, ... rather than replacing another row."""
+
+    def __init__(self) -> None:
+        self.taken: dict[str, set[str]] = {}
+
+    def claim(self, case: str, wanted: str) -> str:
+        taken = self.taken.setdefault(case, set(RESERVED))
+        name, n = wanted, 1
+        while name in taken:
+            n += 1
+            name = f"{wanted}~{n}"
+        taken.add(name)
+        return name
 
 
 def batch_rows(
@@ -101,6 +121,7 @@ def batch_rows(
 def _folder_rows(root: Path, cases: dict[str, Case]) -> tuple[list[Row], list[Orphan]]:
     rows: list[Row] = []
     orphans: list[Orphan] = []
+    names = _Names()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root)
         if path.suffix not in {".diff", ".patch"}:
@@ -109,13 +130,13 @@ def _folder_rows(root: Path, cases: dict[str, Case]) -> tuple[list[Row], list[Or
             orphans.append(
                 Orphan(
                     "?",
-                    safe_name(str(rel)),
+                    names.claim("?", safe_name(str(rel))),
                     "malformed_input",
                     f"{path}: expected the layout <case>/<name>.diff",
                 )
             )
             continue
-        case_id, name = rel.parts[0], safe_name(path.stem)
+        case_id, name = rel.parts[0], names.claim(rel.parts[0], safe_name(path.stem))
         if case_id not in cases:
             orphans.append(
                 Orphan(case_id, name, "unknown_case", f"{path}: no case {case_id!r} in the library")
@@ -125,37 +146,69 @@ def _folder_rows(root: Path, cases: dict[str, Case]) -> tuple[list[Row], list[Or
     return rows, orphans
 
 
+class _BadLine(ValueError):
+    """A predictions line that cannot be graded; the message says why."""
+
+
+_SHAPE = "expected a JSON object with instance_id, model_name_or_path, model_patch"
+
+
+def _prediction(raw: bytes, first: bool) -> tuple[str, str, bytes]:
+    """(case id, model, patch bytes) of one predictions line."""
+    try:
+        # utf-8-sig on the first line only: a BOM there is an editor's, not the data's.
+        text = raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})"
+        raise _BadLine(msg) from exc
+    try:
+        entry = json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"not JSON ({exc.msg} at column {exc.colno}); {_SHAPE}"
+        raise _BadLine(msg) from exc
+    if not isinstance(entry, dict):
+        msg = f"found a JSON {type(entry).__name__}; {_SHAPE}"
+        raise _BadLine(msg)
+    case_id, model = entry.get("instance_id"), entry.get("model_name_or_path") or "model"
+    if not isinstance(case_id, str) or not isinstance(model, str) or "model_patch" not in entry:
+        msg = f"instance_id and model_name_or_path must be strings; {_SHAPE}"
+        raise _BadLine(msg)
+    patch = entry["model_patch"]
+    if patch is None:
+        return case_id, model, b""  # no answer at all: graded as the empty patch
+    if not isinstance(patch, str):
+        # Not text: kept as its JSON form, so intake calls it malformed_patch.
+        return case_id, model, json.dumps(patch).encode()
+    try:
+        return case_id, model, patch.encode()
+    except UnicodeEncodeError as exc:
+        # JSON can spell a lone surrogate (\ud800); no diff holds one.
+        msg = f"model_patch holds a lone surrogate at character {exc.start}, not text"
+        raise _BadLine(msg) from exc
+
+
 def _jsonl_rows(
     file: Path, cases: dict[str, Case], layout: Layout
 ) -> tuple[list[Row], list[Orphan]]:
+    """One row per line, decoded line by line: a bad line is its own malformed_input row
+    and the rest of the batch grades. Lines end at b"\n" only (JSON text may hold U+2028,
+    which str.splitlines would cut)."""
     rows: list[Row] = []
     orphans: list[Orphan] = []
-    seen: Counter[tuple[str, str]] = Counter()
-    for lineno, line in enumerate(file.read_text().splitlines(), 1):
-        if not line.strip():
+    names = _Names()
+    for lineno, raw in enumerate(file.read_bytes().split(b"\n"), 1):
+        raw = raw.removesuffix(b"\r")
+        if not raw.strip():
             continue
         where = f"{file}:{lineno}"
         try:
-            entry = json.loads(line)
-            case_id = entry["instance_id"]
-            model = entry.get("model_name_or_path") or "model"
-            patch = entry["model_patch"]
-            if not isinstance(case_id, str) or not isinstance(model, str):
-                raise TypeError("instance_id and model_name_or_path must be strings")
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            case_id, model, data = _prediction(raw, lineno == 1)
+        except _BadLine as exc:
             orphans.append(
-                Orphan(
-                    "?",
-                    f"line{lineno}",
-                    "malformed_input",
-                    f"{where}: expected a JSON object with instance_id, "
-                    f"model_name_or_path, model_patch ({exc})",
-                )
+                Orphan("?", names.claim("?", f"line{lineno}"), "malformed_input", f"{where}: {exc}")
             )
             continue
-        base = safe_name(model)
-        seen[(case_id, base)] += 1
-        name = base if seen[(case_id, base)] == 1 else f"{base}~{seen[(case_id, base)]}"
+        name = names.claim(case_id, safe_name(model))
         if case_id not in cases:
             orphans.append(
                 Orphan(
@@ -167,16 +220,10 @@ def _jsonl_rows(
                 )
             )
             continue
-        if patch is None:
-            data = b""  # no answer at all: graded as the empty patch
-        elif isinstance(patch, str):
-            data = patch.encode()
-        else:
-            data = repr(patch).encode()  # not text: kept so the intake calls it malformed
         sha = hashlib.sha256(data).hexdigest()
         stored = layout.stored_patch(sha)
         if not stored.exists():
             stored.parent.mkdir(parents=True, exist_ok=True)
-            stored.write_bytes(data)
+            atomic.write_bytes(stored, data)  # content-addressed: never half a patch
         rows.append(Row(case_id, name, "candidate", stored, sha, where, model=model))
     return rows, orphans

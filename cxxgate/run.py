@@ -11,23 +11,40 @@ and under bubblewrap the harness only ever sees bwrap's. A spec that names a `re
 cell is a paired series: warm-up and timed rounds alternate reference, candidate,
 reference, ... in one task, so both sides meet the same machine weather; every sample is
 kept in `samples`.
+
+Every run is capped (gates/process.py Caps, from the case's `limits:`): address space or,
+for sanitizer builds, resident memory; file size; processes, which need a uid of the run's
+own (a root harness gives each concurrent run one inside the sandbox). A run stopped at a
+cap says which in its `detail`. Its work folder is deleted once its evidence (the capped
+stdout and stderr) is written.
+
+A binary linked with the harness entry (templates/entry/entry.cpp; its cell says `entry`)
+must prove it returned from its own main: each execution hands it a fresh random nonce on
+one pipe, and the entry copies it to another only after main returned. The nonce is never
+stored; a result records `returned` (yes or no), so results stay cacheable.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from cxxgate import codehash, sandbox
+from cxxgate import atomic, codehash, sandbox
 from cxxgate.cell import CellResult
 from cxxgate.cell import result_path as cell_result_path
 from cxxgate.layout import Layout
-from cxxgate.process import bounded
+from cxxgate.process import Caps, Outcome, bounded
 
 RunStatus = Literal["exited", "signaled", "hang", "output_overflow", "not_built", "harness_error"]
 
@@ -43,6 +60,7 @@ class RunSpec:
     timeout: float = 5.0
     output_cap: int = 1 << 20
     label: str = field(default="", compare=False)
+    caps: Caps = field(default_factory=Caps)  # the case's limits (Limits.caps)
     # Measured runs (gates/budget.py); the defaults keep a plain run's key as it was.
     meter: str | None = None  # key of the meter launcher's cell: measure through it
     memory_mib: int = 0  # address-space limit the meter sets on the program (0: none)
@@ -59,6 +77,7 @@ class RunSpec:
             "env": self.env,
             "timeout": self.timeout,
             "output_cap": self.output_cap,
+            "caps": asdict(self.caps),
             "code": codehash.of_modules("run", "process", "sandbox"),
         }
         if self.measured:
@@ -99,7 +118,10 @@ class RunResult:
     stderr_path: str
     # A measured run: one entry per execution, in the order they ran (see Sample).
     samples: list[dict[str, Any]] = field(default_factory=list)
-    detail: str = ""  # why nothing ran (for a harness_error: the traceback)
+    # Why nothing ran (for a harness_error: the traceback), or which cap stopped the run.
+    detail: str = ""
+    # Built with the harness entry: did the program return from its main? None: not asked.
+    returned: bool | None = None
 
     @classmethod
     def without_run(cls, key: str, label: str, status: RunStatus, detail: str = "") -> RunResult:
@@ -118,6 +140,16 @@ class RunResult:
     @property
     def stderr(self) -> str:
         return Path(self.stderr_path).read_text(errors="replace") if self.stderr_path else ""
+
+    def output_tail(self) -> str:
+        """The last line of the stream that carried a failure: stderr, else stdout (where
+        GoogleTest and many test drivers report)."""
+        streams = (("stderr", self.stderr), ("stdout", self.stdout.decode(errors="replace")))
+        for name, data in streams:
+            lines = [ln for ln in data.strip().splitlines() if ln.strip()]
+            if lines:
+                return f"{lines[-1].strip()[:200]} ({name})"
+        return "(no output)"
 
     @property
     def passed(self) -> bool:
@@ -151,7 +183,7 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
     if candidate is None:
         return _write(layout, RunResult.without_run(key, spec.label, "not_built"))
     if not spec.measured:
-        sample = _execute_one(Path(candidate), spec, out, "", meter)
+        sample = _execute_one(Path(candidate), spec, out, "", meter, entry=cell.entry)
         return _write(layout, _result(key, spec.label, sample))
     order: list[tuple[str, str]] = []
     for phase, count in (("warmup", spec.warmup), ("timed", spec.rounds)):
@@ -164,7 +196,9 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
     for i, (phase, side) in enumerate(order):
         binary = binaries[side]
         assert binary is not None
-        sample = _execute_one(Path(binary), spec, out, f".{i}", meter, phase=phase, side=side)
+        sample = _execute_one(
+            Path(binary), spec, out, f".{i}", meter, phase=phase, side=side, entry=cell.entry
+        )
         samples.append(sample)
         if side == "candidate":
             first = first or sample
@@ -195,6 +229,8 @@ class Sample:
     argv: list[str]
     stdout_path: str
     stderr_path: str
+    detail: str = ""  # the cap that stopped the run, if one did
+    returned: bool | None = None  # see RunResult.returned
 
 
 def _execute_one(
@@ -205,31 +241,44 @@ def _execute_one(
     meter: Path | None,
     phase: str = "single",
     side: str = "candidate",
+    *,
+    entry: bool = False,
 ) -> Sample:
     work = out / f"work{suffix}"
-    shutil.rmtree(work, ignore_errors=True)
+    _remove(work)  # what a run killed mid-way (with the harness) left
     work.mkdir()
     report_r, report_w = os.pipe() if meter is not None else (-1, -1)
+    nonce = _Nonce() if entry else None
     try:
-        launch: tuple[Path, tuple[str, ...]] | None = None
-        if meter is not None:
-            launch = (meter, (str(report_w), str(spec.memory_mib)))
-        argv, sandbox = _sandboxed(binary, work, spec.args, launch)
-        outcome = bounded(
-            argv,
-            cwd=work,
-            env={**BASE_ENV, **dict(spec.env)},
-            stdin=spec.stdin.encode(),
-            timeout=spec.timeout,
-            output_cap=spec.output_cap,
-            pass_fds=(report_w,) if meter is not None else (),
-        )
+        with _run_uid() as uid:
+            if uid is not None:
+                os.chown(work, uid, uid)  # the only place the run may write
+            launch: tuple[Path, tuple[str, ...]] | None = None
+            if meter is not None:
+                launch = (meter, (str(report_w), str(spec.memory_mib)))
+            argv, sandbox = _sandboxed(binary, work, spec, launch, uid)
+            outcome = bounded(
+                argv,
+                cwd=work,
+                env={**BASE_ENV, **dict(spec.env), **(nonce.env if nonce else {})},
+                stdin=spec.stdin.encode(),
+                timeout=spec.timeout,
+                output_cap=spec.output_cap,
+                pass_fds=((report_w,) if meter is not None else ()) + (nonce.fds if nonce else ()),
+                caps=spec.caps,
+            )
     finally:
         if meter is not None:
             os.close(report_w)
+        if nonce is not None:
+            nonce.close_child_ends()
     report = _read_report(report_r) if meter is not None else {}
+    returned = nonce.came_back() if nonce is not None else None
     (out / f"stdout{suffix}").write_bytes(outcome.stdout)
     (out / f"stderr{suffix}").write_bytes(outcome.stderr)
+    # The evidence is written: what the run left in its folder (up to file_mib per file)
+    # is not kept.
+    _remove(work)
     status: RunStatus
     if outcome.timed_out:
         status = "hang"
@@ -258,7 +307,110 @@ def _execute_one(
         argv=argv,
         stdout_path=str(out / f"stdout{suffix}"),
         stderr_path=str(out / f"stderr{suffix}"),
+        detail=_cap_detail(outcome, report, spec.caps, sandbox),
+        returned=returned,
     )
+
+
+# Signs on stderr that an allocation failed: the C++ runtime's, glibc's, the sanitizers'.
+_ALLOCATION_FAILED = ("std::bad_alloc", "Cannot allocate memory", "out of memory", "ReserveShadow")
+
+
+def _cap_detail(outcome: Outcome, report: dict[str, float], caps: Caps, sandbox: str) -> str:
+    """Which cap stopped the run, when the evidence says one did; "" otherwise."""
+    if outcome.over_memory:
+        return f"killed: resident memory over {caps.memory_mib} MiB"
+    # bubblewrap exits 128+N when its program dies of signal N; the meter reports N itself.
+    died_of = outcome.signal or int(report.get("signal", 0))
+    if not died_of and sandbox == "bwrap" and outcome.exit is not None and outcome.exit > 128:
+        died_of = outcome.exit - 128
+    if outcome.exit == 0 and not died_of:
+        return ""  # whatever it met, it coped
+    stderr = outcome.stderr.decode(errors="replace")
+    if died_of == signal.SIGXFSZ or "File too large" in stderr:
+        how = "SIGXFSZ" if died_of == signal.SIGXFSZ else "EFBIG"
+        return f"file size limit ({how}): a file reached the {caps.file_mib} MiB cap"
+    if not caps.resident and any(sign in stderr for sign in _ALLOCATION_FAILED):
+        return f"address-space limit: an allocation failed under the {caps.memory_mib} MiB cap"
+    if "fork" in stderr and "Resource temporarily unavailable" in stderr:
+        return f"process limit: a fork failed at the cap of {caps.processes} processes"
+    return ""
+
+
+_UID_BASE = 0x60000000  # far above any account a system hands out (and below 2**31)
+_uid_lock = threading.Lock()
+_uids_busy: set[int] = set()
+
+
+@contextmanager
+def _run_uid() -> Iterator[int | None]:
+    """A uid no other concurrent run of this harness uses (RLIMIT_NPROC counts per uid, so
+    a shared one would let one run's fork bomb fail another's forks); None when runs do
+    not drop privileges (gates/sandbox.py drop_uid)."""
+    if not sandbox.drop_uid():
+        yield None
+        return
+    with _uid_lock:
+        slot = next(i for i in range(len(_uids_busy) + 1) if i not in _uids_busy)
+        _uids_busy.add(slot)
+    try:
+        # The pid keeps two harnesses on one machine apart (mostly: a clash only means
+        # two runs share one count).
+        yield _UID_BASE + (os.getpid() % 0x10000) * 0x100 + slot % 0x100
+    finally:
+        with _uid_lock:
+            _uids_busy.discard(slot)
+
+
+def _remove(work: Path) -> None:
+    """Delete a run's folder whatever modes the program left on it. Root needs no mode
+    fixed (and must not chmod paths a program may still swap for symlinks); a harness that
+    is not root ran the program as itself, so it fixes only what that user could."""
+    if not work.exists():
+        return
+    for root, dirs, _ in os.walk(work) if os.geteuid() != 0 else ():
+        for name in dirs:
+            path = Path(root, name)
+            if not path.is_symlink():
+                path.chmod(0o700)  # before os.walk descends into it
+    try:
+        shutil.rmtree(work)
+    except OSError:
+        # A process of the run may still be dying (its pid namespace ends asynchronously)
+        # and writing: once more, after it had the time to.
+        time.sleep(0.2)
+        shutil.rmtree(work)
+
+
+class _Nonce:
+    """One execution's proof of return: a random nonce waits in one pipe (the child's read
+    end), and the entry copies it into another (the child's write end) after main returned.
+    Both ends are inherited (the meter forks the program without closing them)."""
+
+    def __init__(self) -> None:
+        self.value = secrets.token_hex(16).encode()
+        self._in_r, in_w = os.pipe()
+        self._out_r, self._out_w = os.pipe()
+        os.write(in_w, self.value)
+        os.close(in_w)
+        self.fds = (self._in_r, self._out_w)
+        self.env = {"CXXGATE_RETURN_FDS": f"{self._in_r},{self._out_w}"}
+
+    def close_child_ends(self) -> None:
+        os.close(self._in_r)
+        os.close(self._out_w)
+
+    def came_back(self) -> bool:
+        os.set_blocking(self._out_r, False)
+        data = b""
+        try:
+            while len(data) <= len(self.value) and (chunk := os.read(self._out_r, 256)):
+                data += chunk
+        except BlockingIOError:
+            pass  # a process left behind still holds the pipe: take what is there
+        finally:
+            os.close(self._out_r)
+        return data == self.value
 
 
 def _read_report(fd: int) -> dict[str, float]:
@@ -289,26 +441,38 @@ def _result(key: str, label: str, sample: Sample) -> RunResult:
 
 
 def _write(layout: Layout, result: RunResult) -> RunResult:
-    result_path(layout, result.key).write_text(json.dumps(asdict(result), indent=1) + "\n")
+    atomic.write_text(result_path(layout, result.key), json.dumps(asdict(result), indent=1) + "\n")
     return result
 
 
 def _sandboxed(
     binary: Path,
     work: Path,
-    args: tuple[str, ...],
+    spec: RunSpec,
     launch: tuple[Path, tuple[str, ...]] | None = None,
+    uid: int | None = None,
 ) -> tuple[list[str], str]:
     """argv for the sandbox; `launch` is a launcher (the meter) and its own arguments,
     put in front of the binary inside the sandbox. The program sees the system, its
-    work folder as /work and itself as /candidate: nothing of the case or the build."""
+    work folder as /work and itself as /candidate: nothing of the case or the build.
+    With `uid`, it runs as that uid with no capabilities (see gates/sandbox.py). Its /tmp
+    holds at most one file's cap."""
+    args = spec.args
     if not sandbox.available():
         front = [str(launch[0]), *launch[1]] if launch else []
         return [*front, str(binary), *args], "none"
-    argv = [*sandbox.base_args(), "--bind", str(work), "/work"]
+    tmp_bytes = spec.caps.file_mib << 20
+    prelude, drop = sandbox.base_args(tmp_bytes), []
+    if uid is not None:
+        prelude, drop = sandbox.run_args(tmp_bytes), sandbox.drop_args(uid)
+        for program in (binary, *(launch[:1] if launch else ())):
+            mode = program.stat().st_mode
+            if mode & 0o005 != 0o005:  # the run's uid is "other" to the build's files
+                program.chmod(mode | 0o005)
+    argv = [*prelude, "--bind", str(work), "/work"]
     argv += ["--ro-bind", str(binary), "/candidate"]
     head: list[str] = []
     if launch is not None:
         argv += ["--ro-bind", str(launch[0]), "/meter"]
         head = ["/meter", *launch[1]]
-    return [*argv, "--chdir", "/work", *head, "/candidate", *args], "bwrap"
+    return [*argv, "--chdir", "/work", *drop, *head, "/candidate", *args], "bwrap"

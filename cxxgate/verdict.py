@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cxxgate import atomic
 from cxxgate.result import BASELINE_RED, HARNESS_ERROR, GateResult
 from cxxgate.rows import Row
 from cxxgate.tree import Stamp
@@ -54,7 +55,7 @@ class Verdict:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
+        atomic.write_text(path, json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
 
 
 def reference_problems(gates: list[str], ref: Reference) -> dict[str, dict[str, str]]:
@@ -175,8 +176,8 @@ def _decide(row: Row, stamp: Stamp, gates: dict[str, dict[str, str]]) -> tuple[s
         return "incomplete", HARNESS_ERROR, stamp.detail
     if not stamp.applied:
         return "reject", stamp.status, stamp.detail
-    if row.role == "candidate" and not stamp.changed:
-        return "reject", "empty_patch", "the patch changes nothing"
+    if row.role in {"candidate", "known"} and not stamp.changed:
+        return "reject", "empty_patch", stamp.detail or "the patch changes nothing"
     statuses = {g: v["status"] for g, v in gates.items()}
     for status, word in (("fail", "reject"), ("incomplete", "incomplete")):
         hit = [g for g, s in statuses.items() if s == status]

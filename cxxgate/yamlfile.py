@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TypeVar
+from pathlib import Path, PurePosixPath
+from typing import Annotated, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -16,6 +16,19 @@ class Strict(BaseModel):
     disable a gate), and what was read is never mutated."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _inside_tree(value: str) -> str:
+    path = PurePosixPath(value)
+    if not value or path.is_absolute() or value.startswith("~") or ".." in path.parts:
+        msg = f"expected a path (or glob) relative to the case's tree/, inside it, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+# A path or glob under a case's tree/: no absolute path, no '..' (a glob such as
+# '../probes/*.cpp' would hand oracles, or host files, to the compiler).
+TreePath = Annotated[str, AfterValidator(_inside_tree)]
 
 
 class InputError(Exception):

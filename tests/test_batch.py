@@ -51,10 +51,77 @@ def test_predictions_jsonl(tmp_path: Path) -> None:
     assert tests["reference"].find("failure") is None
     assert suites["no_such_case"].get("failures") == "1"
 
+    # report_only: the rejection no longer fails the grade, the unreadable line still does.
     report = run_grade(tmp_path / "out", f"patches={preds}", "case=token_handle",
                        "report_only=1")
-    assert report.returncode == 0, report.output
+    assert report.returncode != 0
     assert report.rows == rows
+    assert "?/line6: malformed_input" in report.output
+    assert "org_model-a~2: reject" not in report.output
+
+
+def test_hostile_predictions_file(tmp_path: Path) -> None:
+    """Bytes a predictions file may hold: each bad line is its own malformed_input row,
+    the rest grade; candidates named like the reserved rows keep their own rows."""
+
+    def line(model: str, patch: str) -> bytes:
+        entry = {"instance_id": "token_handle", "model_name_or_path": model, "model_patch": patch}
+        return json.dumps(entry, ensure_ascii=False).encode()
+
+    # U+2028 is legal inside a JSON string; str.splitlines() would cut the line there.
+    separator = GOOD.replace("bool valid()", "/* \u2028 */ bool valid()")
+    lines = [
+        b"\xef\xbb\xbf" + line("bom", GOOD),  # an editor's byte order mark on line 1
+        line("reference", WIDEN),  # must not replace the case's reference row
+        line("base", GOOD),
+        line("latin1", GOOD) + b" \xe9",  # not UTF-8: line 4 only
+        b'{"instance_id": "token_handle", "model_name_or_path": "lone",'
+        b' "model_patch": "\\ud800"}',  # a lone surrogate: no diff can hold it
+        line("sep", separator) + b"\r",  # CRLF line ends
+        b"[1, 2]",
+    ]
+    preds = tmp_path / "preds.jsonl"
+    preds.write_bytes(b"\n".join(lines) + b"\n")
+    grade = run_grade(tmp_path / "out", f"patches={preds}", "case=token_handle")
+    rows = grade.rows
+    assert rows["token_handle/bom"]["verdict"] == "accept"
+    assert rows["token_handle/reference"]["role"] == "reference"
+    assert rows["token_handle/reference"]["verdict"] == "accept"
+    assert rows["token_handle/reference~2"]["model"] == "reference"
+    assert rows["token_handle/reference~2"]["gates"]["negcomp"]["class"] == "surface_regression"
+    assert rows["token_handle/base~2"]["verdict"] == "accept"
+    assert rows["token_handle/sep"]["verdict"] == "accept"
+    bad = {k: v for k, v in rows.items() if v["class"] == "malformed_input"}
+    assert sorted(bad) == ["?/line4", "?/line5", "?/line7"]
+    assert "not UTF-8" in str(bad["?/line4"]["detail"])
+    assert "lone surrogate" in str(bad["?/line5"]["detail"])
+    assert "found a JSON list" in str(bad["?/line7"]["detail"])
+    assert grade.returncode != 0
+
+    # A file of nothing but unreadable lines is an input error even when report-only.
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"\xff\xfe\n{not json\n")
+    report = run_grade(tmp_path / "out", f"patches={junk}", "case=token_handle", "report_only=1")
+    assert report.returncode != 0
+    assert "grade ok" not in report.output
+    assert {k for k, v in report.rows.items() if v["class"] == "malformed_input"} == {
+        "?/line1", "?/line2"
+    }
+    assert "Traceback" not in report.output
+
+
+def test_folder_candidates_named_like_reserved_rows(tmp_path: Path) -> None:
+    batch = tmp_path / "run"
+    (batch / "token_handle").mkdir(parents=True)
+    (batch / "token_handle/reference.diff").write_text(WIDEN)
+    (batch / "token_handle/good.diff").write_text(GOOD)
+    (batch / "token_handle/good.patch").write_text(GOOD)  # same row name from two files
+    grade = run_grade(tmp_path / "out", f"patches={batch}", "case=token_handle")
+    rows = grade.rows
+    assert rows["token_handle/reference"]["role"] == "reference"
+    assert rows["token_handle/reference~2"]["gates"]["negcomp"]["class"] == "surface_regression"
+    assert rows["token_handle/good"]["verdict"] == "accept"
+    assert rows["token_handle/good~2"]["verdict"] == "accept"
 
 
 def test_patch_folder(tmp_path: Path) -> None:

@@ -61,6 +61,15 @@ def test_wrong_type_names_the_key_and_what_was_found(case_dir: Path) -> None:
     assert re.search(r"writable: .*list", msg) and "'include'" in msg
 
 
+def test_invalid_pin_regex_names_the_file_and_key(case_dir: Path) -> None:
+    # A bad regex used to escape as re.error (a traceback that dropped every case).
+    _edit(case_dir, '{regex: "use of deleted function .*operator="}', '{regex: "("}')
+    msg = _error(case_dir)
+    assert "case.yaml" in msg
+    assert "gates.negcomp.must_fail[3].diagnostic.gcc" in msg
+    assert "not a valid regular expression" in msg
+
+
 def test_missing_unit_file_names_the_key(case_dir: Path) -> None:
     (case_dir / "probes/neg_copy.cpp").unlink()
     msg = _error(case_dir)
@@ -109,3 +118,32 @@ def test_a_broken_envelope_manifest_is_named(tmp_path: Path) -> None:
     grade = run_grade(tmp_path / "out", library=lib)
     assert grade.returncode != 0
     assert "envelopes.gcc.toolchain: unknown toolchain 'gcc12'" in grade.output
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ("include_dirs: [include]", "include_dirs: [../probes]", "include_dirs[0]"),
+        (
+            "public_headers: [include/token_handle.hpp]",
+            "public_headers: [../probes/neg_copy.cpp]",
+            "public_headers[0]",
+        ),
+        ("sources: [src/*.cpp]", "sources: ['../probes/*.cpp']", "sources[0]"),
+        ("sources: [src/*.cpp]", "sources: [/etc/*.conf]", "sources[0]"),
+        ("writable: [include/token_handle.hpp, src/**]", "writable: [src/**, ~/x]", "writable[1]"),
+    ],
+)
+def test_tree_paths_stay_inside_the_tree(case_dir: Path, old: str, new: str, key: str) -> None:
+    """Paths and globs that leave tree/ would hand oracles or host files to the compiler,
+    and used to load and surface later as a red reference without the key."""
+    _edit(case_dir, old, new)
+    msg = _error(case_dir)
+    assert str(case_dir / "case.yaml") in msg
+    assert key in msg and "relative to the case's tree/" in msg
+
+
+def test_a_symlink_in_the_base_tree_is_refused(case_dir: Path) -> None:
+    (case_dir / "tree/include/host.hpp").symlink_to("/etc/hostname")
+    msg = _error(case_dir)
+    assert "tree/: include/host.hpp is a symlink" in msg

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, Grade, compiler_calls, project_copy, run_grade
 
-NEGCOMP_CASES = "case=token_handle,bounded_index,saturating"
+NEGCOMP_CASES = "case=token_handle,bounded_index,saturating,discarded"
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,60 @@ def test_rows_carry_sha_identity_and_evidence(cold: Grade) -> None:
 def test_wrong_reason_names_the_line_that_failed(cold: Grade) -> None:
     summary = cold.gate("token_handle/drop_utility_widen_assign", "negcomp")["summary"]
     assert "marked line" in summary or "without line" in summary
+
+
+def test_probes_cannot_tell_they_are_probes(cold: Grade) -> None:
+    # file_sniff.diff deletes copying only when __FILE__ names the grader's folders.
+    assert cold.gate("token_handle/file_sniff", "negcomp")["class"] == "surface_regression"
+    for result in (cold.out / "cells").glob("*/*/result.json"):
+        for step in json.loads(result.read_text())["steps"]:
+            if step["phase"] == "compile" and step["argv"][-1] == "main.cpp":
+                assert any(a.startswith("-ffile-prefix-map=") for a in step["argv"])
+
+
+def test_a_program_must_return_from_its_own_main(cold: Grade) -> None:
+    # A static initialiser calls _exit(0): exit 0, but the entry never saw main return.
+    gate = cold.gate("token_handle/exit_before_main", "negcomp")
+    assert gate["class"] == "functional_regression"
+    assert "exited before main returned (exit 0)" in gate["summary"]
+    # `#define main` in the header and a main in src/: it collides with the harness entry.
+    gate = cold.gate("token_handle/main_macro", "negcomp")
+    assert gate["class"] == "build_broken"
+    assert "multiple definition of `main'" in gate["summary"]
+    # Only yes/no is stored: the nonce itself is per execution and never recorded.
+    runs = [json.loads(p.read_text()) for p in (cold.out / "runs").glob("*/*/result.json")]
+    assert {r["returned"] for r in runs if r["status"] == "exited"} == {True, False}
+    assert {r["returned"] for r in runs if r["status"] == "not_built"} == {None}
+
+
+def test_a_promoted_warning_is_not_a_rejection(cold: Grade) -> None:
+    # The forbidden call compiles; only its discarded [[nodiscard]] result warns, and the
+    # envelope's -Werror made that an "error" on the marked line.
+    gate = cold.gate("discarded/accepts_double", "negcomp")
+    assert gate["class"] == "surface_regression"
+    assert "[-Werror=unused-result]" in gate["summary"]
+    assert cold.gate("discarded/good_to_chars", "negcomp")["class"] == "accept"
+    # The same in a header: only -Wsign-compare stands between in_bounds(-1, ...) and a build.
+    naive = cold.gate("bounded_index/naive_relax", "negcomp")
+    assert naive["class"] == "surface_regression"
+    assert "[-Werror=sign-compare]" in naive["summary"]
+
+
+def test_a_drifted_pin_where_the_reference_failed_is_a_toolchain_mismatch(cold: Grade) -> None:
+    # Header-only contract: the reference's first error is inside <vector>'s machinery.
+    gate = cold.gate("bounded_index/delete_default", "negcomp")
+    assert gate["class"] == "toolchain_mismatch"
+    assert "at the reference's first error" in gate["summary"]
+    # The error really moved (into a static_assert of the case's header): wrong reason.
+    moved = cold.gate("bounded_index/friendly_default", "negcomp")
+    assert moved["class"] == "fails_for_wrong_reason"
+    assert "moved to include/bounded_index.hpp" in moved["summary"]
+
+
+def test_a_failure_reported_on_stdout_is_quoted(cold: Grade) -> None:
+    summary = cold.gate("discarded/unsigned_only", "negcomp")["summary"]
+    assert '[  FAILED  ] to_text(-7L) gave "18446744073709551609"' in summary
+    assert "(stdout)" in summary and "no stderr" not in summary
 
 
 def test_feature_case_checks_fail_on_base_and_pass_on_reference(cold: Grade) -> None:
@@ -109,13 +163,14 @@ def test_edits_rebuild_only_what_they_touch(tmp_path: Path) -> None:
     assert reclass.returncode == 0 and compiler_calls(out) == base_calls
     assert "negcomp:token_handle/public_ctor" in reclass.output
 
-    # One patch edited: only that patch's cells compile (2 must-build exes of 2 TUs + link,
-    # 4 must-fail units and their 4 twins: 2*3 + 4 + 4 = 14 invocations at most).
+    # One patch edited: only that patch's cells compile (2 must-build exes of 3 TUs -- the
+    # unit, the harness entry, the library source -- + objcopy renaming the unit's main +
+    # link, 4 must-fail units and their 4 twins: 2*5 + 4 + 4 = 18 invocations at most).
     patch = project / "cases/token_handle/patches/good_valid_reset.diff"
     patch.write_text(patch.read_text().replace("valid()", "is_valid()"))
     edited = run_grade(out, "case=token_handle", project=project)
     assert edited.returncode == 0, edited.output
-    assert 0 < compiler_calls(out) - base_calls <= 14
+    assert 0 < compiler_calls(out) - base_calls <= 18
 
 
 def test_reference_red_marks_the_case_broken(tmp_path: Path) -> None:

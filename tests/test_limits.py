@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from pathlib import Path
 
-from conftest import FIXTURES, run_grade
+import pytest
+from conftest import FIXTURES, SHIPPED, run_grade
 
-from cxxgate.process import bounded
+from cxxgate import sandbox
+from cxxgate.case import Limits, load_case
+from cxxgate.cell import CellSpec, Unit, build
+from cxxgate.envelope import Envelopes
+from cxxgate.layout import Layout
+from cxxgate.process import Caps, bounded
+from cxxgate.run import RunResult, RunSpec, execute
+from cxxgate.yamlfile import InputError
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
@@ -22,7 +32,17 @@ def test_hostile_must_build_units_are_classified(tmp_path: Path) -> None:
         "limits/flood": "output_overflow",
         "limits/orphan": "accept",
         "limits/fail": "functional_regression",
+        "limits/hog": "functional_regression",
+        "limits/bigfile": "functional_regression",
+        "limits/forks": "functional_regression",
     }
+    summaries = {k: r["gates"]["negcomp"]["summary"] for k, r in grade.rows.items()}
+    assert "address-space limit" in summaries["limits/hog"]
+    assert "file size limit (SIGXFSZ)" in summaries["limits/bigfile"]
+    if sandbox.drop_uid():  # only a root harness sets the process cap (gates/process.py)
+        assert "process limit" in summaries["limits/forks"]
+    # A run's folder keeps its evidence only: the 64 MiB the spill reached is gone.
+    assert not list((grade.out / "runs").glob("*/*/work*"))
 
 
 def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
@@ -54,3 +74,209 @@ def test_stdin_env_and_rusage_are_the_childs_own(tmp_path: Path) -> None:
                   timeout=5, output_cap=1000)
     assert out.stdout == b"in\nC\n"
     assert out.max_rss_kib > 0 and out.cpu_seconds >= 0
+
+
+# ---- resource caps on candidate runs (gates/process.py Caps) --------------------------
+
+
+def _program(layout: Layout, text: str, envelope: str = "dbg") -> CellSpec:
+    """A real executable cell built by the harness from one translation unit."""
+    layout.tree("t").mkdir(parents=True, exist_ok=True)
+    layout.tree_stamp("t").write_text(json.dumps({"applied": True}))
+    spec = CellSpec(
+        kind="exe", tree_key="t", units=(Unit("prog.cpp", text),), tree_sources=(),
+        include_dirs=(), envelope=Envelopes(SHIPPED / "envelopes.yaml").get(envelope),
+        compile_seconds=120,
+    )
+    layout.cell(spec.key).mkdir(parents=True, exist_ok=True)
+    cell = build(spec, layout)
+    assert cell.status == "ok", [s.output for s in cell.steps]
+    return spec
+
+
+def _run(tmp_path: Path, text: str, caps: Caps | None = None, envelope: str = "dbg",
+         timeout: float = 20) -> RunResult:
+    layout = Layout(tmp_path / "out")
+    cell = _program(layout, text, envelope)
+    flags = cell.envelope.flags
+    caps = caps or Limits().caps(flags)
+    run = RunSpec(cell_key=cell.key, env=cell.envelope.run_env, timeout=timeout, caps=caps)
+    layout.run(run.key).mkdir(parents=True, exist_ok=True)
+    return execute(run, layout)
+
+
+HOG = """#include <cstddef>
+#include <cstdio>
+#include <vector>
+int main() {
+  std::vector<char> hoard(std::size_t{3} << 29, 1);  // 1.5 GiB, every page touched
+  std::printf("kept %zu bytes\\n", hoard.size());
+}
+"""
+
+
+def test_a_memory_hog_is_stopped_at_the_address_space_cap(tmp_path: Path) -> None:
+    run = _run(tmp_path, HOG)
+    assert not run.passed and b"kept" not in run.stdout
+    assert run.detail == "address-space limit: an allocation failed under the 1024 MiB cap"
+
+
+SPILL = """#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+int main(int, char** argv) {
+  if (argv[1][0] == 'i') std::signal(SIGXFSZ, SIG_IGN);  // then write() fails with EFBIG
+  std::FILE* f = std::fopen("spill.bin", "wb");
+  std::setvbuf(f, nullptr, _IONBF, 0);
+  std::vector<char> block(1 << 20, 'x');
+  long written = 0;
+  for (int i = 0; i < 200; ++i) {  // 200 MB
+    std::size_t n = std::fwrite(block.data(), 1, block.size(), f);
+    written += static_cast<long>(n);
+    if (n != block.size()) {
+      std::fprintf(stderr, "short write: %s\\n", std::strerror(errno));
+      break;
+    }
+  }
+  std::printf("%ld\\n", written);
+  return written == 200L << 20 ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.parametrize(("mode", "how"), [("default", "SIGXFSZ"), ("ignore", "EFBIG")])
+def test_a_file_is_stopped_at_the_size_cap(tmp_path: Path, mode: str, how: str) -> None:
+    layout = Layout(tmp_path / "out")
+    cell = _program(layout, SPILL)
+    run = RunSpec(cell_key=cell.key, args=(mode,), timeout=20, caps=Limits().caps(()))
+    result = execute(run, layout)
+    assert not result.passed
+    assert result.detail == f"file size limit ({how}): a file reached the 64 MiB cap"
+    if how == "EFBIG":  # the program lived to say how far it got
+        assert int(result.stdout) <= 64 << 20
+    assert not (layout.run(run.key) / "work").exists()
+
+
+FORKS = """#include <signal.h>
+#include <unistd.h>
+#include <cstdio>
+int main() {
+  int children = 0;
+  while (children < 1000) {
+    pid_t child = fork();
+    if (child < 0) break;
+    if (child == 0) {
+      pause();
+      _exit(0);
+    }
+    ++children;
+  }
+  std::printf("uid=%d children=%d\\n", static_cast<int>(getuid()), children);
+}
+"""
+
+
+@pytest.mark.skipif(not sandbox.drop_uid(), reason="the process cap needs a root harness")
+def test_a_fork_bomb_is_held_under_the_process_cap(tmp_path: Path) -> None:
+    run = _run(tmp_path, FORKS, Caps(processes=40))
+    uid, children = (int(f.split("=")[1]) for f in run.stdout.decode().split())
+    assert uid != 0  # an unprivileged uid of the run's own: the kernel counts its processes
+    assert 0 < children < 40
+
+
+GROW = """#include <unistd.h>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+int main() {
+  std::vector<char*> kept;
+  for (int i = 0; i < 64; ++i) {  // up to 1 GiB, 16 MiB at a time, every page touched
+    char* block = new char[16 << 20];
+    std::memset(block, i, 16 << 20);
+    kept.push_back(block);
+    usleep(20000);
+  }
+  std::printf("grew to %zu blocks\\n", kept.size());
+  for (char* block : kept) delete[] block;
+}
+"""
+
+
+def test_an_asan_build_is_stopped_by_the_resident_memory_watch(tmp_path: Path) -> None:
+    caps = Limits(memory_mib=256).caps(("-fsanitize=address,undefined",))
+    assert caps.resident  # no address-space limit: ASan's shadow reserves terabytes
+    run = _run(tmp_path, GROW, caps, envelope="asan")
+    assert run.status == "signaled" and run.signal == 9
+    assert run.detail == "killed: resident memory over 256 MiB"
+    assert b"grew" not in run.stdout
+
+
+QUIET = '#include <cstdio>\nint main() { std::puts("fine"); }\n'
+
+
+def test_an_asan_build_runs_under_the_watch_not_an_address_space_limit(tmp_path: Path) -> None:
+    watched = _run(tmp_path / "watched", QUIET, envelope="asan")
+    assert watched.passed and watched.stdout == b"fine\n"
+    # The same build under RLIMIT_AS cannot map its shadow: why sanitizer runs are watched.
+    limited = _run(tmp_path / "limited", QUIET, Caps(resident=False), envelope="asan")
+    assert not limited.passed and "AddressSanitizer" in limited.stderr
+
+
+LITTER = """#include <sys/stat.h>
+#include <cstdio>
+int main() {
+  std::FILE* f = std::fopen("litter.txt", "w");
+  std::fputs("left behind", f);
+  std::fclose(f);
+  mkdir("locked", 0700);
+  std::fclose(std::fopen("locked/inner.txt", "w"));
+  chmod("locked", 0);  // a folder the harness cannot list without fixing its mode
+  std::puts("evidence");
+}
+"""
+
+
+def test_the_work_folder_is_deleted_and_the_evidence_kept(tmp_path: Path) -> None:
+    run = _run(tmp_path, LITTER)
+    assert run.passed
+    folder = Path(run.stdout_path).parent
+    assert sorted(p.name for p in folder.iterdir()) == ["result.json", "stderr", "stdout"]
+    assert run.stdout == b"evidence\n"
+
+
+def test_limits_are_validated_naming_the_key(tmp_path: Path) -> None:
+    case = tmp_path / "limits"
+    shutil.copytree(FIXTURES / "limits" / "limits", case)
+    text = (case / "case.yaml").read_text()
+    (case / "case.yaml").write_text(text.replace("output_bytes: 65536", "memory_mib: 0"))
+    with pytest.raises(InputError) as err:
+        load_case(case)
+    assert str(case / "case.yaml") in str(err.value)
+    assert "limits.memory_mib" in str(err.value) and "greater than or equal to 64" in str(err.value)
+
+
+TMPFILL = """#include <cstdio>
+#include <vector>
+int main() {
+  std::vector<char> block(1 << 20, 'x');
+  long written = 0;
+  for (const char* name : {"/tmp/a", "/tmp/b", "/tmp/c"}) {  // 3 x 48 MiB, each under file_mib
+    std::FILE* f = std::fopen(name, "wb");
+    if (f == nullptr) break;
+    for (int i = 0; i < 48; ++i) {
+      written += static_cast<long>(std::fwrite(block.data(), 1, block.size(), f));
+    }
+    std::fclose(f);
+  }
+  std::printf("%ld\\n", written);
+}
+"""
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
+def test_the_sandbox_tmp_is_sized_at_one_file_cap(tmp_path: Path) -> None:
+    # A tmpfs is memory that neither RLIMIT_AS nor the resident watch sees.
+    run = _run(tmp_path, TMPFILL)
+    assert int(run.stdout) <= 64 << 20

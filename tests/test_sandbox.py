@@ -6,24 +6,26 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHIPPED
+from conftest import SHIPPED, case_library, run_grade
 
 from cxxgate import sandbox
 from cxxgate.cell import CellSpec, Unit, build
 from cxxgate.envelope import Envelopes
 from cxxgate.layout import Layout
+from cxxgate.yamlfile import InputError
 
 pytestmark = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
 
 
-def _cell(tmp_path: Path, text: str) -> tuple[str, str]:
+def _cell(tmp_path: Path, text: str, envelopes: Envelopes | None = None) -> tuple[str, str]:
+    envelopes = envelopes or Envelopes(SHIPPED / "envelopes.yaml")
     layout = Layout(tmp_path / "out")
     (layout.tree("t") / "include").mkdir(parents=True)
     (layout.tree("t") / "include/lib.hpp").write_text("inline int answer() { return 42; }\n")
     layout.tree_stamp("t").write_text(json.dumps({"applied": True}))
     spec = CellSpec(
         kind="syntax", tree_key="t", units=(Unit("probe.cpp", text),), tree_sources=(),
-        include_dirs=("include",), envelope=Envelopes(SHIPPED / "envelopes.yaml").get("gcc"),
+        include_dirs=("include",), envelope=envelopes.get("gcc"),
         compile_seconds=60,
     )
     layout.cell(spec.key).mkdir(parents=True)
@@ -44,3 +46,100 @@ def test_an_oracle_outside_the_tree_cannot_be_included(tmp_path: Path) -> None:
     status, output = _cell(tmp_path, text)
     assert status == "compile_error"
     assert "No such file or directory" in output
+
+
+# ---- the toolchain's binding: a declared prefix, never a guessed folder --------------
+
+WRAPPER = '#!/bin/sh\n# a site wrapper: pins the system compiler\nexec /usr/bin/g++ "$@"\n'
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A project-like folder: bin/g++ (a wrapper) beside a case library holding an oracle."""
+    project = tmp_path / "project"
+    wrapper = project / "bin" / "g++"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(WRAPPER)
+    wrapper.chmod(0o755)
+    library = case_library(project / "cases", "token_handle")
+    oracle = library / "token_handle" / "golden.txt"
+    oracle.write_text('"the expected output"\n')
+    return project, library, oracle
+
+
+def _manifest(library: Path, command: Path, prefix: Path | None = None) -> Path:
+    """The shipped manifest with its gcc toolchain pointed at `command` (and `prefix`)."""
+    path = library / "envelopes.yaml"
+    extra = f", prefix: {prefix}" if prefix is not None else ""
+    text = path.read_text().replace(
+        "gcc: {command: g++, family: gcc}", f"gcc: {{command: {command}, family: gcc{extra}}}"
+    )
+    path.write_text(text)
+    return path
+
+
+def _steal(oracle: Path) -> str:
+    return f'const char* answer_key =\n#include "{oracle}"\n;\nint main() {{}}\n'
+
+
+def test_a_wrapper_without_prefix_sees_no_project(tmp_path: Path) -> None:
+    project, library, oracle = _project(tmp_path)
+    envelopes = Envelopes(_manifest(library, project / "bin" / "g++"))
+    tc = envelopes.get("gcc").toolchain
+    assert tc.binds == ((str(project / "bin/g++"), str(project / "bin/g++")),)  # itself only
+    status, _ = _cell(tmp_path / "a", '#include "lib.hpp"\nint main() { return answer() - 42; }\n',
+                      envelopes)
+    assert status == "ok"  # the wrapper ran, in the sandbox, and reached the system g++
+    # With the project's folder bound (bin/'s parent), this compiled: the oracle was read.
+    status, output = _cell(tmp_path / "b", _steal(oracle), envelopes)
+    assert status == "compile_error" and "No such file or directory" in output
+
+
+def test_a_prefix_holding_the_case_library_is_refused_at_load(tmp_path: Path) -> None:
+    project, library, _ = _project(tmp_path)
+    manifest = _manifest(library, project / "bin" / "g++", prefix=project)
+    with pytest.raises(InputError) as err:
+        Envelopes(manifest)
+    msg = str(err.value)
+    assert str(manifest) in msg and "toolchains.gcc.prefix" in msg and "overlaps" in msg
+    # The grade refuses it as an input error, naming the file and the key.
+    grade = run_grade(tmp_path / "out", library=library)
+    assert grade.returncode != 0
+    assert str(manifest) in grade.output and "toolchains.gcc.prefix" in grade.output
+
+
+def test_a_prefix_holding_the_build_folder_is_refused(tmp_path: Path) -> None:
+    _, library, _ = _project(tmp_path)
+    toolchain = tmp_path / "tools"
+    (toolchain / "bin").mkdir(parents=True)
+    manifest = _manifest(library, Path("/usr/bin/g++"), prefix=toolchain)
+    with pytest.raises(InputError, match=r"toolchains\.gcc\.prefix.*overlaps"):
+        Envelopes(manifest, protect=[toolchain / "out"])
+    Envelopes(manifest, protect=[tmp_path / "elsewhere"])  # apart from it: accepted
+
+
+def test_a_prefix_is_absolute_and_may_be_absent(tmp_path: Path) -> None:
+    relative = _manifest(case_library(tmp_path / "a"), Path("/usr/bin/g++"), prefix=Path("opt"))
+    with pytest.raises(InputError, match=r"toolchains\.gcc\.prefix: 'opt' must be an absolute"):
+        Envelopes(relative)
+    # A toolchain this machine lacks may name its prefix: it loads, and nothing is bound.
+    absent = tmp_path / "not-installed"
+    envelopes = Envelopes(_manifest(case_library(tmp_path / "b"), Path("/usr/bin/g++"), absent))
+    assert envelopes.get("gcc").toolchain.binds == ()
+
+
+def test_a_wrapper_in_a_declared_prefix_works_and_sees_only_it(tmp_path: Path) -> None:
+    _, library, oracle = _project(tmp_path)
+    toolchain = tmp_path / "toolchain"
+    wrapper = toolchain / "bin" / "g++"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(WRAPPER)
+    wrapper.chmod(0o755)
+    (toolchain / "include").mkdir()
+    (toolchain / "include" / "site.hpp").write_text("inline int site() { return 42; }\n")
+    envelopes = Envelopes(_manifest(library, wrapper, prefix=toolchain))
+    assert envelopes.get("gcc").toolchain.binds == ((str(toolchain), str(toolchain)),)
+    uses_prefix = f'#include "{toolchain}/include/site.hpp"\nint main() {{ return site() - 42; }}\n'
+    status, output = _cell(tmp_path / "a", uses_prefix, envelopes)
+    assert status == "ok", output  # the prefix is bound: its files are the toolchain's
+    status, output = _cell(tmp_path / "b", _steal(oracle), envelopes)
+    assert status == "compile_error" and "No such file or directory" in output

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import case_library, run_grade
 
+from cxxgate import libcell, patchtext
 from cxxgate.layout import Layout
-from cxxgate.tree import guard, materialise
+from cxxgate.tree import copy_tree, guard, materialise
 
 WRITABLE = ["include/lib.hpp", "src/**"]
 HEADER_EDIT = b"""\
@@ -52,7 +56,7 @@ def test_clean_patch_applies_and_lists_changed_paths(base: Path, tmp_path: Path)
     ("text", "klass", "says"),
     [
         (b"Sure! Here is the fix: make answer() return long.\n", "malformed_patch", "not a"),
-        (b"\xff\xfe binary junk", "malformed_patch", "UTF-8"),
+        (b"\xff\xfe binary junk", "malformed_patch", "not a diff"),
         (HEADER_EDIT.replace(b"a/include/lib.hpp", b"/etc/lib.hpp"), "malformed_patch", "absolute"),
         (
             HEADER_EDIT.replace(b"b/include/lib.hpp", b"b/../probes/lib.hpp"),
@@ -114,3 +118,391 @@ def test_new_file_under_writable_glob_is_allowed(base: Path, tmp_path: Path) -> 
 def test_empty_patch_is_the_base_tree() -> None:
     stamp = guard(b"\n", WRITABLE)
     assert stamp.applied and stamp.changed == []
+
+
+# ---- what git apply really does: renames, copies, prefixes -------------------------------
+# Each diff below applies with `git apply -p1` to the fixture tree; the `diff --git` line
+# names writable files while the rename/copy lines (which git follows) do not.
+
+RENAME_TEST_AWAY = b"""\
+diff --git a/src/lib.cpp b/src/moved.cpp
+similarity index 100%
+rename from tests/t.cpp
+rename to src/moved.cpp
+"""
+COPY_INTO_TESTS = b"""\
+diff --git a/src/lib.cpp b/src/copy.cpp
+similarity index 100%
+copy from src/lib.cpp
+copy to tests/extra.cpp
+"""
+RENAME_INTO_TESTS = b"""\
+diff --git a/src/lib.cpp b/src/impl.cpp
+similarity index 100%
+rename from src/lib.cpp
+rename to tests/lib.cpp
+"""
+RENAME_OVER_TEST = b"""\
+diff --git a/src/lib.cpp b/src/next.cpp
+similarity index 50%
+rename from tests/t.cpp
+rename to tests/t.cpp
+@@ -1 +1 @@
+-int main() {}
++int main() { return 0; }
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        (RENAME_TEST_AWAY, "tests/t.cpp"),
+        (COPY_INTO_TESTS, "tests/extra.cpp"),
+        (RENAME_INTO_TESTS, "tests/lib.cpp"),
+        (RENAME_OVER_TEST, "tests/t.cpp"),
+    ],
+    ids=["rename-test-away", "copy-into-tests", "rename-into-tests", "rename-over-test"],
+)
+def test_rename_and_copy_lines_are_guarded_as_git_reads_them(
+    base: Path, tmp_path: Path, text: bytes, named: str
+) -> None:
+    status, detail, tree = _apply(base, tmp_path, text)
+    assert (status, named in detail) == ("path_violation", True), detail
+    assert not tree.exists()
+
+
+def test_unprefixed_traditional_header_is_malformed(base: Path, tmp_path: Path) -> None:
+    # git apply -p1 strips `src/` and edits tests/t.cpp, which is read-only.
+    text = b"""\
+--- src/tests/t.cpp
++++ src/tests/t.cpp
+@@ -1 +1 @@
+-int main() {}
++int main() { return 0; }
+"""
+    status, detail, tree = _apply(base, tmp_path, text)
+    assert (status, "prefix" in detail) == ("malformed_patch", True), detail
+    assert not tree.exists()
+
+
+def test_unprefixed_git_header_is_malformed(base: Path, tmp_path: Path) -> None:
+    text = HEADER_EDIT.replace(b"a/include/lib.hpp", b"include/lib.hpp").replace(
+        b"b/include/lib.hpp", b"include/lib.hpp"
+    )
+    status, detail, _ = _apply(base, tmp_path, text)
+    assert (status, "prefix" in detail) == ("malformed_patch", True), detail
+
+
+def test_a_removed_line_that_reads_like_a_header_is_hunk_content(
+    base: Path, tmp_path: Path
+) -> None:
+    # `-- x;` replaced by `++ x;` reads `--- x;` / `+++ x;` in the diff: inside a hunk
+    # that is content, not a header with unprefixed paths.
+    (base / "src/lib.cpp").write_text("int f(int x) {\n-- x;\nreturn x; }\n")
+    text = b"""\
+diff --git a/src/lib.cpp b/src/lib.cpp
+--- a/src/lib.cpp
++++ b/src/lib.cpp
+@@ -1,3 +1,3 @@
+ int f(int x) {
+--- x;
++++ x;
+ return x; }
+"""
+    status, detail, tree = _apply(base, tmp_path, text)
+    assert status == "applied", detail
+    assert (tree / "src/lib.cpp").read_text() == "int f(int x) {\n++ x;\nreturn x; }\n"
+
+
+# ---- symlinks and modes, read numerically ---------------------------------------------------
+
+
+def _symlink_diff(mode: bytes, path: bytes = b"src/host.hpp") -> bytes:
+    return (
+        b"diff --git a/"
+        + path
+        + b" b/"
+        + path
+        + b"\nnew file mode "
+        + mode
+        + b"\n--- /dev/null\n+++ b/"
+        + path
+        + b"\n@@ -0,0 +1 @@\n+/etc/hostname\n\\ No newline at end of file\n"
+    )
+
+
+HEADER_TO_SYMLINK = b"""\
+diff --git a/include/lib.hpp b/include/lib.hpp
+deleted file mode 100644
+--- a/include/lib.hpp
++++ /dev/null
+@@ -1,2 +0,0 @@
+-#pragma once
+-int answer();
+""" + _symlink_diff(b"0120000", b"include/lib.hpp")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _symlink_diff(b"0120000"),
+        _symlink_diff(b"120755"),
+        _symlink_diff(b"160000"),
+        HEADER_TO_SYMLINK,
+        # The mode on the index line is the file's old mode; git checks it, we refuse it.
+        HEADER_EDIT.replace(b"--- a/", b"index 1111111..2222222 120000\n--- a/"),
+        HEADER_EDIT.replace(b"--- a/", b"old mode 100644\nnew mode 0120000\n--- a/"),
+    ],
+    ids=["0120000", "120755", "gitlink", "header-to-symlink", "index-line", "mode-change"],
+)
+def test_link_modes_are_refused_however_spelt(base: Path, tmp_path: Path, text: bytes) -> None:
+    status, detail, tree = _apply(base, tmp_path, text)
+    assert status == "malformed_patch", detail
+    assert "mode" in detail
+    assert not tree.exists()
+    assert not (base / "src/host.hpp").exists()
+
+
+def test_a_link_in_the_applied_tree_is_refused_even_past_the_header_check(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The header scan is the first layer; the tree walk after applying is the second and
+    # must hold on its own, for a spelling a future git reads that the scan does not.
+    monkeypatch.setattr("gates.tree.header_problem", lambda text: "")
+    monkeypatch.setattr("gates.tree.mode_problem", lambda mode: "")
+    status, detail, tree = _apply(base, tmp_path, HEADER_TO_SYMLINK)
+    assert (status, "include/lib.hpp (symlink)" in detail) == ("malformed_patch", True), detail
+    assert not tree.exists()
+
+
+def test_mode_only_change_applies_with_nothing_changed(base: Path, tmp_path: Path) -> None:
+    text = b"diff --git a/src/lib.cpp b/src/lib.cpp\nold mode 100644\nnew mode 100755\n"
+    patch = tmp_path / "p.diff"
+    patch.write_bytes(text)
+    stamp = materialise(base, patch, WRITABLE, "k1", Layout(tmp_path / "out"))
+    # The verdict fold turns an applied stamp with no changed path into empty_patch.
+    assert (stamp.status, stamp.changed) == ("applied", [])
+    assert "src/lib.cpp" in stamp.detail
+
+
+def test_mode_change_of_a_read_only_file_is_a_path_violation(base: Path, tmp_path: Path) -> None:
+    text = b"diff --git a/tests/t.cpp b/tests/t.cpp\nold mode 100644\nnew mode 100755\n"
+    status, detail, _ = _apply(base, tmp_path, text)
+    assert (status, "tests/t.cpp" in detail) == ("path_violation", True), detail
+
+
+def test_changed_lists_content_changes_from_the_applied_tree(base: Path, tmp_path: Path) -> None:
+    text = (
+        HEADER_EDIT
+        + b"""\
+diff --git a/src/lib.cpp b/src/renamed.cpp
+similarity index 100%
+rename from src/lib.cpp
+rename to src/renamed.cpp
+"""
+    )
+    patch = tmp_path / "p.diff"
+    patch.write_bytes(text)
+    stamp = materialise(base, patch, WRITABLE, "k1", Layout(tmp_path / "out"))
+    assert stamp.status == "applied", stamp.detail
+    assert stamp.changed == ["include/lib.hpp", "src/lib.cpp", "src/renamed.cpp"]
+
+
+def test_a_base_tree_holding_a_link_is_never_copied(base: Path, tmp_path: Path) -> None:
+    (base / "src/host.hpp").symlink_to("/etc/hostname")
+    with pytest.raises(ValueError, match=r"src/host\.hpp: a symlink"):
+        copy_tree(base, tmp_path / "copy")
+    assert not (tmp_path / "copy").exists()
+
+
+def test_consumer_folder_never_publishes_a_link(base: Path, tmp_path: Path) -> None:
+    host = tmp_path / "host.txt"
+    host.write_text("host secret\n")
+    (base / "include/linked.hpp").symlink_to(host)
+    os.symlink(tmp_path, base / "include/outside")
+    assert libcell._regular_file(base, base / "include/lib.hpp")
+    assert not libcell._regular_file(base, base / "include/linked.hpp")
+    assert not libcell._regular_file(base, base / "include/outside/host.txt")
+
+
+# ---- line endings and bytes -----------------------------------------------------------------
+
+
+def test_crlf_transport_is_normalised_and_said(base: Path, tmp_path: Path) -> None:
+    patch = tmp_path / "p.diff"
+    patch.write_bytes(HEADER_EDIT.replace(b"\n", b"\r\n"))
+    layout = Layout(tmp_path / "out")
+    stamp = materialise(base, patch, WRITABLE, "k1", layout)
+    assert (stamp.status, stamp.changed) == ("applied", ["include/lib.hpp"]), stamp.detail
+    assert "CRLF" in stamp.detail
+    assert (layout.tree("k1") / "include/lib.hpp").read_bytes() == b"#pragma once\nlong answer();\n"
+
+
+def test_mixed_line_endings_go_to_git_as_they_are() -> None:
+    mixed = HEADER_EDIT.replace(b"+long answer();\n", b"+long answer();\r\n")
+    assert patchtext.normalise(mixed) == (mixed, "")
+
+
+def test_latin1_comment_byte_is_handed_to_git(base: Path, tmp_path: Path) -> None:
+    text = b"""\
+diff --git a/src/lib.cpp b/src/lib.cpp
+--- a/src/lib.cpp
++++ b/src/lib.cpp
+@@ -1,2 +1,3 @@
+ #include "lib.hpp"
++// caf\xe9: the answer
+ int answer() { return 42; }
+"""
+    status, detail, tree = _apply(base, tmp_path, text)
+    assert status == "applied", detail
+    assert b"caf\xe9:" in (tree / "src/lib.cpp").read_bytes()
+
+
+# ---- diagnostic-control directives ----------------------------------------------------------
+
+
+def _header_adding(lines: bytes) -> bytes:
+    added = b"".join(b"+" + line + b"\n" for line in lines.split(b"\n"))
+    count = len(lines.split(b"\n"))
+    return (
+        b"diff --git a/include/lib.hpp b/include/lib.hpp\n--- a/include/lib.hpp\n"
+        b"+++ b/include/lib.hpp\n@@ -1,2 +1,"
+        + str(2 + count).encode()
+        + b" @@\n #pragma once\n"
+        + added
+        + b" int answer();\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        b'#pragma GCC diagnostic ignored "-Wunused-parameter"',
+        b'#pragma clang diagnostic ignored "-Wunused"',
+        b"#pragma GCC system_header",
+        b"#pragma system_header",
+        b'_Pragma("GCC diagnostic ignored \\"-Wall\\"")',
+        b"__pragma(warning(disable : 4100))",
+        b"#pragma warning(disable : 4100)",
+        b'%:pragma GCC diagnostic ignored "-Wall"',
+        b'#   pragma   GCC diagnostic ignored "-Wall"',
+        b'#pragma GCC \\\n  diagnostic ignored "-Wall"',
+        b"/* hush */ # /* hush */ pragma GCC diagnostic push",
+        b'# 1 "lib.hpp" 3',
+        b"#define QUIET(x) _ ## Pragma(x)",
+    ],
+    ids=[
+        "gcc-diagnostic",
+        "clang-diagnostic",
+        "gcc-system-header",
+        "system-header",
+        "_Pragma",
+        "__pragma",
+        "pragma-warning",
+        "digraph",
+        "spaces",
+        "continued",
+        "behind-comments",
+        "linemarker",
+        "pasted",
+    ],
+)
+def test_added_diagnostic_control_is_its_own_class(
+    base: Path, tmp_path: Path, lines: bytes
+) -> None:
+    status, detail, tree = _apply(base, tmp_path, _header_adding(lines))
+    assert status == "diagnostic_control", detail
+    assert "include/lib.hpp:2:" in detail
+    assert not tree.exists()
+
+
+def test_directives_in_comments_and_strings_do_not_count(base: Path, tmp_path: Path) -> None:
+    lines = (
+        b'// #pragma GCC diagnostic ignored "-Wall"\n'
+        b'inline const char* hint = "#pragma GCC system_header _Pragma(";\n'
+        b"inline constexpr int big = 1'000; // _Pragma(\n"
+        b"/* _Pragma( */ inline int quiet() { return 0; }"
+    )
+    status, detail, _ = _apply(base, tmp_path, _header_adding(lines))
+    assert status == "applied", detail
+
+
+def test_a_directive_the_base_already_had_is_not_added(base: Path, tmp_path: Path) -> None:
+    (base / "include/lib.hpp").write_text(
+        '#pragma once\n#pragma GCC diagnostic ignored "-Wshadow"\nint answer();\n'
+    )
+    text = b"""\
+diff --git a/include/lib.hpp b/include/lib.hpp
+--- a/include/lib.hpp
++++ b/include/lib.hpp
+@@ -1,3 +1,3 @@
+ #pragma once
+ #pragma GCC diagnostic ignored "-Wshadow"
+-int answer();
++long answer();
+"""
+    status, detail, _ = _apply(base, tmp_path, text)
+    assert status == "applied", detail
+
+
+def test_a_case_may_allow_diagnostic_pragmas(base: Path, tmp_path: Path) -> None:
+    patch = tmp_path / "p.diff"
+    patch.write_bytes(_header_adding(b"#pragma GCC system_header"))
+    stamp = materialise(
+        base, patch, WRITABLE, "k1", Layout(tmp_path / "out"), allow_diagnostic_pragmas=True
+    )
+    assert (stamp.status, stamp.changed) == ("applied", ["include/lib.hpp"]), stamp.detail
+
+
+@pytest.mark.slow
+def test_case_policy_reaches_intake_through_the_grade(tmp_path: Path) -> None:
+    # hostile_intake with the policy on: its gcc-diagnostic patch is judged by its gate.
+    library = case_library(tmp_path / "cases", "hostile_intake")
+    case = library / "hostile_intake"
+    yaml = case / "case.yaml"
+    head = yaml.read_text().split("patches:\n")[0]
+    yaml.write_text(
+        "allow_diagnostic_pragmas: true\n" + head + "patches:\n"
+        "  - {file: patches/pragma_gcc_diagnostic.diff, expect: {verdict: accept}}\n"
+    )
+    grade = run_grade(tmp_path / "out", library=library)
+    assert grade.returncode == 0, grade.output
+    row = grade.rows["hostile_intake/pragma_gcc_diagnostic"]
+    assert (row["verdict"], row["gates"]["headers"]["status"]) == ("accept", "pass")
+
+
+def test_a_renamed_file_keeps_its_directives_without_adding_any(base: Path, tmp_path: Path) -> None:
+    (base / "src/quiet.hpp").write_text("#pragma GCC diagnostic push\n#pragma GCC diagnostic pop\n")
+    text = b"""\
+diff --git a/src/quiet.hpp b/src/hush.hpp
+similarity index 100%
+rename from src/quiet.hpp
+rename to src/hush.hpp
+"""
+    status, detail, _ = _apply(base, tmp_path, text)
+    assert status == "applied", detail
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"new file mode 120000 trailing", b"new file mode +100644", b"deleted file mode 0160000"],
+    ids=["trailing-words", "signed", "gitlink-delete"],
+)
+def test_modes_are_read_as_git_reads_them(line: bytes) -> None:
+    # git parses a mode with strtoul(..., 8) and ignores what follows a blank.
+    problem = patchtext.header_problem(b"diff --git a/src/x b/src/x\n" + line + b"\n")
+    assert problem.startswith("line 2:"), problem
+
+
+def test_intake_inside_a_git_checkout_lists_every_path(base: Path, tmp_path: Path) -> None:
+    # The default build folder (.grade/) lies inside the project's checkout. git run in a
+    # folder of a repository lists only the paths under that folder, so the listing must
+    # never find one: the pre-apply guard names both paths of the rename.
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    patch = tmp_path / "p.diff"
+    patch.write_bytes(RENAME_TEST_AWAY)
+    stamp = materialise(base, patch, WRITABLE, "k1", Layout(project / ".grade"))
+    assert stamp.status == "path_violation", stamp.detail
+    assert sorted(stamp.changed) == ["src/moved.cpp", "tests/t.cpp"]

@@ -119,6 +119,8 @@ def plan(ctx: Context) -> Plan:
         env=env.run_env,
         timeout=cfg.timeout or limits.run_seconds,
         output_cap=limits.output_bytes,
+        # The meter's own `memory_mib` limit sits under the case's cap: the tighter holds.
+        caps=limits.caps(env.flags),
         label=f"{NAME} series {cfg.program.unit}",
         meter=meter.key,
         memory_mib=cfg.memory_mib,
@@ -171,10 +173,16 @@ def _contract(prog: Program, cand: list[dict[str, Any]], want_sha: str) -> list[
             return [Check(f"{s['phase']} run", False, s["status"], f"killed at {what}")]
     checks: list[Check] = []
     bad_exit = [s for s in cand if s["status"] != "exited" or s["exit"] != prog.exit]
-    if bad_exit:
-        s = bad_exit[0]
+    # The program is linked with the harness entry: an exit that skipped the end of its
+    # main (a static initialiser calling _exit) is not the exit the contract asks for.
+    early = [s for s in cand if s.get("returned") is False]
+    if bad_exit or early:
+        failed = bad_exit or early
+        s = failed[0]
         how = f"signal {s['signal']}" if s["signal"] else f"exit {s['exit']}"
-        detail = f"{len(bad_exit)}/{len(cand)} runs ended with {how}, expected exit {prog.exit}"
+        if not bad_exit:
+            how += " before main returned"
+        detail = f"{len(failed)}/{len(cand)} runs ended with {how}, expected exit {prog.exit}"
         checks.append(Check("exit", False, "exit_mismatch", detail))
     else:
         checks.append(Check("exit", True, "accept", f"{len(cand)} runs exited {prog.exit}"))
@@ -202,7 +210,12 @@ def _reference_problem(
     if not ref:
         return "no reference run was made" if relative else None
     for s in ref:
-        if s["status"] != "exited" or s["exit"] != prog.exit or s["stdout_sha"] != want_sha:
+        if (
+            s["status"] != "exited"
+            or s["exit"] != prog.exit
+            or s["stdout_sha"] != want_sha
+            or s.get("returned") is False
+        ):
             return f"the reference run ended {s['status']} exit {s['exit']} in this series"
         if not s["metered"]:
             return "the meter did not report for a reference run"

@@ -36,7 +36,7 @@ from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import surface
 from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
 from cxxgate.run import RunResult, RunSpec
-from cxxgate.yamlfile import InputError, Strict
+from cxxgate.yamlfile import InputError, Strict, TreePath
 
 NAME = "consumer"
 SEVERITY = (
@@ -57,7 +57,8 @@ class Config(Strict):
         min_length=1
     )  # the library's own; the consumer must not open them
     library: str | None = None  # archive base name; default: the case id
-    sources: list[str] | None = None  # library sources (globs in the tree); default: case `sources`
+    # library sources (globs in the tree); default: the case's `sources`
+    sources: list[TreePath] | None = None
     envelope: str | None = None
     args: list[str] = Field(default_factory=list)
     stdin: str = ""
@@ -106,6 +107,7 @@ def plan(ctx: Context) -> Plan:
         env=env.run_env,
         timeout=limits.run_seconds,
         output_cap=limits.output_bytes,
+        caps=limits.caps(env.flags),
         label=f"{NAME} run {cfg.program}",
     )
     return Plan(cells={"archive": archive, "consumer": consumer}, runs={"run": run})

@@ -4,6 +4,10 @@ case's tree plus a grader-owned driver unit, in named envelopes, and sanitizer r
 The cell specs are built here, in one way, so that the same (tree, unit, envelope) asked
 for by two gates is the same CellSpec, hence the same key, built once. The same goes for
 plain runs: identical argv, stdin, environment and limits give one run.
+
+Every program is linked with the harness entry (gates/cell.py ENTRY_SOURCE): a run that
+ends without returning from its unit's main (a static initialiser calling _exit) fails,
+whatever its exit status.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from cxxgate.cell import CellSpec, Unit
+from cxxgate.cell import NEUTRAL_TREE, UNIT_NAME, CellSpec, Unit
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context
 from cxxgate.run import RunResult, RunSpec
@@ -32,7 +36,8 @@ class Program(Strict):
 
 
 def unit_of(ctx: Context, rel: str, key: str) -> Unit:
-    return Unit(Path(rel).name, ctx.case.oracle_text(rel, key))
+    # Every harness unit has the same ordinary name: __BASE_FILE__ must not say "probe".
+    return Unit(UNIT_NAME, ctx.case.oracle_text(rel, key))
 
 
 def golden(ctx: Context, rel: str | None, key: str) -> bytes | None:
@@ -50,6 +55,7 @@ def program_cell(ctx: Context, tree_key: str, unit: Unit, env: Envelope, label: 
         envelope=env,
         compile_seconds=case.spec.limits.compile_seconds,
         label=label,
+        entry=True,
     )
 
 
@@ -68,6 +74,7 @@ def program_run(
         env=env,
         timeout=limits.run_seconds,
         output_cap=limits.output_bytes,
+        caps=limits.caps(cell.envelope.flags),
         label=label,
     )
 
@@ -128,8 +135,10 @@ def _top_frame(text: str, tree_root: str) -> str:
 
 def _shown(file: str, tree_root: str) -> str:
     path = Path(file)
-    if tree_root and path.is_relative_to(tree_root):
-        return path.relative_to(tree_root).as_posix()
+    # Debug info names the tree by its neutral path (-ffile-prefix-map in gates/cell.py).
+    for root in (tree_root, NEUTRAL_TREE):
+        if root and path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
     return path.name
 
 
@@ -142,10 +151,11 @@ def run_problem(run: RunResult, want_exit: int) -> str | None:
     if run.status == "output_overflow":
         return "killed at the output cap"
     if run.status == "signaled":
-        return f"killed by signal {run.signal}"
+        return run.detail or f"killed by signal {run.signal}"
     if run.exit != want_exit:
-        tail = run.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
-        return f"exit {run.exit} (expected {want_exit}): {tail[0][:200]}"
+        return f"exit {run.exit} (expected {want_exit}): {run.detail or run.output_tail()}"
+    if run.returned is False:
+        return f"exited before main returned (exit {run.exit}): {run.output_tail()}"
     return None
 
 

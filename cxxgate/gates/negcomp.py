@@ -7,26 +7,34 @@ they mark, for the reason they pin. Classes, most severe first:
 | ---------------------- | -------------------------------------------------------------- |
 | surface_regression     | a must-fail unit now compiles: the API admits what it forbade   |
 | build_broken           | a must-build unit no longer compiles or links                   |
-| functional_regression  | a must-build unit builds but exits non-zero or dies             |
+| functional_regression  | a must-build unit builds but exits non-zero, dies, or ends      |
+|                        | without returning from its main (the harness entry says so)    |
 | hang / output_overflow | a must-build unit ran past its time or output limit             |
 | fails_for_wrong_reason | a must-fail unit fails, but its first error is on another line  |
 |                        | of the unit, or in a header with the pinned diagnostic gone, or |
 |                        | its twin (the unit without the marked line) no longer compiles  |
-| toolchain_mismatch     | fails on the marked line, but the pinned diagnostic drifted     |
+| toolchain_mismatch     | fails on the marked line (or where the reference's first error  |
+|                        | was), but the pinned diagnostic drifted                         |
 | accept                 | all of the above hold                                           |
 
-Must-fail units are compiled `-fsyntax-only`: they never need an object file.
+Must-fail units are compiled `-fsyntax-only`: they never need an object file. They must
+fail for an error the language makes: a warning that -Werror promoted (GCC's JSON option
+`-Werror=X`, clang's `[-Werror,-WX]`) counts as a warning, for the unit and its twin, so a
+call that now compiles with only a [[nodiscard]] warning is a surface regression.
+
+Units are compiled under one ordinary name, with the tree at a neutral path (gates/cell.py):
+a header cannot tell a probe from a build. must_build programs are linked with the harness
+entry, which reports a per-run nonce once the unit's main returned (gates/run.py).
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
 from cxxgate import probe
-from cxxgate.cell import CellResult, CellSpec, Unit
+from cxxgate.cell import UNIT_NAME, CellResult, CellSpec, Unit
 from cxxgate.diagnostics import Diagnostic, first_error, of_cell, why_failed
 from cxxgate.envelope import Family
 from cxxgate.gate import Context, Gate, Outputs, Plan
@@ -53,7 +61,11 @@ class RegexPin(Strict):
     @field_validator("regex")
     @classmethod
     def _compiles(cls, v: str) -> str:
-        re.compile(v)
+        try:
+            re.compile(v)
+        except re.error as exc:  # pydantic reports a ValueError with the file and key
+            msg = f"not a valid regular expression: {exc}"
+            raise ValueError(msg) from None
         return v
 
 
@@ -108,12 +120,13 @@ def plan(ctx: Context) -> Plan:
         cell = CellSpec(
             kind="exe",
             tree_key=ctx.tree_key,
-            units=(Unit(Path(bu.unit).name, text),),
+            units=(Unit(UNIT_NAME, text),),
             tree_sources=tuple(case.spec.sources),
             include_dirs=include_dirs,
             envelope=env,
             compile_seconds=case.spec.limits.compile_seconds,
             label=f"{NAME} build {bu.unit}",
+            entry=True,
         )
         out.cells[f"build{i}"] = cell
         out.runs[f"run{i}"] = RunSpec(
@@ -123,21 +136,28 @@ def plan(ctx: Context) -> Plan:
             env=env.run_env,
             timeout=case.spec.limits.run_seconds,
             output_cap=case.spec.limits.output_bytes,
+            caps=case.spec.limits.caps(env.flags),
             label=f"{NAME} run {bu.unit}",
         )
     for i, fu in enumerate(cfg.must_fail):
         unit, line = _must_fail_unit(ctx, fu, i)
         twin = Unit(unit.name, _blank_line(unit.text, line))
-        for name, u in ((f"fail{i}", unit), (f"twin{i}", twin)):
+        # The reference tree's own compile of the unit (the same spec, hence the same key as
+        # the reference row's cell): where its first error was, for a drifted pin.
+        for name, u, tree_key in (
+            (f"fail{i}", unit, ctx.tree_key),
+            (f"twin{i}", twin, ctx.tree_key),
+            (f"ref{i}", unit, ctx.reference_tree_key),
+        ):
             out.cells[name] = CellSpec(
                 kind="syntax",
-                tree_key=ctx.tree_key,
+                tree_key=tree_key,
                 units=(u,),
                 tree_sources=(),
                 include_dirs=include_dirs,
                 envelope=env,
                 compile_seconds=case.spec.limits.compile_seconds,
-                label=f"{NAME} {name[:4]} {u.name}",
+                label=f"{NAME} {name.rstrip('0123456789')} {_shown(fu, i)}",
             )
     return out
 
@@ -159,23 +179,28 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         unit, line = _must_fail_unit(ctx, fu, i)
         checks.append(
             _check_fail(
-                f"must_fail {fu.unit or f'{fu.template}#{i}'}",
+                f"must_fail {_shown(fu, i)}",
                 unit.name,
                 line,
                 fu.diagnostic.get(family),
                 outputs.cells[f"fail{i}"],
                 outputs.cells[f"twin{i}"],
+                outputs.cells[f"ref{i}"],
                 fu.fail_to_pass,
             )
         )
     return GateResult.from_checks(NAME, checks, SEVERITY, [])
 
 
+def _shown(fu: FailUnit, i: int) -> str:
+    return fu.unit or f"{fu.template}#{i}"
+
+
 def _must_fail_unit(ctx: Context, fu: FailUnit, i: int) -> tuple[Unit, int]:
     case = ctx.case
     key = f"gates.{NAME}.must_fail[{i}]"
     if fu.unit is not None:
-        unit = Unit(Path(fu.unit).name, case.oracle_text(fu.unit, f"{key}.unit"))
+        unit = Unit(UNIT_NAME, case.oracle_text(fu.unit, f"{key}.unit"))
         where = f"{case.file}: {key}.unit ({fu.unit})"
     else:
         assert fu.template is not None
@@ -189,7 +214,7 @@ def _must_fail_unit(ctx: Context, fu: FailUnit, i: int) -> tuple[Unit, int]:
         except Exception as exc:  # jinja's UndefinedError names the missing argument
             msg = f"{case.file}: {key}.args: cannot render {template!r}: {exc}"
             raise InputError(msg) from exc
-        unit = Unit(f"{fu.template}_{i}.cpp", text)
+        unit = Unit(UNIT_NAME, text)
         where = f"{case.file}: {key}.template ({fu.template})"
     if fu.line is not None:
         if fu.line > len(unit.text.splitlines()):
@@ -222,11 +247,17 @@ def _check_build(name: str, cell: CellResult, run: RunResult, f2p: bool) -> Chec
         limit = "time limit" if run.status == "hang" else "output cap"
         return Check(name, False, run.status, f"killed at the {limit}", f2p)
     if run.status == "signaled":
-        return Check(name, False, "functional_regression", f"killed by signal {run.signal}", f2p)
+        why = run.detail or f"killed by signal {run.signal}"
+        return Check(name, False, "functional_regression", why, f2p)
     if not run.passed:
-        tail = run.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
-        return Check(name, False, "functional_regression", f"exit {run.exit}: {tail[0]}", f2p)
-    return Check(name, True, "accept", "built and exited 0", f2p)
+        detail = f"exit {run.exit}: {run.detail or run.output_tail()}"
+        return Check(name, False, "functional_regression", detail, f2p)
+    if run.returned is not True:
+        # exit 0, but the harness entry never reported: something ended the program
+        # before its main returned (a static initialiser calling _exit, a hijacked main).
+        detail = f"exited before main returned (exit {run.exit}): {run.output_tail()}"
+        return Check(name, False, "functional_regression", detail, f2p)
+    return Check(name, True, "accept", "built, returned from main and exited 0", f2p)
 
 
 def _check_fail(
@@ -236,6 +267,7 @@ def _check_fail(
     pin: str | RegexPin | None,
     cell: CellResult,
     twin: CellResult,
+    reference: CellResult,
     f2p: bool,
 ) -> Check:
     if TOOLCHAIN_MISSING in (cell.status, twin.status):
@@ -247,7 +279,19 @@ def _check_fail(
             name, False, "surface_regression", f"now compiles: line {line} is accepted", f2p
         )
     diags = of_cell(cell)
-    first = first_error(diags)
+    first = first_error(diags, hard=True)
+    promoted = first_error(diags)
+    if cell.status == "compile_error" and first is None and promoted is not None:
+        # Only warnings the envelope's -Werror promoted: the forbidden code compiles.
+        flag = "" if "-Werror" in promoted.message else f" [{promoted.option}]"  # clang's has it
+        return Check(
+            name,
+            False,
+            "surface_regression",
+            f"now compiles: line {line} is accepted, with only a promoted warning: "
+            f"{promoted.brief()}{flag}",
+            f2p,
+        )
     if cell.status == "timeout" or first is None:
         return Check(
             name,
@@ -264,8 +308,14 @@ def _check_fail(
             f"first error is on line {first.line}, not the marked line {line}: {first.message}",
             f2p,
         )
-    if twin.status != "ok":
-        twin_first = first_error(of_cell(twin))
+    twin_diags = of_cell(twin)
+    twin_first = first_error(twin_diags, hard=True)
+    twin_compiles = twin.status == "ok" or (
+        twin.status == "compile_error"
+        and twin_first is None
+        and first_error(twin_diags) is not None
+    )
+    if not twin_compiles:
         why = twin_first.brief() if twin_first else twin.status
         return Check(
             name,
@@ -274,8 +324,20 @@ def _check_fail(
             f"without line {line} it still fails, so the error is not the marked line's: {why}",
             f2p,
         )
-    if pin is not None and not any(_pin_matches(pin, d) for d in diags if d.is_error):
+    if pin is not None and not any(_pin_matches(pin, d) for d in diags if d.is_hard_error):
         shown = pin if isinstance(pin, str) else f"/{pin.regex}/"
+        ref_first = first_error(of_cell(reference), hard=True)
+        if first.file != unit and ref_first is not None and _same_place(first, ref_first):
+            # The reference tree's first error was here too (a header-only contract that
+            # rejects inside the header): the rejection did not move, only its wording.
+            return Check(
+                name,
+                False,
+                "toolchain_mismatch",
+                f"pinned diagnostic {shown!r} not found at the reference's first error "
+                f"{first.file}:{first.line}; first error: {first.message}",
+                f2p,
+            )
         if first.file != unit:
             # The marked line still triggers an error, but inside a header and for another
             # reason (e.g. a relaxed constraint now instantiates a body that trips -Werror):
@@ -295,6 +357,10 @@ def _check_fail(
             f2p,
         )
     return Check(name, True, "accept", f"rejected at line {line}: {first.message}", f2p)
+
+
+def _same_place(a: Diagnostic, b: Diagnostic) -> bool:
+    return (a.file, a.line) == (b.file, b.line)
 
 
 def _pin_matches(pin: str | RegexPin, diag: Diagnostic) -> bool:

@@ -41,7 +41,7 @@ from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import surface
 from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
-from cxxgate.yamlfile import Strict
+from cxxgate.yamlfile import Strict, TreePath
 
 NAME = "symbols"
 SEVERITY = (
@@ -59,7 +59,7 @@ _STD = re.compile(r"^_Z(?:GV|T[ISV])?Z?N?K?(?:St|Sa|Sb|Ss|Si|So|Sd|9__gnu_cxx)")
 
 class Config(Strict):
     library: str | None = None  # shared object base name; default: the case id
-    sources: list[str] | None = None  # globs in the tree; default: the case's `sources`
+    sources: list[TreePath] | None = None  # globs in the tree; default: the case's `sources`
     defines: list[str] = Field(default_factory=list)  # e.g. the API macro's "building" switch
     soname: str | None = None  # default: lib<library>.so.1
     golden: str | None = None  # committed mangled names, one a line; default: the reference's

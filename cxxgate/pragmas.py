@@ -1,0 +1,158 @@
+"""Diagnostic-control directives in C and C++ source text.
+
+A patch that adds `#pragma GCC diagnostic ignored ...`, `#pragma GCC system_header` or
+`_Pragma(...)` switches `-Werror` off for its own code, so intake counts such directives
+in each changed file before and after the patch (gates/tree.py). The count works on the
+text the preprocessor sees: backslash-newline continuations spliced, comments removed,
+string and character literals emptied, so a directive split over lines or hidden behind a
+comment still counts and one quoted in a string does not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+# Tokens in the order the preprocessor would see them. Numbers come before character
+# literals so a digit separator (1'000) never opens a literal that swallows the line.
+_TOKEN = re.compile(
+    r"""
+    (?P<line_comment>//[^\n]*)
+  | (?P<block_comment>/\*.*?(?:\*/|\Z))
+  | (?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\(.*?(?:\)(?P=delim)"|\Z))
+  | (?P<string>(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"?)
+  | (?P<number>\.?\d(?:[eEpP][+-]|'\w|[\w.])*)
+  | (?P<ident>[A-Za-z_]\w*)
+  | (?P<char>'(?:\\.|[^'\\\n])*'?)
+  | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+# `#`, its digraph `%:` and its trigraph `??=` (trigraphs are on under -std=c++11/14).
+_HASH = r"(?:\#|%:|\?\?=)"
+_PRAGMA = re.compile(
+    rf"^\s*{_HASH}\s*pragma\s+"
+    r"(?:(?:GCC|clang)\s+(?:diagnostic|system_header)|system_header|warning)\b"
+)
+# A GNU line marker with flags (`# 12 "x.hpp" 3`) tells GCC the code is a system header.
+_LINEMARKER = re.compile(rf"^\s*{_HASH}\s*\d+\s+\"")
+# `_Pragma("...")` and MSVC's `__pragma(...)`.
+_OPERATOR = re.compile(r"\b(?:_Pragma|__pragma)\s*\(")
+# Token pasting can spell the operator (`_ ## Pragma`, `_Pra ## gma`): a chain of pasted
+# identifiers that reads "pragma" counts. (A spelling assembled through macro arguments
+# would need the preprocessor itself to see.)
+_PASTED = re.compile(r"\w+(?:\s*(?:##|%:%:)\s*\w+)+")
+_TRIGRAPHS = {
+    "??=": "#",
+    "??/": "\\",
+    "??'": "^",
+    "??(": "[",
+    "??)": "]",
+    "??!": "|",
+    "??<": "{",
+    "??>": "}",
+    "??-": "~",
+}
+
+
+@dataclass(frozen=True)
+class Directive:
+    line: int  # 1-based physical line where the logical line starts
+    text: str  # the directive with comments removed, literals emptied, blanks collapsed
+    shown: str  # the logical line as written, for messages
+
+
+def directives(source: bytes) -> list[Directive]:
+    """Diagnostic-control directives in one file, read both with and without trigraph
+    replacement (which of the two the compiler applies depends on -std), keeping the
+    reading that finds more."""
+    text = source.decode("latin-1")  # one char per byte: offsets and lines stay exact
+    plain = _scan(text)
+    if "??" not in text:
+        return plain
+    trigraphs = _scan(re.sub(r"\?\?[=/'()!<>\-]", lambda m: _TRIGRAPHS[m.group()], text))
+    return trigraphs if len(trigraphs) > len(plain) else plain
+
+
+def _scan(text: str) -> list[Directive]:
+    text = text.replace("\r\n", "\n")
+    logical, starts = _splice(text)
+    cleaned = _strip(logical)
+    written = logical.split("\n")
+    found = []
+    for i, line in enumerate(cleaned.split("\n")):
+        if (
+            _PRAGMA.search(line)
+            or _LINEMARKER.search(line)
+            or _OPERATOR.search(line)
+            or any(_pasted_pragma(m.group()) for m in _PASTED.finditer(line))
+        ):
+            shown = " ".join(written[i].split())
+            shown = shown if len(shown) <= 120 else shown[:117] + "..."
+            found.append(Directive(starts[i], " ".join(line.split()), shown))
+    return found
+
+
+def _pasted_pragma(chain: str) -> bool:
+    return "pragma" in re.sub(r"\s|##|%:%:", "", chain).lower()
+
+
+def _splice(text: str) -> tuple[str, list[int]]:
+    """Join backslash-newline continuations; the physical start line of each logical line."""
+    logical: list[str] = []
+    starts: list[int] = []
+    pending = ""
+    start = 1
+    for number, line in enumerate(text.split("\n"), 1):
+        if not pending:
+            start = number
+        # A backslash followed only by blanks still continues the line for GCC.
+        stripped = line.rstrip(" \t")
+        if stripped.endswith("\\"):
+            pending += stripped[:-1]
+            continue
+        logical.append(pending + line)
+        starts.append(start)
+        pending = ""
+    if pending:
+        logical.append(pending)
+        starts.append(start)
+    return "\n".join(logical), starts
+
+
+def _strip(text: str) -> str:
+    """Comments become a blank (keeping their newlines); literals become empty literals."""
+    out = []
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind == "line_comment":
+            out.append(" ")
+        elif kind in {"block_comment", "raw"}:
+            out.append(" " + "\n" * m.group().count("\n"))
+        elif kind == "string":
+            out.append('""')
+        elif kind == "char":
+            out.append("''")
+        else:
+            out.append(m.group())
+    return "".join(out)
+
+
+def added(base: dict[str, bytes], patched: dict[str, bytes]) -> list[tuple[str, Directive]]:
+    """Directives the patched files hold beyond the base files', as (path, directive).
+
+    Each side is {path: bytes} for the files the patch changed. Directives are matched by
+    their text across files, so a renamed file or a directive moved unchanged from one
+    changed file to another adds nothing; a rewritten one (push -> ignored) is new.
+    """
+    left = Counter(d.text for source in base.values() for d in directives(source))
+    extra = []
+    for path in sorted(patched):
+        for d in directives(patched[path]):
+            if left[d.text] > 0:
+                left[d.text] -= 1
+            else:
+                extra.append((path, d))
+    return extra
