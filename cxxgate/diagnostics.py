@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cxxgate.cell import CellResult, Step
+from cxxgate.cellspec import CellResult, Step
 
 _TEXT = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): "

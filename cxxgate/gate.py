@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from cxxgate import codehash
-from cxxgate.cell import CellResult, CellSpec
+from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.result import ENGINE_CLASSES, GateResult
 from cxxgate.run import RunResult, RunSpec
 from cxxgate.yamlfile import InputError

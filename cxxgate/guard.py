@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cxxgate import atomic, faults
-from cxxgate.cell import CellResult, CellSpec
+from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.result import HARNESS_ERROR, GateResult
 from cxxgate.run import RunResult, RunSpec
 

@@ -20,62 +20,16 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
-from functools import cache
 from pathlib import Path
 
-from cxxgate import codehash, elf
-from cxxgate.cell import (
-    COMPILER_ENV,
-    CellResult,
-    CellSpec,
-    CellStatus,
-    Step,
-    _call,
-    _compile_argv,
-    _resolve,
-    _status,
-    result_path,
-    tool_call,
-)
+from cxxgate import elf, toolcall
+from cxxgate.cellspec import CellResult, CellSpec, CellStatus, Step, result_path
 from cxxgate.diagnostics import telling_line
 from cxxgate.layout import Layout
+from cxxgate.tools import tool_path
 
 CXX_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++")
 Built = tuple[CellStatus, str, list[Step], str | None]
-
-# The tools each kind runs besides the compiler: their identity enters the cell key.
-_TOOLS: dict[str, tuple[str, ...]] = {
-    "archive": ("ar", "nm"),
-    "shared": ("c++filt",),
-    "consumer": (),
-    "abidiff": ("abidiff",),
-}
-
-
-@cache
-def tool_path(name: str) -> str | None:
-    found = shutil.which(name, path=COMPILER_ENV["PATH"])
-    return str(Path(found).resolve()) if found else None
-
-
-@cache
-def tool_identities(kind: str) -> dict[str, str]:
-    ids: dict[str, str] = {}
-    for name in _TOOLS.get(kind, ()):
-        path = tool_path(name)
-        if path is None:
-            ids[name] = "not installed"
-            continue
-        text = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, check=False, timeout=30
-        ).stdout
-        ids[name] = f"{path} {codehash.of_text(text)[:16]}"
-    if kind == "shared":
-        from elftools import __version__ as pyelftools_version
-
-        ids["pyelftools"] = str(pyelftools_version)
-    return ids
 
 
 def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
@@ -93,15 +47,17 @@ def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
 
 def _objects(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> tuple[list[Step], list[str]]:
     sources = [u.name for u in spec.units if u.name.endswith(CXX_SUFFIXES)]
-    sources += _resolve(tree, spec.tree_sources)
-    base = [*_compile_argv(spec, tree), *spec.extra_flags]
+    sources += toolcall.resolve(tree, spec.tree_sources)
+    base = [*toolcall.compile_argv(spec, tree), *spec.extra_flags]
     steps: list[Step] = []
     objects: list[str] = []
     for i, src in enumerate(sources):
         obj = f"tu{i}.o"
         objects.append(obj)
         steps.append(
-            _call(layout, spec.key, "compile", src, [*base, "-c", src, "-o", obj], out, spec)
+            toolcall.call(
+                layout, spec.key, "compile", src, [*base, "-c", src, "-o", obj], out, spec
+            )
         )
     return steps, objects
 
@@ -110,19 +66,21 @@ def _archive(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     steps, objects = _objects(spec, layout, tree, out)
     if not objects:
         return "compile_error", f"no library source matches {list(spec.tree_sources)}", [], None
-    if _status(steps) != "ok":
-        return _status(steps), "", steps, None
+    if toolcall.status(steps) != "ok":
+        return toolcall.status(steps), "", steps, None
     ar, nm = tool_path("ar"), tool_path("nm")
     if ar is None or nm is None:
         return "toolchain_missing", "binutils (ar, nm) is not installed", steps, None
     lib = f"lib{spec.product}.a"
     (out / lib).unlink(missing_ok=True)  # `ar r` would add to a stale archive
-    steps.append(tool_call(layout, spec, "archive", lib, [ar, "rcs", lib, *objects], out, read=[]))
+    steps.append(
+        toolcall.tool_call(layout, spec, "archive", lib, [ar, "rcs", lib, *objects], out, read=[])
+    )
     if steps[-1].exit != 0:
         return "link_error", "ar could not write the archive", steps, None
     # Evidence for reviewers: which member defines what (demangled; the link log is too).
     steps.append(
-        tool_call(
+        toolcall.tool_call(
             layout,
             spec,
             "inspect",
@@ -139,8 +97,8 @@ def _shared(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     steps, objects = _objects(spec, layout, tree, out)
     if not objects:
         return "compile_error", f"no library source matches {list(spec.tree_sources)}", [], None
-    if _status(steps) != "ok":
-        return _status(steps), "", steps, None
+    if toolcall.status(steps) != "ok":
+        return toolcall.status(steps), "", steps, None
     env = spec.envelope
     assert env.toolchain.path is not None
     lib = f"lib{spec.product}.so"
@@ -154,14 +112,16 @@ def _shared(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         "-o",
         lib,
     ]
-    steps.append(_call(layout, spec.key, "link", lib, link, out, spec))
-    if _status(steps) != "ok":
-        return _status(steps), telling_line(steps[-1]), steps, None
+    steps.append(toolcall.call(layout, spec.key, "link", lib, link, out, spec))
+    if toolcall.status(steps) != "ok":
+        return toolcall.status(steps), telling_line(steps[-1]), steps, None
     exports = elf.dynamic_exports(out / lib)
     cxxfilt = tool_path("c++filt")
     if cxxfilt is not None and exports:
         names = "".join(f"{e.name}\n" for e in exports)
-        step = tool_call(layout, spec, "inspect", lib, [cxxfilt], out, read=[], stdin=names)
+        step = toolcall.tool_call(
+            layout, spec, "inspect", lib, [cxxfilt], out, read=[], stdin=names
+        )
         steps.append(step)
         shown = step.output.splitlines()
         if step.exit == 0 and len(shown) >= len(exports):
@@ -189,7 +149,7 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, dest, follow_symlinks=False)
     shutil.copyfile(archive.binary, stranger / "lib" / f"lib{spec.product}.a")
-    base = [*_compile_argv(spec, tree), *spec.extra_flags, "-Iinclude"]
+    base = [*toolcall.compile_argv(spec, tree), *spec.extra_flags, "-Iinclude"]
     steps: list[Step] = []
     objects = []
     for i, unit in enumerate(u for u in spec.units if u.name.endswith(CXX_SUFFIXES)):
@@ -199,17 +159,21 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         argv = [*base, "-c", unit.name, "-o", obj]
         # A stranger does not see the tree: only the published headers and the archive.
         steps.append(
-            _call(layout, spec.key, "compile", unit.name, argv, stranger, spec, sees_tree=False)
+            toolcall.call(
+                layout, spec.key, "compile", unit.name, argv, stranger, spec, sees_tree=False
+            )
         )
     detail = f"public header(s) not in the tree: {unpublished}" if unpublished else ""
-    if _status(steps) != "ok":
-        return _status(steps), detail, steps, None
+    if toolcall.status(steps) != "ok":
+        return toolcall.status(steps), detail, steps, None
     env = spec.envelope
     assert env.toolchain.path is not None
     link = [env.toolchain.path, *env.flags, *env.link_flags, *objects]
     link += ["-Llib", f"-l{spec.product}", *spec.link_args, "-o", "consumer"]
-    steps.append(_call(layout, spec.key, "link", "consumer", link, stranger, spec, sees_tree=False))
-    status = _status(steps)
+    steps.append(
+        toolcall.call(layout, spec.key, "link", "consumer", link, stranger, spec, sees_tree=False)
+    )
+    status = toolcall.status(steps)
     if status != "ok":
         return status, detail or telling_line(steps[-1]), steps, None
     return "ok", detail, steps, str(stranger / "consumer")
@@ -244,7 +208,7 @@ def _abidiff(spec: CellSpec, layout: Layout, out: Path) -> Built:
                 None,
             )
     assert old.binary is not None and new.binary is not None
-    step = tool_call(
+    step = toolcall.tool_call(
         layout,
         spec,
         "compare",

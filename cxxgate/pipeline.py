@@ -17,9 +17,9 @@ from typing import Any
 from doit.tools import config_changed
 
 from cxxgate import atomic, codehash, registry, report
-from cxxgate.cell import CellResult, CellSpec
 from cxxgate.cell import build as build_cell
-from cxxgate.cell import result_path as cell_result
+from cxxgate.cellspec import CellResult, CellSpec
+from cxxgate.cellspec import result_path as cell_result
 from cxxgate.faults import stops_on_full_disk
 from cxxgate.gate import Outputs
 from cxxgate.guard import (

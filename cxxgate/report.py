@@ -20,7 +20,7 @@ from cxxgate.result import BASELINE_RED, HARNESS_ERROR
 from cxxgate.verdict import Verdict
 
 if TYPE_CHECKING:
-    from cxxgate.cell import CellResult
+    from cxxgate.cellspec import CellResult
     from cxxgate.rows import Orphan
 
 _ROLE_ORDER = {"reference": 0, "base": 1, "known": 2, "candidate": 3}

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cxxgate import atomic, codehash, sandbox
-from cxxgate.cell import CellResult
-from cxxgate.cell import result_path as cell_result_path
+from cxxgate.cellspec import CellResult
+from cxxgate.cellspec import result_path as cell_result_path
 from cxxgate.layout import Layout
 from cxxgate.process import Caps, Outcome, bounded
 

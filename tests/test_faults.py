@@ -25,7 +25,8 @@ import pytest
 import yaml
 from conftest import PROJECT, Grade, case_library, compiler_calls, run_grade
 
-from cxxgate.cell import CellSpec, Unit, build
+from cxxgate.cell import build
+from cxxgate.cellspec import CellSpec, Unit
 from cxxgate.envelope import Envelopes
 from cxxgate.layout import Layout
 from cxxgate.tree import materialise

@@ -206,7 +206,7 @@ PLUGIN = '''\
 
 from pathlib import Path
 
-from cxxgate.cell import CellSpec, Unit
+from cxxgate.cellspec import CellSpec, Unit
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.result import Check, GateResult
 from cxxgate.yamlfile import Strict

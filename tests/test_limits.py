@@ -12,7 +12,8 @@ from conftest import FIXTURES, SHIPPED, run_grade
 
 from cxxgate import sandbox
 from cxxgate.case import Limits, load_case
-from cxxgate.cell import CellSpec, Unit, build
+from cxxgate.cell import build
+from cxxgate.cellspec import CellSpec, Unit
 from cxxgate.envelope import Envelopes
 from cxxgate.layout import Layout
 from cxxgate.process import Caps, bounded

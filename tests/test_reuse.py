@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, Grade, run_grade
 
-from cxxgate.cell import CellResult, CellSpec, Unit, build
+from cxxgate.cell import build
+from cxxgate.cellspec import CellResult, CellSpec, Unit
 from cxxgate.envelope import Envelopes
 from cxxgate.layout import Layout
 from cxxgate.reuse import parse_depfile

@@ -9,7 +9,8 @@ import pytest
 from conftest import SHIPPED, case_library, run_grade
 
 from cxxgate import sandbox
-from cxxgate.cell import CellSpec, Unit, build
+from cxxgate.cell import build
+from cxxgate.cellspec import CellSpec, Unit
 from cxxgate.envelope import Envelopes
 from cxxgate.layout import Layout
 from cxxgate.yamlfile import InputError

@@ -10,8 +10,8 @@ import yaml
 from conftest import SHIPPED, Grade, case_library, compiler_calls, run_grade
 
 from cxxgate import libcell
-from cxxgate.cell import CellSpec
 from cxxgate.cell import build as build_cell
+from cxxgate.cellspec import CellSpec
 from cxxgate.envelope import Envelopes
 from cxxgate.gates import symbols
 from cxxgate.layout import Layout

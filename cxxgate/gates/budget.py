@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from cxxgate import probe
-from cxxgate.cell import CellSpec, Unit
+from cxxgate.cellspec import CellSpec, Unit
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import lanes

@@ -30,7 +30,7 @@ import re
 
 from pydantic import Field
 
-from cxxgate.cell import CellResult, CellSpec, Unit
+from cxxgate.cellspec import CellResult, CellSpec, Unit
 from cxxgate.diagnostics import Diagnostic, first_error, parse
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import surface

@@ -24,7 +24,7 @@ import re
 from pydantic import Field
 
 from cxxgate import probe
-from cxxgate.cell import CellResult, CellSpec, Unit
+from cxxgate.cellspec import CellResult, CellSpec, Unit
 from cxxgate.diagnostics import Diagnostic, errors_with_notes, parse
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from cxxgate.cell import NEUTRAL_TREE, UNIT_NAME, CellSpec, Unit
+from cxxgate.cellspec import NEUTRAL_TREE, UNIT_NAME, CellSpec, Unit
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context
 from cxxgate.run import RunResult, RunSpec

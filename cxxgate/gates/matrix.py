@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from pydantic import Field
 
-from cxxgate.cell import CellResult
+from cxxgate.cellspec import CellResult
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import lanes

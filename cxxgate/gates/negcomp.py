@@ -34,7 +34,7 @@ import re
 from pydantic import Field, field_validator, model_validator
 
 from cxxgate import probe
-from cxxgate.cell import UNIT_NAME, CellResult, CellSpec, Unit
+from cxxgate.cellspec import UNIT_NAME, CellResult, CellSpec, Unit
 from cxxgate.diagnostics import Diagnostic, first_error, of_cell, why_failed
 from cxxgate.envelope import Family
 from cxxgate.gate import Context, Gate, Outputs, Plan

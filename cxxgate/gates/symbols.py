@@ -36,7 +36,7 @@ from pathlib import Path
 from pydantic import Field
 
 from cxxgate import elf
-from cxxgate.cell import CellResult, CellSpec, Unit
+from cxxgate.cellspec import CellResult, CellSpec, Unit
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import surface

@@ -1,0 +1,150 @@
+"""Cells as data: what a cell is asked to build (CellSpec, and its content key) and what
+it built (CellResult, with one Step per tool call). cxxgate/cell.py builds them; gates
+plan them and read them; nothing here compiles.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from cxxgate import codehash, tools
+from cxxgate.envelope import Envelope
+from cxxgate.layout import Layout
+
+CellKind = Literal["syntax", "exe", "archive", "shared", "consumer", "abidiff"]
+CellStatus = Literal[
+    "ok",
+    "compile_error",
+    "link_error",
+    "timeout",
+    "no_tree",
+    "toolchain_missing",
+    "harness_error",
+    "needs_failed",  # a cell this one builds on (its `needs`) did not produce its product
+    "tool_error",  # an inspection tool (abidiff) failed for its own reasons
+]
+# Kinds that build or inspect a library as a stranger would; gates/libcell.py builds them.
+LIBRARY_KINDS = frozenset({"archive", "shared", "consumer", "abidiff"})
+
+# What a harness compile looks like from inside: units by one ordinary name, the tree and
+# the build folder at neutral paths (-ffile-prefix-map: __FILE__, __BASE_FILE__,
+# __builtin_FILE, debug info). A header must not be able to tell a probe from a build.
+# Diagnostics and dependency files keep the real paths, so classification still works.
+UNIT_NAME = "main.cpp"
+NEUTRAL_TREE = "/src/project"
+NEUTRAL_BUILD = "/src/build"
+
+# A program built with the harness entry (CellSpec.entry): its unit's `main` becomes this
+# symbol, and templates/entry/entry.cpp calls it and reports the run's nonce (gates/run.py).
+ENTRY_SOURCE = codehash.TEMPLATES / "entry" / "entry.cpp"
+ENTRY_UNIT = "cxxgate_entry.cpp"
+ENTRY_SYMBOL = "cxxgate_unit_main"
+# The modules whose code shapes what a compile produces: they enter every cell key.
+COMPILE_CODE = ("cellspec", "cell", "toolcall", "process", "sandbox", "reuse")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A translation unit the harness owns (probe, oracle, rendered template)."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    kind: CellKind
+    tree_key: str
+    units: tuple[Unit, ...]
+    tree_sources: tuple[str, ...]  # globs under the tree, resolved after the patch applied
+    include_dirs: tuple[str, ...]  # relative to the tree
+    envelope: Envelope
+    compile_seconds: float
+    label: str = field(default="", compare=False)  # for humans; not part of the key
+    # Library kinds only (gates/libcell.py); the defaults keep the older kinds' keys as they were.
+    needs: tuple[str, ...] = ()  # keys of cells whose products this one uses
+    publish: tuple[tuple[str, str], ...] = ()  # (tree path, include path) a stranger sees
+    extra_flags: tuple[str, ...] = ()  # pinned compile flags added to the envelope's
+    link_args: tuple[str, ...] = ()  # pinned link arguments (soname, version script)
+    product: str = ""  # the library's base name: lib<product>.a / lib<product>.so
+    # exe only: units[0] is a program whose main the harness entry calls (see ENTRY_SOURCE).
+    entry: bool = False
+
+    @cached_property  # specs are frozen; thousands of rows ask for the same key
+    def key(self) -> str:
+        blob = {"tree": self.tree_key, "spec": self.spec_key}
+        return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
+
+    @cached_property
+    def spec_key(self) -> str:
+        """Everything but the tree: what gates/reuse.py matches trees under."""
+        blob: dict[str, Any] = {
+            "kind": self.kind,
+            "units": [(u.name, codehash.of_text(u.text)) for u in self.units],
+            "tree_sources": self.tree_sources,
+            "include_dirs": self.include_dirs,
+            "envelope": self.envelope.id,
+            "compile_seconds": self.compile_seconds,
+            "code": codehash.of_modules(*COMPILE_CODE),
+        }
+        if self.entry:
+            blob["entry"] = codehash.of_text(ENTRY_SOURCE.read_bytes())
+        if self.kind in LIBRARY_KINDS:
+            blob["library"] = {
+                "needs": self.needs,
+                "publish": self.publish,
+                "extra_flags": self.extra_flags,
+                "link_args": self.link_args,
+                "product": self.product,
+                "tools": tools.tool_identities(self.kind),
+            }
+            blob["code"] = codehash.of_modules(*COMPILE_CODE, "libcell", "elf", "tools")
+        return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
+
+
+Phase = Literal["compile", "link", "archive", "inspect", "compare"]
+
+
+@dataclass(frozen=True)
+class Step:
+    phase: Phase
+    source: str
+    argv: list[str]
+    exit: int | None
+    timed_out: bool
+    seconds: float
+    output: str  # the compiler's stderr: GCC JSON lines or plain text (inspect/compare: stdout)
+    sandbox: str = "none"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    key: str
+    kind: CellKind
+    label: str
+    status: CellStatus
+    detail: str
+    envelope: str
+    toolchain: str
+    tree_root: str
+    steps: list[Step]
+    binary: str | None
+    reused_from: str = ""  # the cell whose compile this result is (gates/reuse.py)
+    entry: bool = False  # linked with the harness entry: its runs report a nonce
+
+    @classmethod
+    def load(cls, path: Path) -> CellResult:
+        data = json.loads(path.read_text())
+        data["steps"] = [Step(**s) for s in data["steps"]]
+        return cls(**data)
+
+    def compile_steps(self) -> list[Step]:
+        return [s for s in self.steps if s.phase == "compile"]
+
+
+def result_path(layout: Layout, key: str) -> Path:
+    return layout.cell_result(key)

@@ -1,0 +1,126 @@
+"""Tool calls: every compiler, linker, archiver or inspection tool of a cell runs through
+`tool_call` here (logged, bounded, sandboxed), with the argv the harness compiles with."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from cxxgate import faults
+from cxxgate.cellspec import NEUTRAL_BUILD, NEUTRAL_TREE, CellSpec, CellStatus, Phase, Step
+from cxxgate.layout import Layout
+from cxxgate.process import bounded
+from cxxgate.sandbox import confine
+from cxxgate.tools import COMPILER_ENV
+
+OUTPUT_CAP = 4 << 20
+
+
+def compile_argv(spec: CellSpec, tree: Path) -> list[str]:
+    env = spec.envelope
+    assert env.toolchain.path is not None
+    shape = (
+        ["-fdiagnostics-format=json"]
+        if env.toolchain.family == "gcc"
+        else ["-fno-color-diagnostics", "-fno-caret-diagnostics"]
+    )
+    # Trees and cells lie inside the build folder: GCC takes the last matching map and
+    # clang the longest, so the build folder's own map comes first. The cell folder (the
+    # compile's working directory, hence debug info's comp_dir) is the build folder too.
+    root = tree.parent.parent
+    neutral = [
+        f"-ffile-prefix-map={root}={NEUTRAL_BUILD}",
+        f"-ffile-prefix-map={Layout(root).cell(spec.key)}={NEUTRAL_BUILD}",
+        f"-ffile-prefix-map={tree}={NEUTRAL_TREE}",
+    ]
+    return [
+        env.toolchain.path,
+        f"-std={env.std}",
+        *env.flags,
+        *(f"-D{d}" for d in env.defines),
+        *shape,
+        *neutral,
+        *(f"-I{tree / inc}" for inc in spec.include_dirs),
+    ]
+
+
+def resolve(tree: Path, globs: tuple[str, ...]) -> list[str]:
+    found: set[Path] = set()
+    for pattern in globs:
+        found.update(p for p in tree.glob(pattern) if p.is_file())
+    return [str(p) for p in sorted(found)]
+
+
+def call(
+    layout: Layout,
+    key: str,
+    phase: Literal["compile", "link"],
+    source: str,
+    argv: list[str],
+    cwd: Path,
+    spec: CellSpec,
+    *,
+    sees_tree: bool = True,
+) -> Step:
+    tree = layout.tree(spec.tree_key)
+    step = tool_call(layout, spec, phase, source, argv, cwd, read=[tree] if sees_tree else [])
+    return replace(step, source=_display(source, tree))
+
+
+def tool_call(
+    layout: Layout,
+    spec: CellSpec,
+    phase: Phase,
+    source: str,
+    argv: list[str],
+    cwd: Path,
+    *,
+    read: list[Path],
+    stdin: str = "",
+) -> Step:
+    """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
+    bounded, and confined to the tree (read-only) and the cell's folder. A tool that cannot
+    run raises (gates/faults.py): a harness fault, retried next run, never a cached verdict."""
+    faults.check_executable(argv[0], COMPILER_ENV["PATH"])
+    with layout.compiler_log.open("a") as log:
+        log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
+    binds = spec.envelope.toolchain.binds  # its declared prefix; never guessed from argv
+    confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd], binds=binds)
+    outcome = bounded(
+        confined,
+        cwd=cwd,
+        env=COMPILER_ENV,
+        stdin=stdin.encode(),
+        timeout=spec.compile_seconds,
+        output_cap=OUTPUT_CAP,
+    )
+    # Compilers answer on stderr; nm, c++filt and abidiff on stdout.
+    text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
+    if outcome.exit not in (0, None) and not outcome.timed_out:
+        faults.raise_if_infrastructure(argv, text, cwd)
+    return Step(
+        phase=phase,
+        source=source,
+        argv=argv,
+        exit=outcome.exit,
+        timed_out=outcome.timed_out,
+        seconds=round(outcome.wall_seconds, 3),
+        output=text,
+        sandbox=sandbox,
+    )
+
+
+def _display(source: str, tree: Path) -> str:
+    path = Path(source)
+    return path.relative_to(tree).as_posix() if path.is_relative_to(tree) else source
+
+
+def status(steps: list[Step]) -> CellStatus:
+    for step in steps:
+        if step.timed_out:
+            return "timeout"
+        if step.exit != 0:
+            return "compile_error" if step.phase == "compile" else "link_error"
+    return "ok"
