@@ -147,3 +147,28 @@ def test_a_symlink_in_the_base_tree_is_refused(case_dir: Path) -> None:
     (case_dir / "tree/include/host.hpp").symlink_to("/etc/hostname")
     msg = _error(case_dir)
     assert "tree/: include/host.hpp is a symlink" in msg
+
+
+def test_an_expected_class_the_gate_cannot_return_is_named(case_dir: Path) -> None:
+    _edit(case_dir, "negcomp: surface_regression}", "negcomp: surface_regresion}")
+    msg = _error(case_dir)
+    assert str(case_dir / "case.yaml") in msg
+    assert "patches[1].expect.negcomp: 'surface_regresion' is not a class of gate 'negcomp'" in msg
+    assert "'surface_regression'" in msg  # the allowed classes are listed
+
+
+def test_an_expected_row_class_is_checked_too(case_dir: Path) -> None:
+    _edit(case_dir, "class: path_violation}", "class: path_violaton}")
+    assert "expect.class: 'path_violaton' is not a class" in _error(case_dir)
+
+
+def test_a_list_of_expected_classes_means_one_of(case_dir: Path) -> None:
+    _edit(
+        case_dir,
+        "negcomp: surface_regression}",
+        "negcomp: [build_broken, surface_regression]}",
+    )
+    case = load_case(case_dir, registry.gates())
+    assert case.spec.patches[1].expect.gate_classes() == {
+        "negcomp": ["build_broken", "surface_regression"]
+    }
