@@ -18,7 +18,13 @@ VACUOUS = "checked_nothing"
 HARNESS_ERROR: Final = "harness_error"
 # What a patch stopped at intake carries as every gate's class (gates/tree.py).
 INTAKE_CLASSES = frozenset(
-    {"malformed_patch", "path_violation", "patch_does_not_apply", "empty_patch"}
+    {
+        "malformed_patch",
+        "path_violation",
+        "patch_does_not_apply",
+        "diagnostic_control",
+        "empty_patch",
+    }
 )
 ENGINE_CLASSES = (
     frozenset({"accept", TOOLCHAIN_MISSING, BASELINE_RED, VACUOUS, HARNESS_ERROR})

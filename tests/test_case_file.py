@@ -172,3 +172,12 @@ def test_a_list_of_expected_classes_means_one_of(case_dir: Path) -> None:
     assert case.spec.patches[1].expect.gate_classes() == {
         "negcomp": ["build_broken", "surface_regression"]
     }
+
+
+def test_every_intake_class_may_be_expected() -> None:
+    from typing import get_args
+
+    from cxxgate.result import INTAKE_CLASSES
+    from cxxgate.tree import IntakeClass
+
+    assert set(get_args(IntakeClass)) - {"applied", "harness_error"} <= INTAKE_CLASSES

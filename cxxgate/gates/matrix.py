@@ -113,7 +113,8 @@ def _agreement(prog: Program, clean: dict[str, bytes], want: bytes | None) -> li
     """Clean cells must print the same bytes (and the golden's, when there is one)."""
     if not clean:
         return []
-    outputs = set(clean.values())
+    # In the order the envelopes are listed, not a set's (which varies between processes).
+    outputs = list(dict.fromkeys(clean.values()))
     if len(outputs) > 1:
         groups = {out: [e for e, o in clean.items() if o == out] for out in outputs}
         shown = " vs ".join(f"{'+'.join(envs)} {_excerpt(out)}" for out, envs in groups.items())
