@@ -61,7 +61,7 @@ class Limits(Strict):
     run_seconds: float = Field(default=5.0, gt=0, le=600)
     output_bytes: int = Field(default=1 << 20, gt=0)
     compile_seconds: float = Field(default=120.0, gt=0)
-    # Caps on every candidate run (gates/process.py Caps): address space (resident memory
+    # Caps on every candidate run (cxxgate/process.py Caps): address space (resident memory
     # for sanitizer builds), the size one file may grow to, processes of the run's uid.
     memory_mib: int = Field(default=1024, ge=64, le=65536)
     file_mib: int = Field(default=64, ge=1, le=65536)
@@ -81,7 +81,7 @@ class CaseFile(Strict):
     std: str | None = None
     envelope: str = "gcc"
     writable: list[TreePath] = Field(min_length=1)
-    allow_diagnostic_pragmas: bool = False  # see gates/tree.py: diagnostic_control
+    allow_diagnostic_pragmas: bool = False  # see cxxgate/tree.py: diagnostic_control
     include_dirs: list[TreePath] = Field(default_factory=list)
     public_headers: list[TreePath] = Field(default_factory=list)
     sources: list[TreePath] = Field(default_factory=list)

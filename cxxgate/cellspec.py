@@ -27,7 +27,7 @@ CellStatus = Literal[
     "needs_failed",  # a cell this one builds on (its `needs`) did not produce its product
     "tool_error",  # an inspection tool (abidiff) failed for its own reasons
 ]
-# Kinds that build or inspect a library as a stranger would; gates/libcell.py builds them.
+# Kinds that build or inspect a library as a stranger would; cxxgate/libcell.py builds them.
 LIBRARY_KINDS = frozenset({"archive", "shared", "consumer", "abidiff"})
 
 # What a harness compile looks like from inside: units by one ordinary name, the tree and
@@ -39,7 +39,7 @@ NEUTRAL_TREE = "/src/project"
 NEUTRAL_BUILD = "/src/build"
 
 # A program built with the harness entry (CellSpec.entry): its unit's `main` becomes this
-# symbol, and templates/entry/entry.cpp calls it and reports the run's nonce (gates/run.py).
+# symbol, and templates/entry/entry.cpp calls it and reports the run's nonce (cxxgate/run.py).
 ENTRY_SOURCE = codehash.TEMPLATES / "entry" / "entry.cpp"
 ENTRY_UNIT = "cxxgate_entry.cpp"
 ENTRY_SYMBOL = "cxxgate_unit_main"
@@ -65,7 +65,7 @@ class CellSpec:
     envelope: Envelope
     compile_seconds: float
     label: str = field(default="", compare=False)  # for humans; not part of the key
-    # Library kinds only (gates/libcell.py); the defaults keep the older kinds' keys as they were.
+    # Library kinds only (cxxgate/libcell.py); the defaults keep the older kinds' keys as they were.
     needs: tuple[str, ...] = ()  # keys of cells whose products this one uses
     publish: tuple[tuple[str, str], ...] = ()  # (tree path, include path) a stranger sees
     extra_flags: tuple[str, ...] = ()  # pinned compile flags added to the envelope's
@@ -81,7 +81,7 @@ class CellSpec:
 
     @cached_property
     def spec_key(self) -> str:
-        """Everything but the tree: what gates/reuse.py matches trees under."""
+        """Everything but the tree: what cxxgate/reuse.py matches trees under."""
         blob: dict[str, Any] = {
             "kind": self.kind,
             "units": [(u.name, codehash.of_text(u.text)) for u in self.units],
@@ -133,7 +133,7 @@ class CellResult:
     tree_root: str
     steps: list[Step]
     binary: str | None
-    reused_from: str = ""  # the cell whose compile this result is (gates/reuse.py)
+    reused_from: str = ""  # the cell whose compile this result is (cxxgate/reuse.py)
     entry: bool = False  # linked with the harness entry: its runs report a nonce
 
     @classmethod

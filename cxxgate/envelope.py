@@ -1,7 +1,7 @@
 """Toolchains and envelopes: the pinned compile configurations every cell is built in.
 
 A toolchain may declare the `prefix:` it is installed under (e.g. /opt/gcc-14): the
-sandbox (gates/sandbox.py) binds that folder read-only for its compiles, and nothing
+sandbox (cxxgate/sandbox.py) binds that folder read-only for its compiles, and nothing
 else of it. Without a prefix, a compiler outside the system directories gets only its
 own file bound at the path it is called by: enough for a wrapper script that calls a
 system compiler, while a real toolchain elsewhere fails loudly (its reference turns red)

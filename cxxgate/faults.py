@@ -3,7 +3,7 @@
 A compiler that cannot be executed, or a disk that is full, says nothing about a patch. If
 such a failure were recorded as the candidate's `compile_error` it would be cached, and the
 wrong verdict would outlive the fault. So a tool that cannot run raises `ToolUnavailable`
-(gates/guard.py turns it into a `harness_error` result, which the next run retries), and a
+(cxxgate/guard.py turns it into a `harness_error` result, which the next run retries), and a
 full disk stops the whole grade with one message: every later task would meet it too, and
 doit, told to `continue`, would print a traceback for each of them.
 
@@ -123,7 +123,7 @@ def stop_if_disk_full(exc: BaseException, target: Path | None, task: str = "") -
     Neither an exception nor SystemExit will do: under `continue: True` doit runs every
     remaining task after an exception (each fails the same way, each prints its traceback),
     and after a SystemExit it still saves its dependency database, which fails on the full
-    disk with a traceback of its own. Everything written so far is whole (gates/atomic.py)
+    disk with a traceback of its own. Everything written so far is whole (cxxgate/atomic.py)
     and content-keyed, so the next run, with space, picks up from here."""
     if not disk_full(exc):
         return

@@ -23,7 +23,7 @@ def guarded(
     target: Path, fallback: Callable[[str], dict[str, Any]], fn: Callable[..., Any], *args: Any
 ) -> tuple[Callable[[], None], list[Any]]:
     """Run fn; on an exception, write a harness_error result in place of its output. A full
-    disk is not one task's fault: it stops the grade (gates/faults.py)."""
+    disk is not one task's fault: it stops the grade (cxxgate/faults.py)."""
 
     def action() -> None:
         try:

@@ -1,6 +1,6 @@
 """Library cells: build what a patch ships the way someone outside the tree receives it.
 
-Kinds (called from gates/cell.py, which owns keys, statuses and the result file):
+Kinds (called from cxxgate/cell.py, which owns keys, statuses and the result file):
 
 | kind     | builds                                                                   |
 | -------- | ------------------------------------------------------------------------ |
@@ -41,7 +41,7 @@ def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         return _consumer(spec, layout, tree, out)
     if spec.kind == "abidiff":
         return _abidiff(spec, layout, out)
-    msg = f"gates/libcell.py: no builder for cell kind {spec.kind!r}"
+    msg = f"cxxgate/libcell.py: no builder for cell kind {spec.kind!r}"
     raise ValueError(msg)
 
 
@@ -225,6 +225,6 @@ def _abidiff(spec: CellSpec, layout: Layout, out: Path) -> Built:
 
 def _needed(layout: Layout, spec: CellSpec, i: int) -> CellResult:
     if len(spec.needs) <= i:
-        msg = f"gates/libcell.py: a {spec.kind} cell needs {i + 1} cell(s), got {spec.needs}"
+        msg = f"cxxgate/libcell.py: a {spec.kind} cell needs {i + 1} cell(s), got {spec.needs}"
         raise ValueError(msg)
     return CellResult.load(result_path(layout, spec.needs[i]))

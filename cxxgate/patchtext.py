@@ -1,6 +1,6 @@
 """The text of a patch as git reads it: line endings, and the header lines of each file.
 
-gates/tree.py asks git itself which paths a patch touches; this module checks what git's
+cxxgate/tree.py asks git itself which paths a patch touches; this module checks what git's
 listing does not show: that every `---`/`+++`/`diff --git` path carries the `a/` or `b/`
 prefix `git apply -p1` strips (an unprefixed `--- src/include/x.hpp` would edit
 `include/x.hpp`), that every file mode is a regular file's (read numerically, so

@@ -1,7 +1,7 @@
 """The doit task graph: cases x patches -> trees -> cells/runs -> gate results -> verdicts
 -> per-case folds -> grade. dodo.py asks this module for each kind of task.
 
-Every action that can meet a broken harness is wrapped by gates/guard.py, so one fault
+Every action that can meet a broken harness is wrapped by cxxgate/guard.py, so one fault
 never loses the rest of a batch. doit does not hash actions: what shapes a result (code,
 configuration, keys) enters each task through its name, file_dep or config_changed.
 """

@@ -2,7 +2,7 @@
 
 A patch that adds `#pragma GCC diagnostic ignored ...`, `#pragma GCC system_header` or
 `_Pragma(...)` switches `-Werror` off for its own code, so intake counts such directives
-in each changed file before and after the patch (gates/tree.py). The count works on the
+in each changed file before and after the patch (cxxgate/tree.py). The count works on the
 text the preprocessor sees: backslash-newline continuations spliced, comments removed,
 string and character literals emptied, so a directive split over lines or hidden behind a
 comment still counts and one quoted in a string does not.

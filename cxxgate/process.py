@@ -1,6 +1,6 @@
 """Bounded execution of one child process: time limit, output cap, own resource accounting.
 
-Both the compiler (gates/cell.py) and candidate binaries (gates/run.py) go through
+Both the compiler (cxxgate/cell.py) and candidate binaries (cxxgate/run.py) go through
 `bounded`, so a template that recurses forever and a binary that prints gigabytes are
 stopped the same way: the whole process group is killed. Candidate runs also get `Caps`:
 resource limits set at exec time by util-linux `prlimit` (not `preexec_fn`, which is unsafe
@@ -33,7 +33,7 @@ _RESERVING_SANITIZERS = frozenset({"address", "hwaddress", "thread", "memory", "
 
 @dataclass(frozen=True)
 class Caps:
-    """Resource caps on one candidate run, from the case's `limits:` (gates/case.py).
+    """Resource caps on one candidate run, from the case's `limits:` (cxxgate/case.py).
 
     - memory_mib: RLIMIT_AS (address space), or with `resident` a watch that kills the
       run's process tree when its summed proportional resident size (Pss) passes the cap;
@@ -41,7 +41,7 @@ class Caps:
       program ignores that signal). Pipes are not files: output has its own cap;
     - processes: RLIMIT_NPROC (threads count too). The kernel counts it per real uid and
       never holds uid 0 to it, so it only bites when the harness is root and the run drops
-      to a uid of its own (gates/run.py does, inside bubblewrap). A harness that is not
+      to a uid of its own (cxxgate/run.py does, inside bubblewrap). A harness that is not
       root does not set it:
       the count would include every other process of the harness's user, failing innocent
       runs on a busy desktop. There, a fork bomb is held only by the pid namespace, the
@@ -107,7 +107,7 @@ def bounded(
     child the harness ever waited for (which is what RUSAGE_CHILDREN would give). Note that
     ru_maxrss survives exec: a child forked from this Python process reports at least
     Python's own resident size, and under bubblewrap it is bwrap's, not the program's.
-    Runs that measure go through the meter launcher (gates/run.py), which reports over
+    Runs that measure go through the meter launcher (cxxgate/run.py), which reports over
     one of `pass_fds`.
     """
     if caps is not None:

@@ -16,7 +16,7 @@ TOOLCHAIN_MISSING = "toolchain_missing"
 BASELINE_RED = "baseline_red"
 VACUOUS = "checked_nothing"
 HARNESS_ERROR: Final = "harness_error"
-# What a patch stopped at intake carries as every gate's class (gates/tree.py).
+# What a patch stopped at intake carries as every gate's class (cxxgate/tree.py).
 INTAKE_CLASSES = frozenset(
     {
         "malformed_patch",
@@ -30,7 +30,7 @@ ENGINE_CLASSES = (
     frozenset({"accept", TOOLCHAIN_MISSING, BASELINE_RED, VACUOUS, HARNESS_ERROR})
     | INTAKE_CLASSES
 )
-# A row's class besides its gates' classes (gates/verdict.py, gates/rows.py).
+# A row's class besides its gates' classes (cxxgate/verdict.py, cxxgate/rows.py).
 ROW_CLASSES = ENGINE_CLASSES | {"unknown_case", "malformed_input"}
 
 

@@ -4,7 +4,7 @@ Pinned argv, stdin and environment; a time limit and an output cap with the proc
 group killed; peak RSS and CPU from this child's own accounting; a bubblewrap sandbox
 where the machine allows one (no network, no view of the case's oracles).
 
-A spec that names a `meter` cell runs the binary through that launcher (templates/budget/
+A spec that names a `meter` cell runs the binary through that launcher (cxxgate/templates/budget/
 meter.cpp), which forks it and reports its wait4 accounting: the only honest peak RSS,
 because ru_maxrss survives exec (a child of this Python process reports Python's size)
 and under bubblewrap the harness only ever sees bwrap's. A spec that names a `reference`
@@ -12,13 +12,13 @@ cell is a paired series: warm-up and timed rounds alternate reference, candidate
 reference, ... in one task, so both sides meet the same machine weather; every sample is
 kept in `samples`.
 
-Every run is capped (gates/process.py Caps, from the case's `limits:`): address space or,
+Every run is capped (cxxgate/process.py Caps, from the case's `limits:`): address space or,
 for sanitizer builds, resident memory; file size; processes, which need a uid of the run's
 own (a root harness gives each concurrent run one inside the sandbox). A run stopped at a
 cap says which in its `detail`. Its work folder is deleted once its evidence (the capped
 stdout and stderr) is written.
 
-A binary linked with the harness entry (templates/entry/entry.cpp; its cell says `entry`)
+A binary linked with the harness entry (cxxgate/templates/entry/entry.cpp; its cell says `entry`)
 must prove it returned from its own main: each execution hands it a fresh random nonce on
 one pipe, and the entry copies it to another only after main returned. The nonce is never
 stored; a result records `returned` (yes or no), so results stay cacheable.
@@ -61,7 +61,7 @@ class RunSpec:
     output_cap: int = 1 << 20
     label: str = field(default="", compare=False)
     caps: Caps = field(default_factory=Caps)  # the case's limits (Limits.caps)
-    # Measured runs (gates/budget.py); the defaults keep a plain run's key as it was.
+    # Measured runs (cxxgate/gates/budget.py); the defaults keep a plain run's key as it was.
     meter: str | None = None  # key of the meter launcher's cell: measure through it
     memory_mib: int = 0  # address-space limit the meter sets on the program (0: none)
     reference: str | None = None  # key of a cell run interleaved with this one
@@ -346,7 +346,7 @@ _uids_busy: set[int] = set()
 def _run_uid() -> Iterator[int | None]:
     """A uid no other concurrent run of this harness uses (RLIMIT_NPROC counts per uid, so
     a shared one would let one run's fork bomb fail another's forks); None when runs do
-    not drop privileges (gates/sandbox.py drop_uid)."""
+    not drop privileges (cxxgate/sandbox.py drop_uid)."""
     if not sandbox.drop_uid():
         yield None
         return
@@ -455,7 +455,7 @@ def _sandboxed(
     """argv for the sandbox; `launch` is a launcher (the meter) and its own arguments,
     put in front of the binary inside the sandbox. The program sees the system, its
     work folder as /work and itself as /candidate: nothing of the case or the build.
-    With `uid`, it runs as that uid with no capabilities (see gates/sandbox.py). Its /tmp
+    With `uid`, it runs as that uid with no capabilities (see cxxgate/sandbox.py). Its /tmp
     holds at most one file's cap."""
     args = spec.args
     if not sandbox.available():

@@ -4,7 +4,7 @@ Both see the system's read-only directories and nothing of the project: not the 
 library (goldens, probes, other patches), not the build folder beyond what they are
 given. A compiler gets its tree read-only, its cell folder writable, bound at the same
 paths so argv and diagnostics stay as they are, and what its toolchain declares (see
-gates/envelope.py: a `prefix:`, or the compiler's own file); a candidate binary gets its
+cxxgate/envelope.py: a `prefix:`, or the compiler's own file); a candidate binary gets its
 work folder. No network. Where bubblewrap cannot run (some containers forbid user
 namespaces) commands run bare, and every result says which.
 
@@ -114,7 +114,7 @@ def confine(
 ) -> tuple[list[str], str]:
     """argv wrapped so it sees only the system, `read` (read-only) and `write`, at their own
     paths, and `binds` (source, destination; read-only: a toolchain's, see
-    gates/envelope.py); and the name of the sandbox used ("bwrap" or "none"). Nothing is
+    cxxgate/envelope.py); and the name of the sandbox used ("bwrap" or "none"). Nothing is
     guessed from argv: a tool outside the system directories is visible only if bound."""
     if not available():
         return argv, "none"

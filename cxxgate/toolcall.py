@@ -82,7 +82,7 @@ def tool_call(
 ) -> Step:
     """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
     bounded, and confined to the tree (read-only) and the cell's folder. A tool that cannot
-    run raises (gates/faults.py): a harness fault, retried next run, never a cached verdict."""
+    run raises (cxxgate/faults.py): a harness fault, retried next run, never a cached verdict."""
     faults.check_executable(argv[0], COMPILER_ENV["PATH"])
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")

@@ -11,7 +11,7 @@ Decided before any gate runs, from what `git apply` itself reads in the patch by
 - `patch_does_not_apply`: git apply refuses it (context must match, no fuzz).
 - `diagnostic_control`: a changed file gains a directive that controls diagnostics
   (`#pragma GCC diagnostic`, `#pragma GCC system_header`, `_Pragma(...)`, ... see
-  gates/pragmas.py), which would switch -Werror off for the patch's own code. A case
+  cxxgate/pragmas.py), which would switch -Werror off for the patch's own code. A case
   allows them with `allow_diagnostic_pragmas: true`.
 
 A patch that applies but changes no file's bytes (a mode only, say) applies with no

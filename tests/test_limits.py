@@ -40,7 +40,7 @@ def test_hostile_must_build_units_are_classified(tmp_path: Path) -> None:
     summaries = {k: r["gates"]["negcomp"]["summary"] for k, r in grade.rows.items()}
     assert "address-space limit" in summaries["limits/hog"]
     assert "file size limit (SIGXFSZ)" in summaries["limits/bigfile"]
-    if sandbox.drop_uid():  # only a root harness sets the process cap (gates/process.py)
+    if sandbox.drop_uid():  # only a root harness sets the process cap (cxxgate/process.py)
         assert "process limit" in summaries["limits/forks"]
     # A run's folder keeps its evidence only: the 64 MiB the spill reached is gone.
     assert not list((grade.out / "runs").glob("*/*/work*"))
@@ -77,7 +77,7 @@ def test_stdin_env_and_rusage_are_the_childs_own(tmp_path: Path) -> None:
     assert out.max_rss_kib > 0 and out.cpu_seconds >= 0
 
 
-# ---- resource caps on candidate runs (gates/process.py Caps) --------------------------
+# ---- resource caps on candidate runs (cxxgate/process.py Caps) --------------------------
 
 
 def _program(layout: Layout, text: str, envelope: str = "dbg") -> CellSpec:

@@ -5,7 +5,7 @@ The cell specs are built here, in one way, so that the same (tree, unit, envelop
 for by two gates is the same CellSpec, hence the same key, built once. The same goes for
 plain runs: identical argv, stdin, environment and limits give one run.
 
-Every program is linked with the harness entry (gates/cell.py ENTRY_SOURCE): a run that
+Every program is linked with the harness entry (cxxgate/cell.py ENTRY_SOURCE): a run that
 ends without returning from its unit's main (a static initialiser calling _exit) fails,
 whatever its exit status.
 """
@@ -135,7 +135,7 @@ def _top_frame(text: str, tree_root: str) -> str:
 
 def _shown(file: str, tree_root: str) -> str:
     path = Path(file)
-    # Debug info names the tree by its neutral path (-ffile-prefix-map in gates/cell.py).
+    # Debug info names the tree by its neutral path (-ffile-prefix-map in cxxgate/cell.py).
     for root in (tree_root, NEUTRAL_TREE):
         if root and path.is_relative_to(root):
             return path.relative_to(root).as_posix()

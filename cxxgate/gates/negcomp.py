@@ -22,9 +22,9 @@ fail for an error the language makes: a warning that -Werror promoted (GCC's JSO
 `-Werror=X`, clang's `[-Werror,-WX]`) counts as a warning, for the unit and its twin, so a
 call that now compiles with only a [[nodiscard]] warning is a surface regression.
 
-Units are compiled under one ordinary name, with the tree at a neutral path (gates/cell.py):
+Units are compiled under one ordinary name, with the tree at a neutral path (cxxgate/cell.py):
 a header cannot tell a probe from a build. must_build programs are linked with the harness
-entry, which reports a per-run nonce once the unit's main returned (gates/run.py).
+entry, which reports a per-run nonce once the unit's main returned (cxxgate/run.py).
 """
 
 from __future__ import annotations
