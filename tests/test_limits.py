@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, SHIPPED, run_grade
 
-from cxxgate import sandbox
+from cxxgate import registry, sandbox
 from cxxgate.case import Limits, load_case
 from cxxgate.cell import build
 from cxxgate.cellspec import CellSpec, Unit
@@ -253,7 +253,7 @@ def test_limits_are_validated_naming_the_key(tmp_path: Path) -> None:
     text = (case / "case.yaml").read_text()
     (case / "case.yaml").write_text(text.replace("output_bytes: 65536", "memory_mib: 0"))
     with pytest.raises(InputError) as err:
-        load_case(case)
+        load_case(case, registry.gates())
     assert str(case / "case.yaml") in str(err.value)
     assert "limits.memory_mib" in str(err.value) and "greater than or equal to 64" in str(err.value)
 

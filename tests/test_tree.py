@@ -268,8 +268,8 @@ def test_a_link_in_the_applied_tree_is_refused_even_past_the_header_check(
 ) -> None:
     # The header scan is the first layer; the tree walk after applying is the second and
     # must hold on its own, for a spelling a future git reads that the scan does not.
-    monkeypatch.setattr("gates.tree.header_problem", lambda text: "")
-    monkeypatch.setattr("gates.tree.mode_problem", lambda mode: "")
+    monkeypatch.setattr("cxxgate.tree.header_problem", lambda text: "")
+    monkeypatch.setattr("cxxgate.tree.mode_problem", lambda mode: "")
     status, detail, tree = _apply(base, tmp_path, HEADER_TO_SYMLINK)
     assert (status, "include/lib.hpp (symlink)" in detail) == ("malformed_patch", True), detail
     assert not tree.exists()
