@@ -105,8 +105,10 @@ def project_copy(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def shipped(tmp_path_factory: pytest.TempPathFactory) -> Grade:
-    """One cold grade of the shipped library, shared by every test that only reads it."""
-    return run_grade(tmp_path_factory.mktemp("shipped"))
+    """One cold grade of the whole shipped library (`-n 2`), shared by the test modules
+    that read it. A test that grades again into its folder grades the whole library (warm),
+    so its verdicts.jsonl and cells.txt always hold every row."""
+    return run_grade(tmp_path_factory.mktemp("shipped"), "-n", "2")
 
 
 def case_library(dest: Path, *cases: str) -> Path:

@@ -48,6 +48,7 @@ def _forget_series(grade: Grade) -> int:
     return gone
 
 
+@pytest.mark.slow
 def test_budget_classes_stable_with_the_other_core_busy(hot: Grade) -> None:
     assert hot.returncode == 0, hot.output[-3000:]
     assert _budget_classes(hot) == EXPECTED

@@ -24,8 +24,9 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
-    return run_grade(tmp_path_factory.mktemp("consumer"), f"case={CASE}")
+def graded(shipped: Grade) -> Grade:
+    """The shared cold grade of the shipped library (tests/conftest.py)."""
+    return shipped
 
 
 def test_every_shipped_patch_lands_on_its_class(graded: Grade) -> None:
@@ -59,7 +60,7 @@ def test_each_phase_is_named_in_the_summary(graded: Grade) -> None:
 def test_warm_rerun_builds_nothing(graded: Grade) -> None:
     cold = compiler_calls(graded.out)
     assert cold > 0
-    again = run_grade(graded.out, f"case={CASE}")
+    again = run_grade(graded.out, "-n", "2")
     assert again.returncode == 0, again.output
     assert compiler_calls(graded.out) == cold
 

@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from conftest import Grade, compiler_calls, run_grade
 
-CASES = "case=label,tally,ring,hot_path,runaway"
-
 # (row, gate) -> class: every class of the three gates, each reached by a shipped patch.
 REACHED = {
     # sanitizer
@@ -53,8 +51,9 @@ REACHED = {
 
 
 @pytest.fixture(scope="module")
-def lanes(tmp_path_factory: pytest.TempPathFactory) -> Grade:
-    return run_grade(tmp_path_factory.mktemp("lanes"), "-n", "2", CASES)
+def lanes(shipped: Grade) -> Grade:
+    """The shared cold grade of the shipped library (tests/conftest.py)."""
+    return shipped
 
 
 def _gate_json(grade: Grade, row: str, gate: str) -> dict[str, object]:
@@ -133,7 +132,7 @@ def test_cells_shared_across_gates_are_built_once(lanes: Grade) -> None:
 def test_warm_rerun_compiles_nothing(lanes: Grade) -> None:
     cold = compiler_calls(lanes.out)
     before = {name: row["gates"] for name, row in lanes.rows.items()}
-    again = run_grade(lanes.out, "-n", "2", CASES)
+    again = run_grade(lanes.out, "-n", "2")
     assert again.returncode == 0, again.output[-2000:]
     assert compiler_calls(lanes.out) == cold  # cold figure: see the issue note
     assert {name: row["gates"] for name, row in again.rows.items()} == before
