@@ -33,7 +33,7 @@ def test_every_shipped_patch_lands_on_its_class(graded: Grade) -> None:
     assert graded.returncode == 0, graded.output
     for patch, klass in EXPECTED.items():
         assert graded.gate(f"{CASE}/{patch}", "consumer")["class"] == klass, patch
-    assert set(EXPECTED) == {r.split("/")[1] for r in graded.rows}
+    assert set(EXPECTED) == {r.split("/")[1] for r in graded.rows if r.startswith(f"{CASE}/")}
 
 
 def test_link_undefined_although_the_in_tree_test_passes(graded: Grade, tmp_path: Path) -> None:

@@ -81,7 +81,8 @@ def test_a_program_must_return_from_its_own_main(cold: Grade) -> None:
     assert "multiple definition of `main'" in gate["summary"]
     # Only yes/no is stored: the nonce itself is per execution and never recorded.
     runs = [json.loads(p.read_text()) for p in (cold.out / "runs").glob("*/*/result.json")]
-    assert {r["returned"] for r in runs if r["status"] == "exited"} == {True, False}
+    # (consumer runs link no entry: None)
+    assert {True, False} <= {r["returned"] for r in runs if r["status"] == "exited"}
     assert {r["returned"] for r in runs if r["status"] == "not_built"} == {None}
 
 
