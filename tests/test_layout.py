@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT, SHIPPED
+from conftest import PROJECT, SHIPPED, run_grade
 
 ENGINE = PROJECT / "cxxgate"
 
@@ -315,18 +315,7 @@ def test_a_gate_from_another_package_is_picked_up(tmp_path: Path, plugin: str) -
             """,
         },
     )
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "doit", "-f", str(PROJECT / "dodo.py"), "grade"]
-    graded = subprocess.run(
-        [*cmd, f"cases={lib}", f"out={out}"],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(PROJECT)},
-    )
-    assert graded.returncode == 0, graded.stdout + graded.stderr
-    rows = _rows(out / "verdicts.jsonl")
-    assert rows["meters/reference"]["gates"]["compiles"]["class"] == "accept"  # type: ignore[index]
-    assert rows["meters/drop_value"]["class"] == "does_not_compile"
+    graded = run_grade(tmp_path / "out", library=lib)
+    assert graded.returncode == 0, graded.output
+    assert graded.gate("meters/reference", "compiles")["class"] == "accept"
+    assert graded.rows["meters/drop_value"]["class"] == "does_not_compile"
