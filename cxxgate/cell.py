@@ -1,4 +1,4 @@
-"""Cells: the one place the compiler is called.
+"""Cells: the one place a cell is built (compile, link) from its spec.
 
 A cell is (tree, translation units, envelope) -> diagnostics and maybe a binary. Its key
 covers everything that changes those bytes, so a cell is built once and shared by every
