@@ -5,7 +5,6 @@ needs only a two-line dodo.py and [tool.cxxgate]."""
 from __future__ import annotations
 
 import ast
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT, SHIPPED, run_grade
+from conftest import PROJECT, SHIPPED, Grade, run_grade
 
 ENGINE = PROJECT / "cxxgate"
 
@@ -134,13 +133,6 @@ def _doit(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _rows(verdicts: Path) -> dict[str, dict[str, object]]:
-    return {
-        f"{r['case']}/{r['patch']}": r
-        for r in map(json.loads, verdicts.read_text().splitlines())
-    }
-
-
 @pytest.mark.slow
 def test_an_eval_repository_with_two_line_dodo(tmp_path: Path) -> None:
     repo = tmp_path / "evals"
@@ -181,7 +173,7 @@ def test_an_eval_repository_with_two_line_dodo(tmp_path: Path) -> None:
     )
     graded = _doit(repo, "grade")
     assert graded.returncode == 0, graded.stdout + graded.stderr
-    rows = _rows(repo / "build/verdicts.jsonl")
+    rows = Grade(graded.returncode, "", repo / "build").rows
     assert rows["meters/reference"]["verdict"] == "accept"
     assert rows["meters/implicit"]["gates"]["negcomp"]["class"] == "surface_regression"  # type: ignore[index]
     assert rows["meters/implicit"]["expect_problems"] == []
