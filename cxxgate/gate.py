@@ -13,6 +13,7 @@ from cxxgate import codehash
 from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.result import ENGINE_CLASSES, GateResult
 from cxxgate.run import RunResult, RunSpec
+from cxxgate.scan import ScanResult, ScanSpec
 from cxxgate.yamlfile import InputError
 
 if TYPE_CHECKING:
@@ -48,16 +49,18 @@ class Context:
 
 @dataclass
 class Plan:
-    """The cells and runs a gate needs, by names of its own choosing."""
+    """The cells, runs and scans a gate needs, by names of its own choosing."""
 
     cells: dict[str, CellSpec] = field(default_factory=dict)
     runs: dict[str, RunSpec] = field(default_factory=dict)
+    scans: dict[str, ScanSpec] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Outputs:
     cells: dict[str, CellResult]
     runs: dict[str, RunResult]
+    scans: dict[str, ScanResult] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

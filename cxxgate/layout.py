@@ -30,6 +30,12 @@ class Layout:
     def run(self, key: str) -> Path:
         return self._at(f"runs/{key[:2]}/{key}")
 
+    def scan(self, key: str) -> Path:
+        return self._at(f"scans/{key[1:3]}/{key}")
+
+    def scan_result(self, key: str) -> Path:
+        return self._at(f"scans/{key[1:3]}/{key}/result.json")
+
     def cell_result(self, key: str) -> Path:
         return self._at(f"cells/{key[:2]}/{key}/result.json")
 

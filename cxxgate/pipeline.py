@@ -37,6 +37,9 @@ from cxxgate.rows import Row
 from cxxgate.run import RunResult
 from cxxgate.run import execute as execute_run
 from cxxgate.run import result_path as run_result
+from cxxgate.scan import ScanResult, error_result
+from cxxgate.scan import execute as execute_scan
+from cxxgate.scan import result_path as scan_result
 from cxxgate.tree import Stamp, materialise
 from cxxgate.verdict import Reference, Verdict, fold, reference_problems
 
@@ -141,6 +144,28 @@ class Pipeline:
                     "clean": [(_remove, [target.parent])],
                 }
 
+    def scan_tasks(self) -> Iterator[Task]:
+        yield {"basename": "scan", "name": None, "doc": "read a tree's sources (parse, inventory)"}
+        seen: set[str] = set()
+        for plan in self.lib.plans.values():
+            for spec in plan.scans.values():
+                if spec.key in seen:
+                    continue
+                seen.add(spec.key)
+                target = scan_result(self.layout, spec.key)
+                yield {
+                    "basename": "scan",
+                    "name": spec.key,
+                    "doc": spec.label,
+                    "actions": [
+                        guarded(target, error_result(spec), execute_scan, spec, self.layout)
+                    ],
+                    "file_dep": [str(self.layout.tree_stamp(spec.tree_key)), *spec.inputs],
+                    "targets": [str(target)],
+                    "uptodate": [no_harness_error(target)],
+                    "clean": [(_remove, [target.parent])],
+                }
+
     def gate_tasks(self) -> Iterator[Task]:
         gates = registry.gates()
         for name, gate in gates.items():
@@ -166,6 +191,7 @@ class Pipeline:
                 target = self.layout.gate_result(row.case, row.name, gate_name)
                 deps = [stamp] + [cell_result(self.layout, c.key) for c in plan.cells.values()]
                 deps += [run_result(self.layout, r.key) for r in plan.runs.values()]
+                deps += [scan_result(self.layout, s.key) for s in plan.scans.values()]
                 yield {
                     "basename": gate_name,
                     "name": row.id,
@@ -268,10 +294,14 @@ class Pipeline:
                 n: CellResult.load(cell_result(self.layout, c.key)) for n, c in plan.cells.items()
             },
             runs={n: RunResult.load(run_result(self.layout, r.key)) for n, r in plan.runs.items()},
+            scans={
+                n: ScanResult.load(scan_result(self.layout, s.key)) for n, s in plan.scans.items()
+            },
         )
         records = _records(row, gate_name, outputs)
         broken = [c.label for c in outputs.cells.values() if c.status == HARNESS_ERROR]
         broken += [r.label for r in outputs.runs.values() if r.status == HARNESS_ERROR]
+        broken += [s.label for s in outputs.scans.values() if s.status == HARNESS_ERROR]
         if broken:
             result = GateResult(
                 gate_name,
@@ -289,6 +319,9 @@ class Pipeline:
         )
         result.evidence.extend(
             str(self.layout.run(r.key).relative_to(self.layout.root)) for r in plan.runs.values()
+        )
+        result.evidence.extend(
+            str(self.layout.scan(s.key).relative_to(self.layout.root)) for s in plan.scans.values()
         )
         result.write(target)
 

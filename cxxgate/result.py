@@ -47,6 +47,19 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """A problem with a place in the patched tree (a diagnostic, a probe's failing line, a
+    removed assertion): what the SARIF and HTML reports show on the diff. `path` is relative
+    to the tree, `line` 1-based (0 when only the file is known)."""
+
+    rule: str  # the gate's class word for it
+    message: str
+    path: str
+    line: int = 0
+    column: int = 0
+
+
+@dataclass(frozen=True)
 class GateResult:
     gate: str
     status: Status
@@ -55,6 +68,7 @@ class GateResult:
     checks: list[Check] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     cells: list[str] = field(default_factory=list)  # one diffable line per cell/run
+    findings: list[Finding] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -75,7 +89,8 @@ class GateResult:
         for c in data.pop("checks"):
             c["klass"] = c.pop("class")
             checks.append(Check(**c))
-        return cls(checks=checks, **data)
+        findings = [Finding(**f) for f in data.pop("findings", [])]
+        return cls(checks=checks, findings=findings, **data)
 
     @classmethod
     def from_checks(

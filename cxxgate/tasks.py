@@ -28,6 +28,7 @@ __all__ = [
     "task_fold",
     "task_gate",
     "task_grade",
+    "task_scan",
     "task_tree",
     "task_verdict",
 ]
@@ -57,6 +58,11 @@ def task_cell() -> Any:
 def task_exec() -> Any:
     """Execute built binaries with pinned inputs and limits."""
     yield from PIPELINE.run_tasks()
+
+
+def task_scan() -> Any:
+    """Read trees' sources in Python (parses, inventories), content-keyed like cells."""
+    yield from PIPELINE.scan_tasks()
 
 
 def task_gate() -> Any:
