@@ -32,6 +32,14 @@ def of_modules(*names: str) -> str:
 def of_module_and_siblings(name: str) -> str:
     """A module's file and those of the modules of its own package it refers to (by
     `import` or by a name imported from them), e.g. a gate and the helper it shares."""
+    h = hashlib.sha256(EPOCH.encode())
+    for path in module_and_sibling_files(name):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def module_and_sibling_files(name: str) -> list[Path]:
+    """The files of_module_and_siblings hashes, sorted."""
     module = sys.modules[name]
     package = name.rpartition(".")[0]
     files = {_file_of(module)}
@@ -42,10 +50,7 @@ def of_module_and_siblings(name: str) -> str:
             other = getattr(value, "__module__", "")
         if isinstance(other, str) and other.rpartition(".")[0] == package and other in sys.modules:
             files.add(_file_of(sys.modules[other]))
-    h = hashlib.sha256(EPOCH.encode())
-    for path in sorted(files):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()[:16]
+    return sorted(files)
 
 
 def _file_of(module: ModuleType) -> Path:

@@ -51,6 +51,9 @@ class Layout:
     def fold(self, case: str) -> Path:
         return self._at(f"folds/{case}.json")
 
+    def prompt(self, case: str) -> Path:
+        return self._at(f"prompts/{case}.md")
+
     def stored_patch(self, sha: str) -> Path:
         return self._at(f"patches/{sha}.diff")
 
@@ -58,6 +61,11 @@ class Layout:
     def compiler_log(self) -> Path:
         """One line per compiler invocation; benchmarks and tests count them."""
         return self.root / "compiler-calls.log"
+
+    @property
+    def run_log(self) -> Path:
+        """One line per execution of a built binary (candidate, reference, probe)."""
+        return self.root / "runs.log"
 
     @property
     def verdicts(self) -> Path:

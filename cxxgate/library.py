@@ -6,8 +6,12 @@ and every gate's plan for every row. Loading never compiles or runs anything.
 from __future__ import annotations
 
 import json
+from functools import cache
+from pathlib import Path
 
-from cxxgate import codehash, faults, identity, outdir, registry
+import yaml
+
+from cxxgate import codehash, faults, lock, outdir, prompt, registry
 from cxxgate.case import Case, load_case
 from cxxgate.envelope import Envelopes
 from cxxgate.gate import Context, Plan
@@ -32,7 +36,10 @@ class Library:
         # (case, tree key, gate) -> plan. Two cases may share a tree (same base, same patch)
         # but not a plan: the plan follows each case's own configuration.
         self.plans: dict[tuple[str, str, str], Plan] = {}
-        self.identity: dict[str, dict[str, object]] = {}
+        self.identity: dict[str, dict[str, object]] = {}  # what each row of a case carries
+        self.pins: dict[str, lock.Pins] = {}  # every case that loaded, graded or not
+        self.prompts: dict[str, prompt.Rendered] = {}
+        self.unpinned: list[str] = []  # cases not graded: pins moved, or no prompt rendered
         self.rows_of: dict[str, list[Row]] = {}
         self.references: dict[str, tuple[Row, Row | None]] = {}  # reference row, base row
         try:
@@ -76,7 +83,6 @@ class Library:
                 )
                 continue
             self.cases[case.id] = case
-            self.identity[case.id] = identity.stamp(case, self.envelopes)
             self.rows += rows
         if self.settings.batch is not None:
             try:
@@ -88,17 +94,49 @@ class Library:
         self.rows_of = {c: [] for c in self.cases}
         for row in self.rows:
             self.rows_of[row.case].append(row)
+        try:
+            locked = lock.read(lib)
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            self.errors.append(f"{lib / lock.FILE}: cannot read: {exc}")
+            locked = lock.Lock({}, {})  # fail closed: nothing is graded against an unreadable lock
         for case in list(self.cases.values()):
             rows = self.rows_of[case.id]
             try:
-                self.plans.update(self._plan_rows(case, rows))
-            except InputError as exc:
-                self.errors.append(str(exc))
+                plans = self._plan_rows(case, rows)
+                problems = self._pin(case, plans, locked)
+            except (InputError, prompt.PromptError) as exc:
+                problems = [str(exc)]
+            if problems:
+                self.errors += problems
+                self.unpinned.append(case.id)
                 del self.cases[case.id], self.rows_of[case.id]
                 continue
+            self.plans.update(plans)
             base = next((r for r in rows if r.role == "base"), None)
             self.references[case.id] = (rows[0], base)  # case_rows puts the reference first
         self.rows = [r for r in self.rows if r.case in self.cases]
+
+    def _pin(
+        self,
+        case: Case,
+        plans: dict[tuple[str, str, str], Plan],
+        locked: lock.Lock | None,
+    ) -> list[str]:
+        """Render the case's prompt, pin its identity, and say how it moved from the lock."""
+        rendered = prompt.render(case)
+        if rendered is not None:
+            self.prompts[case.id] = rendered
+        envelopes = {s.envelope.name: s.envelope for p in plans.values() for s in p.cells.values()}
+        pins = lock.pins(
+            case, rendered.text if rendered else None, _gate_files(), envelopes.values()
+        )
+        self.pins[case.id] = pins
+        self.identity[case.id] = pins.stamp(locked=locked is not None)
+        if locked is None:
+            return []
+        where = self.settings.library / lock.FILE
+        moved = lock.moved(case.id, locked, pins)
+        return [f"{where}: {line}; `doit freeze` re-pins on purpose" for line in moved]
 
     def _plan_rows(self, case: Case, rows: list[Row]) -> dict[tuple[str, str, str], Plan]:
         """Every gate's plan for these rows; all or nothing, so a case whose config fails
@@ -120,3 +158,12 @@ class Library:
     def context(self, row: Row) -> Context:
         reference = self.tree_keys[f"{row.case}/reference"]
         return Context(self.cases[row.case], self.tree_keys[row.id], self.envelopes, reference)
+
+
+@cache
+def _gate_files() -> dict[str, list[Path]]:
+    """The source files behind each registered gate's code hash."""
+    return {
+        name: codehash.module_and_sibling_files(gate.classify.__module__)
+        for name, gate in registry.gates().items()
+    }

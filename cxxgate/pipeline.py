@@ -9,14 +9,17 @@ configuration, keys) enters each task through its name, file_dep or config_chang
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
-from cxxgate import atomic, codehash, registry, report
+from cxxgate import atomic, codehash, lock, registry, report
 from cxxgate.cell import build as build_cell
 from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.cellspec import result_path as cell_result
@@ -267,7 +270,73 @@ class Pipeline:
             "doc": "grade the case library (or a batch): table, verdicts.jsonl, exit status",
         }
 
+    def prompts_task(self) -> Task:
+        prompts = self.lib.prompts
+        return {
+            "actions": [(self._write_prompts, [])],
+            "targets": [str(self.layout.prompt(c)) for c in prompts],
+            "uptodate": [config_changed({c: r.text for c, r in prompts.items()})],
+            "verbosity": 2,
+            "doc": "render every case's prompt.md.j2 into out/prompts/ (never an oracle)",
+        }
+
+    def freeze_task(self) -> Task:
+        return {
+            "actions": [(self._freeze, [])],
+            "uptodate": [False],
+            "verbosity": 2,
+            "doc": "pin every case's identity in identity.lock; print what moved",
+        }
+
     # ---- actions -------------------------------------------------------------------
+
+    def _write_prompts(self) -> TaskFailed | None:
+        for case_id, rendered in self.lib.prompts.items():
+            target = self.layout.prompt(case_id)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic.write_text(target, rendered.text)
+            print(f"{case_id}: {target}")
+        unrendered = [e for e in self.lib.errors if "prompt" in e]
+        return TaskFailed("\n".join(unrendered)) if unrendered else None
+
+    def _freeze(self) -> TaskFailed | None:
+        library = self.lib.settings.library
+        try:
+            old = lock.read(library) or lock.Lock({}, {})
+        except (OSError, ValueError, yaml.YAMLError):
+            old = lock.Lock({}, {})  # an unreadable lock is replaced whole
+        cases = dict(old.cases)
+        grader_files = dict(old.grader_files)
+        moved: list[str] = []
+        for case_id, pins in sorted(self.lib.pins.items()):
+            moved += lock.moved(case_id, old, pins)
+            cases[case_id] = lock.entry(pins)
+            grader_files.update(pins.grader_files)
+        if not self.lib.settings.only:  # a case folder that is gone leaves the lock too
+            present = {p.name for p in library.iterdir() if (p / "case.yaml").is_file()}
+            for gone in sorted(cases.keys() - present):
+                moved.append(f"{gone}: removed from the library")
+                del cases[gone]
+            used = {f for p in self.lib.pins.values() for f in p.grader_files}
+            grader_files = {k: v for k, v in grader_files.items() if k in used}
+        unpinned = [c for c in self.lib.unpinned if c not in self.lib.pins]
+        for line in moved or [f"{library / lock.FILE}: no pin moved"]:
+            print(line)
+        if unpinned:
+            return TaskFailed(
+                f"cases that could not be pinned: {', '.join(unpinned)}\n"
+                + "\n".join(self.lib.errors)
+            )
+        if moved and os.environ.get("CI") == "true" and not self.lib.settings.allow_bump:
+            return TaskFailed(
+                f"CI=true: refusing to re-pin {len(moved)} pin(s) in {library / lock.FILE}; "
+                "a pin moves only on purpose: `doit freeze allow_bump=1`"
+            )
+        if moved:
+            lock.write(
+                library, lock.Lock(dict(sorted(cases.items())), dict(sorted(grader_files.items())))
+            )
+        return None
 
     def _unique_cells(self) -> dict[str, tuple[CellSpec, Row]]:
         by_tree = {self.lib.tree_keys[r.id]: r for r in reversed(self.lib.rows)}

@@ -246,6 +246,8 @@ def _execute_one(
 ) -> Sample:
     work = out / f"work{suffix}"
     _remove(work)  # what a run killed mid-way (with the harness) left
+    with Layout(out.parents[2]).run_log.open("a") as log:  # out is <root>/runs/<xx>/<key>
+        log.write(f"{time.time():.3f} {spec.key} {side} {phase}\n")
     work.mkdir()
     report_r, report_w = os.pipe() if meter is not None else (-1, -1)
     nonce = _Nonce() if entry else None

@@ -47,6 +47,7 @@ class Settings:
     only: frozenset[str]
     batch: Path | None
     report_only: bool
+    allow_bump: bool = False  # `doit freeze` under CI=true; command line only, never the file
 
     @classmethod
     def load(cls, root: Path | None = None) -> Settings:
@@ -61,6 +62,7 @@ class Settings:
         only = get_var("case", "") or table.case
         batch = get_var("patches", "") or ""
         report_only = get_var("report_only", "")
+        allow_bump = (get_var("allow_bump", "") or "") in {"1", "yes", "true"}
         return cls(
             library=library,
             out=path("out", table.out),
@@ -70,6 +72,7 @@ class Settings:
             report_only=report_only in {"1", "yes", "true"}
             if report_only
             else table.report_only,
+            allow_bump=allow_bump,
         )
 
 

@@ -9,6 +9,8 @@ doit grade case=token_handle       one case (comma-separated for several)
 doit grade patches=PATH            candidates: <case>/<name>.diff folder or predictions .jsonl
 doit grade report_only=1           rejections are reported, not fatal (nightly batches)
 doit grade cases=DIR out=DIR       another case library / build folder
+doit prompts                       render each case's prompt into out/prompts/
+doit freeze [allow_bump=1]         re-pin identity.lock (under CI=true only with allow_bump=1)
 """
 
 import gc
@@ -26,8 +28,10 @@ __all__ = [
     "task_cell",
     "task_exec",
     "task_fold",
+    "task_freeze",
     "task_gate",
     "task_grade",
+    "task_prompts",
     "task_scan",
     "task_tree",
     "task_verdict",
@@ -83,3 +87,13 @@ def task_fold() -> Any:
 def task_grade() -> Any:
     """Write verdicts.jsonl and the table; exit non-zero unless every row ended as expected."""
     return PIPELINE.grade_task()
+
+
+def task_prompts() -> Any:
+    """Render every case's prompt into out/prompts/ for the generation side."""
+    return PIPELINE.prompts_task()
+
+
+def task_freeze() -> Any:
+    """Pin every case's identity (prompt, oracles, grader, toolchains) in identity.lock."""
+    return PIPELINE.freeze_task()

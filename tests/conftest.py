@@ -73,13 +73,19 @@ def compiler_calls(out: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
-def run_grade(out: Path, *args: str, library: Path | None = None, project: Path = PROJECT) -> Grade:
-    """`doit grade` as a user runs it, with the build folder and dep file under `out`.
+def binary_runs(out: Path) -> int:
+    """Executions of built binaries (candidate, reference, probes) so far."""
+    log = out / "runs.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
 
-    `project` may be a copy made by `project_copy`, for tests that edit gate code."""
+
+def run_doit(
+    out: Path, *args: str, library: Path | None = None, project: Path = PROJECT, **env: str
+) -> Grade:
+    """`doit ARGS cases=... out=...` as a user runs it, e.g. `run_doit(out, "freeze")`."""
     library = library or project / "cases"
     cmd = [sys.executable, "-m", "doit", "-f", str(project / "dodo.py"), *args]
-    cmd += ["grade", f"cases={library}", f"out={out}"]
+    cmd += [f"cases={library}", f"out={out}"]
     proc = subprocess.run(
         cmd,
         capture_output=True,
@@ -87,19 +93,30 @@ def run_grade(out: Path, *args: str, library: Path | None = None, project: Path 
         cwd=project,
         check=False,
         timeout=900,
-        env={**os.environ, "PYTHONPATH": str(project)},
+        env={**os.environ, "PYTHONPATH": str(project), **env},
     )
     return Grade(proc.returncode, proc.stdout + proc.stderr, out)
 
 
-def project_copy(tmp_path: Path) -> Path:
+def run_grade(out: Path, *args: str, library: Path | None = None, project: Path = PROJECT) -> Grade:
+    """`doit grade` as a user runs it, with the build folder and dep file under `out`.
+
+    `project` may be a copy made by `project_copy`, for tests that edit gate code."""
+    return run_doit(out, *args, "grade", library=library, project=project)
+
+
+def project_copy(tmp_path: Path, *, locked: bool = False) -> Path:
     """A private copy of the project (dodo.py, pyproject.toml, cxxgate/, cases/) to edit:
-    run with PYTHONPATH on the copy, the registered gates load from the copy's modules."""
+    run with PYTHONPATH on the copy, the registered gates load from the copy's modules.
+    Tests edit cases and gate code in it, so its library is unpinned (no identity.lock)
+    unless `locked`."""
     dest = tmp_path / "project"
     for name in ("cxxgate", "cases"):
         shutil.copytree(PROJECT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("dodo.py", "pyproject.toml"):
         shutil.copy(PROJECT / name, dest)
+    if not locked:
+        (dest / "cases/identity.lock").unlink()
     return dest
 
 
@@ -122,7 +139,8 @@ def case_library(dest: Path, *cases: str) -> Path:
 
 @pytest.fixture
 def library(tmp_path: Path) -> Iterator[Path]:
-    """A private, writable copy of the shipped library (tests edit cases in it)."""
+    """A private, writable copy of the shipped library (tests edit cases in it), unpinned."""
     dest = tmp_path / "cases"
     shutil.copytree(SHIPPED, dest)
+    (dest / "identity.lock").unlink()
     yield dest

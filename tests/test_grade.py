@@ -9,7 +9,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SHIPPED, Grade, compiler_calls, project_copy, run_grade
+from conftest import (
+    SHIPPED,
+    Grade,
+    binary_runs,
+    compiler_calls,
+    project_copy,
+    run_doit,
+    run_grade,
+)
 
 NEGCOMP_CASES = "case=token_handle,bounded_index,saturating,discarded"
 
@@ -157,23 +165,44 @@ def test_parallel_grade_gives_identical_verdicts(cold: Grade, tmp_path: Path) ->
 
 
 def test_edits_rebuild_only_what_they_touch(tmp_path: Path) -> None:
-    project = project_copy(tmp_path)
+    project = project_copy(tmp_path, locked=True)
+    lockfile = project / "cases/identity.lock"
     out = tmp_path / "out"
     assert run_grade(out, "case=token_handle", project=project).returncode == 0
-    base_calls = compiler_calls(out)
+    base_calls, base_runs = compiler_calls(out), binary_runs(out)
+    assert base_runs > 0
 
-    # A prompt or case note edit: the identity changes, no compiler runs.
-    (project / "cases/token_handle/prompt.md").write_text("Add valid() and reset().\n")
+    # A prompt edit moves the prompt pin: the grade fails closed before it scores anything.
+    prompt = project / "cases/token_handle/prompt.md.j2"
+    prompt.write_text(prompt.read_text().replace("Reply with", "Answer with"))
+    refused = run_grade(out, "case=token_handle", project=project)
+    assert refused.returncode != 0
+    assert "token_handle: prompt pin moved: the rendered prompt changed" in refused.output
+    # Re-pinning is on purpose: under CI it needs allow_bump=1, and prints the pin diff.
+    pinned = lockfile.read_text()
+    ci = run_doit(out, "freeze", "case=token_handle", project=project, CI="true")
+    assert ci.returncode != 0 and "allow_bump=1" in ci.output
+    assert lockfile.read_text() == pinned
+    bump = run_doit(out, "freeze", "case=token_handle", "allow_bump=1", project=project, CI="true")
+    assert bump.returncode == 0 and "token_handle: prompt pin moved" in bump.output
+    # Cells are keyed by content, not by prompt: no compiler and no binary runs again.
     again = run_grade(out, "case=token_handle", project=project)
-    assert again.returncode == 0 and compiler_calls(out) == base_calls
-    assert again.rows["token_handle/reference"]["identity"]["case"] != ""
+    assert again.returncode == 0, again.output
+    assert (compiler_calls(out), binary_runs(out)) == (base_calls, base_runs)
+    identity = again.rows["token_handle/reference"]["identity"]
+    assert identity["locked"] is True and identity["prompt"] in lockfile.read_text()
 
-    # Classification code edit: gates re-classify from stored cells, no compiler runs.
+    # Classification code edit: the grader pin moves; once re-pinned, gates re-classify from
+    # stored cells and no compiler runs.
     gate = project / "cxxgate/gates/negcomp.py"
     gate.write_text(gate.read_text() + "\n# a comment that changes the gate's code hash\n")
+    refused = run_grade(out, "case=token_handle", project=project)
+    assert "grader pin moved: cxxgate/gates/negcomp.py (changed)" in refused.output
+    assert run_doit(out, "freeze", "allow_bump=1", project=project).returncode == 0
     reclass = run_grade(out, "case=token_handle", project=project)
     assert reclass.returncode == 0 and compiler_calls(out) == base_calls
     assert "negcomp:token_handle/public_ctor" in reclass.output
+    lockfile.unlink()  # unpinned from here on
 
     # One patch edited: only that patch's cells compile (2 must-build exes of 3 TUs -- the
     # unit, the harness entry, the library source -- + objcopy renaming the unit's main +
@@ -254,7 +283,10 @@ def test_clang_envelope_lands_on_the_same_classes(tmp_path: Path) -> None:
     yaml.write_text(yaml.read_text().replace("std: c++20", "std: c++20\nenvelope: clang", 1))
     grade = run_grade(tmp_path / "out", "case=token_handle", project=project)
     assert grade.returncode == 0, grade.output
-    assert grade.rows["token_handle/reference"]["identity"]["toolchains"]["clang"]["path"]
+    assert (
+        "clang"
+        in grade.rows["token_handle/reference"]["identity"]["toolchains"]["clang"]["version"]
+    )
     assert "gcc@" not in (grade.out / "cells.txt").read_text()
 
     # Without a pin for the running toolchain a unit is checked by status and line only:
@@ -276,12 +308,14 @@ def test_a_harness_fault_is_a_row_not_a_lost_batch_and_is_retried(tmp_path: Path
     project = project_copy(tmp_path)
     gate = project / "cxxgate/gates/negcomp.py"
     healthy = gate.read_text()
-    gate.write_text(healthy.replace(
-        "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n",
-        "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n"
-        "    if ctx.tree_key != ctx.reference_tree_key:\n"
-        "        raise RuntimeError('a bug in the gate')\n",
-    ))
+    gate.write_text(
+        healthy.replace(
+            "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n",
+            "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n"
+            "    if ctx.tree_key != ctx.reference_tree_key:\n"
+            "        raise RuntimeError('a bug in the gate')\n",
+        )
+    )
     out = tmp_path / "out"
     broken = run_grade(out, "case=token_handle", project=project)
     assert broken.returncode != 0
@@ -301,16 +335,17 @@ def test_a_harness_fault_is_a_row_not_a_lost_batch_and_is_retried(tmp_path: Path
     assert compiler_calls(out) == calls
 
 
-
 def test_a_harness_fault_on_the_base_tree_is_not_a_broken_case(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
     gate = project / "cxxgate/gates/negcomp.py"
-    gate.write_text(gate.read_text().replace(
-        "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n",
-        "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n"
-        "    if ctx.tree_key != ctx.reference_tree_key:\n"
-        "        raise RuntimeError('a bug in the gate')\n",
-    ))
+    gate.write_text(
+        gate.read_text().replace(
+            "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n",
+            "def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:\n"
+            "    if ctx.tree_key != ctx.reference_tree_key:\n"
+            "        raise RuntimeError('a bug in the gate')\n",
+        )
+    )
     grade = run_grade(tmp_path / "out", "case=saturating", project=project)
     assert grade.returncode != 0
     assert "case saturating could not be graded for gate negcomp" in grade.output
