@@ -111,8 +111,12 @@ def project_copy(tmp_path: Path, *, locked: bool = False) -> Path:
     Tests edit cases and gate code in it, so its library is unpinned (no identity.lock)
     unless `locked`."""
     dest = tmp_path / "project"
-    for name in ("cxxgate", "cases"):
-        shutil.copytree(PROJECT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    # cxxgate.egg-info (written by `pip install -e .`) lists the gates' entry points: beside
+    # the copy it wins over whatever checkout the global install points to.
+    for name in ("cxxgate", "cases", "cxxgate.egg-info"):
+        if (PROJECT / name).exists():
+            ignore = shutil.ignore_patterns("__pycache__")
+            shutil.copytree(PROJECT / name, dest / name, ignore=ignore)
     for name in ("dodo.py", "pyproject.toml"):
         shutil.copy(PROJECT / name, dest)
     if not locked:
