@@ -63,6 +63,10 @@ class Layout:
         return self.root / "compiler-calls.log"
 
     @property
+    def history(self) -> Path:
+        return self.root / "history.sqlite3"
+
+    @property
     def run_log(self) -> Path:
         """One line per execution of a built binary (candidate, reference, probe)."""
         return self.root / "runs.log"

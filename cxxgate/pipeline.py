@@ -19,7 +19,7 @@ import yaml
 from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
-from cxxgate import atomic, codehash, lock, registry, report
+from cxxgate import atomic, codehash, history, lock, prune, registry, report
 from cxxgate.cell import build as build_cell
 from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.cellspec import result_path as cell_result
@@ -47,6 +47,7 @@ from cxxgate.tree import Stamp, materialise
 from cxxgate.verdict import Reference, Verdict, fold, reference_problems
 
 Task = dict[str, Any]
+DEFAULT_KEEP = 5  # grades `doit prune` keeps when not told keep=N
 
 
 class Pipeline:
@@ -288,6 +289,27 @@ class Pipeline:
             "doc": "pin every case's identity in identity.lock; print what moved",
         }
 
+    def compare_task(self) -> Task:
+        return {
+            "actions": [(history.compare, [self.layout.history, self.lib.settings.across])],
+            "uptodate": [False],
+            "verbosity": 2,
+            "doc": "what flipped since the previous grade of the same identity (across=1: any)",
+        }
+
+    def prune_task(self) -> Task:
+        keep = self.lib.settings.keep or DEFAULT_KEEP
+
+        def action() -> None:
+            print(prune.prune(self.layout, keep).line())
+
+        return {
+            "actions": [action],
+            "uptodate": [False],
+            "verbosity": 2,
+            "doc": f"delete what no grade of the last keep=N (default {DEFAULT_KEEP}) refers to",
+        }
+
     # ---- actions -------------------------------------------------------------------
 
     def _write_prompts(self) -> TaskFailed | None:
@@ -420,7 +442,7 @@ class Pipeline:
         for case_id in self.lib.cases:
             data = json.loads(self.layout.fold(case_id).read_text())
             verdicts += [Verdict.from_json(v) for v in data]
-        return report.grade(
+        failed = report.grade(
             verdicts,
             self.lib.orphans,
             self.lib.errors,
@@ -428,6 +450,13 @@ class Pipeline:
             registry_order=list(registry.gates()),
             report_only=self.lib.settings.report_only,
         )
+        rows = [json.loads(line) for line in self.layout.verdicts.read_text().splitlines()]
+        grade = history.record(self.layout.history, rows, exit_status=1 if failed else 0)
+        for line in history.summary(self.layout.history, grade):
+            print(line)
+        if self.lib.settings.keep:
+            print(prune.prune(self.layout, self.lib.settings.keep).line())
+        return failed
 
 
 def _records(row: Row, gate: str, outputs: Outputs) -> list[str]:

@@ -31,6 +31,7 @@ class ToolTable(Strict):
     case: str = ""
     patches: str = ""
     report_only: bool = False
+    keep: int = 0  # prune after each grade, keeping what the last N grades refer to
 
 
 class SettingsError(Exception):
@@ -48,6 +49,8 @@ class Settings:
     batch: Path | None
     report_only: bool
     allow_bump: bool = False  # `doit freeze` under CI=true; command line only, never the file
+    keep: int = 0
+    across: bool = False  # `doit compare` across identities; command line only
 
     @classmethod
     def load(cls, root: Path | None = None) -> Settings:
@@ -63,6 +66,9 @@ class Settings:
         batch = get_var("patches", "") or ""
         report_only = get_var("report_only", "")
         allow_bump = (get_var("allow_bump", "") or "") in {"1", "yes", "true"}
+        keep = get_var("keep", "") or ""
+        if keep and not keep.isdigit():
+            raise SettingsError(f"keep={keep}: expected a number of grades (keep=5)")
         return cls(
             library=library,
             out=path("out", table.out),
@@ -73,6 +79,8 @@ class Settings:
             if report_only
             else table.report_only,
             allow_bump=allow_bump,
+            keep=int(keep) if keep else table.keep,
+            across=(get_var("across", "") or "") in {"1", "yes", "true"},
         )
 
 

@@ -11,6 +11,8 @@ doit grade report_only=1           rejections are reported, not fatal (nightly b
 doit grade cases=DIR out=DIR       another case library / build folder
 doit prompts                       render each case's prompt into out/prompts/
 doit freeze [allow_bump=1]         re-pin identity.lock (under CI=true only with allow_bump=1)
+doit compare [across=1]            rows that flipped since the previous grade of this identity
+doit prune [keep=N]                delete what no grade of the last N refers to
 """
 
 import gc
@@ -26,12 +28,14 @@ from cxxgate.yamlfile import InputError
 __all__ = [
     "DOIT_CONFIG",
     "task_cell",
+    "task_compare",
     "task_exec",
     "task_fold",
     "task_freeze",
     "task_gate",
     "task_grade",
     "task_prompts",
+    "task_prune",
     "task_scan",
     "task_tree",
     "task_verdict",
@@ -97,3 +101,13 @@ def task_prompts() -> Any:
 def task_freeze() -> Any:
     """Pin every case's identity (prompt, oracles, grader, toolchains) in identity.lock."""
     return PIPELINE.freeze_task()
+
+
+def task_compare() -> Any:
+    """List the rows that flipped since the previous grade of the same identity."""
+    return PIPELINE.compare_task()
+
+
+def task_prune() -> Any:
+    """Delete cells, runs and trees that no recent grade refers to (keep=N)."""
+    return PIPELINE.prune_task()

@@ -138,7 +138,7 @@ def fold(
         # The row lists where to look: the tree, each gate's result file (which keeps the
         # gate's own evidence lines, e.g. budget samples) and the cell and run folders.
         evidence.append(f"results/{row.case}/{row.name}/{name}.json")
-        evidence += [e for e in res.evidence if e.startswith(("cells/", "runs/"))]
+        evidence += [e for e in res.evidence if e.startswith(("cells/", "runs/", "scans/"))]
         cells += res.cells
     verdict, klass, detail = _decide(row, stamp, gates)
     expect: dict[str, str | list[str]] | None = None
