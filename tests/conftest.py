@@ -9,9 +9,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 PROJECT = Path(__file__).resolve().parent.parent
 SHIPPED = PROJECT / "cases"
@@ -24,9 +26,9 @@ class Grade:
     output: str
     out: Path
 
-    @property
+    @cached_property
     def rows(self) -> dict[str, dict[str, object]]:
-        """verdicts.jsonl by 'case/patch'."""
+        """verdicts.jsonl by 'case/patch', as it was when first read."""
         rows = {}
         for line in (self.out / "verdicts.jsonl").read_text().splitlines():
             row = json.loads(line)
@@ -125,11 +127,21 @@ def project_copy(tmp_path: Path, *, locked: bool = False) -> Path:
 
 
 @pytest.fixture(scope="session")
-def shipped(tmp_path_factory: pytest.TempPathFactory) -> Grade:
+def shipped(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Grade:
     """One cold grade of the whole shipped library (`-n 2`), shared by the test modules
-    that read it. A test that grades again into its folder grades the whole library (warm),
-    so its verdicts.jsonl and cells.txt always hold every row."""
-    return run_grade(tmp_path_factory.mktemp("shipped"), "-n", "2")
+    that read it, across pytest-xdist workers too: the first worker to ask grades under a
+    file lock, the others read its result. A test that grades again into its folder grades
+    the whole library (warm), so its verdicts.jsonl and cells.txt always hold every row."""
+    if worker_id == "master":  # not under xdist
+        return run_grade(tmp_path_factory.mktemp("shipped"), "-n", "2")
+    shared = tmp_path_factory.getbasetemp().parent  # one folder for every worker
+    record = shared / "shipped.json"
+    with FileLock(str(shared / "shipped.lock")):
+        if not record.exists():
+            grade = run_grade(shared / "shipped", "-n", "2")
+            record.write_text(json.dumps([grade.returncode, grade.output]))
+    returncode, output = json.loads(record.read_text())
+    return Grade(returncode, output, shared / "shipped")
 
 
 def case_library(dest: Path, *cases: str) -> Path:

@@ -57,14 +57,6 @@ def test_each_phase_is_named_in_the_summary(graded: Grade) -> None:
     assert "killed at the time limit" in summary("stuck_index")
 
 
-def test_warm_rerun_builds_nothing(graded: Grade) -> None:
-    cold = compiler_calls(graded.out)
-    assert cold > 0
-    again = run_grade(graded.out, "-n", "2")
-    assert again.returncode == 0, again.output
-    assert compiler_calls(graded.out) == cold
-
-
 def _one_case_library(tmp_path: Path) -> Path:
     return case_library(tmp_path / "cases", CASE)
 

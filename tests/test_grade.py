@@ -139,12 +139,17 @@ def test_cell_record_is_one_stable_line_per_cell(cold: Grade) -> None:
 
 
 def test_warm_rerun_compiles_nothing_and_gives_the_same_verdicts(cold: Grade) -> None:
-    before = compiler_calls(cold.out)
+    """For every gate of the library at once: a warm re-run compiles, runs and parses
+    nothing (no cell, exec or scan task executes) and writes the same verdicts."""
+    before = compiler_calls(cold.out), binary_runs(cold.out)
     first = (cold.out / "verdicts.jsonl").read_text()
+    results = sorted((cold.out).glob("*/*/*/result.json"))
+    stamps = [p.stat().st_mtime_ns for p in results]
     warm = run_grade(cold.out, "-n", "2")
     assert warm.returncode == 0, warm.output
-    assert compiler_calls(cold.out) == before
+    assert (compiler_calls(cold.out), binary_runs(cold.out)) == before
     assert (cold.out / "verdicts.jsonl").read_text() == first
+    assert [p.stat().st_mtime_ns for p in results] == stamps
 
 
 def test_parallel_grade_gives_identical_verdicts(cold: Grade, tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Grade, case_library, compiler_calls, in_tree_test_exit, run_grade
+from conftest import Grade, case_library, in_tree_test_exit, run_grade
 
 CASE = "inventory"
 ITEM = "include/inventory/item.hpp"
@@ -59,13 +59,6 @@ def test_one_record_per_header_and_lane(graded: Grade) -> None:
 
 def test_pass_counts_every_public_header(graded: Grade) -> None:
     assert graded.gate(f"{CASE}/good_find", "headers")["summary"].startswith("2/2 checks ok")
-
-
-def test_warm_rerun_builds_nothing(graded: Grade) -> None:
-    cold = compiler_calls(graded.out)
-    again = run_grade(graded.out, "-n", "2")
-    assert again.returncode == 0, again.output
-    assert compiler_calls(graded.out) == cold
 
 
 def _edited_case(tmp_path: Path, edit: dict[str, object]) -> Path:

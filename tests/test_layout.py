@@ -9,11 +9,10 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT, SHIPPED, Grade, run_grade
+from conftest import PROJECT, SHIPPED, Grade, run_doit
 
 ENGINE = PROJECT / "cxxgate"
 
@@ -241,8 +240,9 @@ GATE = Gate("compiles", "each listed unit compiles", Config, SEVERITY, plan, cla
 
 
 @pytest.fixture
-def plugin(tmp_path: Path) -> Iterator[str]:
-    """A third-party gate package, pip-installed into this Python and removed after."""
+def plugin(tmp_path: Path) -> Path:
+    """A third-party gate package, pip-installed into a folder of its own (the grade puts
+    it on PYTHONPATH), so grades running beside this test never see it."""
     src = tmp_path / "plugin"
     _write(
         src,
@@ -265,16 +265,16 @@ def plugin(tmp_path: Path) -> Iterator[str]:
             """,
         },
     )
+    site = tmp_path / "site"
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "install", "--no-deps", str(src)], check=True, timeout=300)
-    try:
-        yield "cxxgate-compiles-gate"
-    finally:
-        subprocess.run([*pip, "uninstall", "-y", "cxxgate-compiles-gate"], check=True)
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(site), str(src)], check=True, timeout=300
+    )
+    yield site
 
 
 @pytest.mark.slow
-def test_a_gate_from_another_package_is_picked_up(tmp_path: Path, plugin: str) -> None:
+def test_a_gate_from_another_package_is_picked_up(tmp_path: Path, plugin: Path) -> None:
     lib = tmp_path / "cases"
     lib.mkdir()
     (lib / "envelopes.yaml").write_text((SHIPPED / "envelopes.yaml").read_text())
@@ -307,7 +307,7 @@ def test_a_gate_from_another_package_is_picked_up(tmp_path: Path, plugin: str) -
             """,
         },
     )
-    graded = run_grade(tmp_path / "out", library=lib)
+    graded = run_doit(tmp_path / "out", "grade", library=lib, PYTHONPATH=f"{PROJECT}:{plugin}")
     assert graded.returncode == 0, graded.output
     assert graded.gate("meters/reference", "compiles")["class"] == "accept"
     assert graded.rows["meters/drop_value"]["class"] == "does_not_compile"
