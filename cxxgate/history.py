@@ -156,8 +156,8 @@ def flips(path: Path, before: Grade, after: Grade) -> list[Flip]:
     for row in sorted(old.keys() & new.keys()):
         (sha0, v0, c0, g0), (sha1, v1, c1, g1) = old[row], new[row]
         if (v0, c0, g0) != (v1, c1, g1):
-            after = _word(v1, c1, g1, g0) + (" (patch changed)" if sha0 != sha1 else "")
-            found.append(Flip(row, _word(v0, c0, g0, g1), after))
+            now = _word(v1, c1, g1, g0) + (" (patch changed)" if sha0 != sha1 else "")
+            found.append(Flip(row, _word(v0, c0, g0, g1), now))
     return found
 
 

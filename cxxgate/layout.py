@@ -72,6 +72,12 @@ class Layout:
         return self.root / "runs.log"
 
     @property
+    def grade_inputs(self) -> Path:
+        """What a grade reported besides its rows (input errors, orphans): `doit merge`
+        reads it from each shard."""
+        return self.root / "grade.json"
+
+    @property
     def verdicts(self) -> Path:
         return self.root / "verdicts.jsonl"
 

@@ -40,6 +40,7 @@ class Library:
         self.pins: dict[str, lock.Pins] = {}  # every case that loaded, graded or not
         self.prompts: dict[str, prompt.Rendered] = {}
         self.unpinned: list[str] = []  # cases not graded: pins moved, or no prompt rendered
+        self.elsewhere: set[str] = set()  # cases another shard grades (shard=I/N)
         self.rows_of: dict[str, list[Row]] = {}
         self.references: dict[str, tuple[Row, Row | None]] = {}  # reference row, base row
         try:
@@ -63,9 +64,14 @@ class Library:
         dirs = sorted(p for p in lib.iterdir() if p.is_dir())
         for name in sorted(self.settings.only - {d.name for d in dirs}):
             self.errors.append(f"case={name}: no such case in {lib}")
+        if self.settings.only:
+            dirs = [d for d in dirs if d.name in self.settings.only]
+        if self.settings.shard is not None:
+            # By case, in a fixed order: a case's reference and candidates share cells.
+            index, count = self.settings.shard
+            self.elsewhere = {d.name for k, d in enumerate(dirs) if k % count != index - 1}
+            dirs = [d for d in dirs if d.name not in self.elsewhere]
         for case_dir in dirs:
-            if self.settings.only and case_dir.name not in self.settings.only:
-                continue
             if not (case_dir / "case.yaml").exists():
                 self.errors.append(f"{case_dir}: a folder in the case library without case.yaml")
                 continue
@@ -86,7 +92,8 @@ class Library:
             self.rows += rows
         if self.settings.batch is not None:
             try:
-                batch, self.orphans = batch_rows(self.settings.batch, self.cases, self.layout)
+                batch, orphans = batch_rows(self.settings.batch, self.cases, self.layout)
+                self.orphans = [o for o in orphans if o.case not in self.elsewhere]
             except OSError as exc:
                 self.errors.append(f"patches={self.settings.batch}: cannot read: {exc}")
                 batch = []

@@ -19,7 +19,7 @@ import yaml
 from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
-from cxxgate import atomic, codehash, history, lock, prune, registry, report
+from cxxgate import atomic, codehash, history, lock, merge, prune, registry, report
 from cxxgate.cell import build as build_cell
 from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.cellspec import result_path as cell_result
@@ -36,7 +36,7 @@ from cxxgate.guard import (
 from cxxgate.layout import Layout
 from cxxgate.library import Library
 from cxxgate.result import HARNESS_ERROR, GateResult
-from cxxgate.rows import Row
+from cxxgate.rows import Orphan, Row
 from cxxgate.run import RunResult
 from cxxgate.run import execute as execute_run
 from cxxgate.run import result_path as run_result
@@ -289,6 +289,14 @@ class Pipeline:
             "doc": "pin every case's identity in identity.lock; print what moved",
         }
 
+    def merge_task(self) -> Task:
+        return {
+            "actions": [(self._merge, [])],
+            "uptodate": [False],
+            "verbosity": 2,
+            "doc": "fold shard folders (from=DIR,DIR,...) into out=: verdicts, table, history",
+        }
+
     def compare_task(self) -> Task:
         return {
             "actions": [(history.compare, [self.layout.history, self.lib.settings.across])],
@@ -442,10 +450,27 @@ class Pipeline:
         for case_id in self.lib.cases:
             data = json.loads(self.layout.fold(case_id).read_text())
             verdicts += [Verdict.from_json(v) for v in data]
+        shard = self.lib.settings.shard
+        merge.write_inputs(
+            self.layout, self.lib.orphans, self.lib.errors, self.lib.settings.report_only, shard
+        )
+        return self._report(verdicts, self.lib.orphans, self.lib.errors)
+
+    def _merge(self) -> TaskFailed | None:
+        """`doit merge from=DIR,...`: fold shard build folders into this one's outputs."""
+        try:
+            verdicts, orphans, errors = merge.read(self.lib.settings.merge_from)
+        except merge.MergeError as exc:
+            return TaskFailed(str(exc))
+        return self._report(verdicts, orphans, errors)
+
+    def _report(
+        self, verdicts: list[Verdict], orphans: list[Orphan], errors: list[str]
+    ) -> TaskFailed | None:
         failed = report.grade(
             verdicts,
-            self.lib.orphans,
-            self.lib.errors,
+            orphans,
+            errors,
             self.layout,
             registry_order=list(registry.gates()),
             report_only=self.lib.settings.report_only,

@@ -51,6 +51,8 @@ class Settings:
     allow_bump: bool = False  # `doit freeze` under CI=true; command line only, never the file
     keep: int = 0
     across: bool = False  # `doit compare` across identities; command line only
+    shard: tuple[int, int] | None = None  # `shard=I/N`: grade the I-th of N slices of the cases
+    merge_from: tuple[Path, ...] = ()  # `doit merge from=DIR,DIR`: shard build folders
 
     @classmethod
     def load(cls, root: Path | None = None) -> Settings:
@@ -67,6 +69,8 @@ class Settings:
         report_only = get_var("report_only", "")
         allow_bump = (get_var("allow_bump", "") or "") in {"1", "yes", "true"}
         keep = get_var("keep", "") or ""
+        shard = _shard(get_var("shard", "") or "")
+        merge_from = tuple(Path(d).resolve() for d in (get_var("from", "") or "").split(",") if d)
         if keep and not keep.isdigit():
             raise SettingsError(f"keep={keep}: expected a number of grades (keep=5)")
         return cls(
@@ -81,7 +85,18 @@ class Settings:
             allow_bump=allow_bump,
             keep=int(keep) if keep else table.keep,
             across=(get_var("across", "") or "") in {"1", "yes", "true"},
+            shard=shard,
+            merge_from=merge_from,
         )
+
+
+def _shard(value: str) -> tuple[int, int] | None:
+    if not value:
+        return None
+    index, _, count = value.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise SettingsError(f"shard={value}: expected I/N with 1 <= I <= N, e.g. shard=2/4")
+    return int(index), int(count)
 
 
 def _configured(root: Path, value: str) -> Path | None:

@@ -13,6 +13,8 @@ doit prompts                       render each case's prompt into out/prompts/
 doit freeze [allow_bump=1]         re-pin identity.lock (under CI=true only with allow_bump=1)
 doit compare [across=1]            rows that flipped since the previous grade of this identity
 doit prune [keep=N]                delete what no grade of the last N refers to
+doit grade shard=I/N out=DIR       grade the I-th of N slices of the cases (by case)
+doit merge from=DIR,DIR out=DIR    fold shard folders into one grade (verdicts, table, history)
 """
 
 import gc
@@ -34,6 +36,7 @@ __all__ = [
     "task_freeze",
     "task_gate",
     "task_grade",
+    "task_merge",
     "task_prompts",
     "task_prune",
     "task_scan",
@@ -111,3 +114,8 @@ def task_compare() -> Any:
 def task_prune() -> Any:
     """Delete cells, runs and trees that no recent grade refers to (keep=N)."""
     return PIPELINE.prune_task()
+
+
+def task_merge() -> Any:
+    """Fold shard build folders (from=DIR,DIR,...) into one grade in out=."""
+    return PIPELINE.merge_task()
