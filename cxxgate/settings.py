@@ -47,6 +47,7 @@ class Settings:
     only: frozenset[str]
     batch: Path | None
     report_only: bool
+    verbosity: int | None = None  # `verbosity=2`: doit's -v 2, every task listed
 
     @classmethod
     def load(cls, root: Path | None = None) -> Settings:
@@ -61,6 +62,10 @@ class Settings:
         only = get_var("case", "") or table.case
         batch = get_var("patches", "") or ""
         report_only = get_var("report_only", "")
+        verbosity = get_var("verbosity", "") or ""
+        if verbosity not in {"", "0", "1", "2"}:
+            msg = f"verbosity={verbosity}: expected 0, 1 or 2 (as doit's -v)"
+            raise SettingsError(msg)
         return cls(
             library=library,
             out=path("out", table.out),
@@ -70,6 +75,7 @@ class Settings:
             report_only=report_only in {"1", "yes", "true"}
             if report_only
             else table.report_only,
+            verbosity=int(verbosity) if verbosity else None,
         )
 
 
