@@ -171,9 +171,9 @@ def test_edits_rebuild_only_what_they_touch(tmp_path: Path) -> None:
     # Classification code edit: gates re-classify from stored cells, no compiler runs.
     gate = project / "cxxgate/gates/negcomp.py"
     gate.write_text(gate.read_text() + "\n# a comment that changes the gate's code hash\n")
-    reclass = run_grade(out, "case=token_handle", project=project)
+    reclass = run_grade(out, "-v", "2", "case=token_handle", project=project)  # names tasks
     assert reclass.returncode == 0 and compiler_calls(out) == base_calls
-    assert "negcomp:token_handle/public_ctor" in reclass.output
+    assert ".  negcomp:token_handle/public_ctor" in reclass.output  # executed, not "--"
 
     # One patch edited: only that patch's cells compile (2 must-build exes of 3 TUs -- the
     # unit, the harness entry, the library source -- + objcopy renaming the unit's main +
