@@ -96,6 +96,7 @@ class Undisturbed:
     out: Path
     rows: Outcome  # read once: a test below grades its folder again
     calls: int
+    verdicts: dict[str, dict[str, object]]  # whole verdicts.jsonl rows
 
     def of(self, case: str) -> Outcome:
         return {k: v for k, v in self.rows.items() if k.startswith(f"{case}/")}
@@ -107,7 +108,7 @@ def undisturbed(library: Path, tmp_path_factory: pytest.TempPathFactory) -> Undi
     assert grade.returncode == 0, grade.output[-3000:]
     rows = outcome(grade)
     assert {r[0] for r in rows.values()} == {"accept", "reject"}
-    return Undisturbed(grade.out, rows, compiler_calls(grade.out))
+    return Undisturbed(grade.out, rows, compiler_calls(grade.out), grade.rows)
 
 
 def results_parse(out: Path) -> None:
@@ -118,23 +119,48 @@ def results_parse(out: Path) -> None:
         json.loads(path.read_text())
 
 
+def written(proc: subprocess.Popen[str], out: Path, pattern: str, since: float) -> None:
+    """Wait until a file matching `pattern` under `out` is written after `since` (a wall
+    clock time); the grade must still run."""
+    deadline = time.monotonic() + 600
+    while not any(p.stat().st_mtime > since for p in out.glob(pattern)):
+        assert proc.poll() is None, f"the grade ended before {pattern} appeared"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
 @pytest.mark.slow
-def test_killed_twice_and_resumed_gives_the_undisturbed_verdicts(
+def test_killed_at_four_points_and_resumed_gives_the_undisturbed_verdicts(
     library: Path, undisturbed: Undisturbed, tmp_path: Path
 ) -> None:
-    """SIGKILL at about a quarter of the compiles (serial), then again at about 60% of the
-    next run (two threads): doit saves its database only when it ends, so the resumed run
-    meets every cell it finished before, its own key already recorded for reuse."""
+    """SIGKILL during intake (the first tree stamp written), at about a quarter of the
+    compiles (serial), at about 60% of the next run's (two threads), and as the first gate
+    classifies; then one run to the end. Its verdicts.jsonl is the undisturbed one, row for
+    row and field for field (these gates put no timing in a row). doit saves its database
+    only when it ends: each run meets results its predecessor finished but never recorded."""
     out = tmp_path / "out"
     total = undisturbed.calls
-    for share, args in ((0.25, ()), (0.6, ("-n", "2"))):
+
+    # (doit options, a share of the undisturbed compiler calls or a file to see written)
+    points: list[tuple[tuple[str, ...], float | str]] = [
+        ((), "trees/*.json"),
+        ((), 0.25),
+        (("-n", "2"), 0.6),
+        (("-n", "2"), "results/*/*/[!v]*.json"),  # a gate result, not a verdict
+    ]
+    for args, point in points:
+        since = time.time()
         proc = start_grade(out, library, *args)
-        after_calls(proc, out, compiler_calls(out) + int(total * share))
+        if isinstance(point, str):
+            written(proc, out, point, since)
+        else:
+            after_calls(proc, out, compiler_calls(out) + int(total * point))
         kill(proc)
         results_parse(out)
     resumed = run_grade(out, library=library)
     assert resumed.returncode == 0, resumed.output[-3000:]
     assert "Traceback" not in resumed.output
+    assert resumed.rows == undisturbed.verdicts
     assert outcome(resumed) == undisturbed.rows
 
 
@@ -156,6 +182,55 @@ def test_doit_forget_then_grade_gives_the_same_verdicts(
     again = run_grade(undisturbed.out, library=library)
     assert again.returncode == 0, again.output[-3000:]
     assert outcome(again) == undisturbed.rows
+
+
+def cut_short(path: Path) -> None:
+    """What a writer that is not atomic leaves when it dies: the first half of the file."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError):
+        json.loads(path.read_bytes())
+
+
+@pytest.mark.slow
+def test_result_files_cut_short_are_made_again_never_trusted(
+    library: Path, undisturbed: Undisturbed
+) -> None:
+    """One file of each kind cut in half, in a build folder doit remembers as finished:
+    a tree stamp, a cell's and a run's result, a gate result, a verdict, a fold, and
+    verdicts.jsonl. The next grade makes each again (the cell compiles again) and ends on the
+    undisturbed verdicts; none is read as a result."""
+    out = undisturbed.out
+    row = next(r for r, v in undisturbed.verdicts.items() if v["verdict"] == "reject")
+    case, patch = row.split("/")
+    evidence = undisturbed.verdicts[row]["evidence"]
+    assert isinstance(evidence, list)
+    cell = next(out / e / "result.json" for e in evidence if e.startswith("cells/"))
+    planted = [
+        next(out / f"{e}.json" for e in evidence if e.startswith("trees/")),
+        cell,
+        next(iter(out.glob("runs/*/*/result.json"))),
+        next(out / e for e in evidence if e.startswith("results/")),
+        out / "results" / case / patch / "verdict.json",
+        out / "folds" / f"{case}.json",
+        out / "verdicts.jsonl",
+    ]
+    before = {path: path.read_bytes() for path in planted}
+    for path in planted:
+        cut_short(path)
+    calls = compiler_calls(out)
+    again = run_grade(out, library=library)
+    assert again.returncode == 0, again.output[-3000:]
+    assert "Traceback" not in again.output
+    assert again.rows == undisturbed.verdicts
+    assert compiler_calls(out) > calls  # the cell was built again, not believed
+    # Made again from the same inputs: the same bytes, but for what a compile or a run
+    # measures (its result is whole JSON again).
+    for path in planted:
+        if path.name == "result.json":
+            json.loads(path.read_text())
+        else:
+            assert path.read_bytes() == before[path], path
 
 
 @pytest.mark.slow
