@@ -7,6 +7,9 @@ final line. Either way the display closes when a task that writes to the termina
 starts (the grade: its table and reasons follow, unchanged), and task failures are printed
 as doit prints them. At verbosity 2 (`doit -v 2 grade`, or `doit grade verbosity=2`) it
 lists every task as doit's console reporter does, for debugging.
+
+It is also where doit's records of finished tasks are saved while the grade runs, every
+SAVE_SECONDS (cxxgate/checkpoint.py): doit calls it right after it records each success.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from rich.progress import (
 )
 from rich.progress import Task as BarTask
 from rich.text import Text
+
+from cxxgate import checkpoint
 
 # Task basenames of the pipeline (cxxgate/pipeline.py) that the display counts.
 COMPILE = "cell:"
@@ -87,7 +92,9 @@ class GradeProgress(ConsoleReporter):  # type: ignore[misc]
 
     desc = "cxxgate: progress display on a terminal, periodic lines in a log"
     PLAIN_SECONDS: ClassVar[float] = 10.0
+    SAVE_SECONDS: ClassVar[float] = 5.0  # what a kill can lose, at most
     clock = staticmethod(time.monotonic)
+    save_clock = staticmethod(time.monotonic)
 
     def __init__(self, outstream: TextIO, options: dict[str, Any]) -> None:
         super().__init__(outstream, options)
@@ -102,6 +109,7 @@ class GradeProgress(ConsoleReporter):  # type: ignore[misc]
         self._bar: Progress | None = None
         self._bar_task: Any = None
         self._start = self._last = self.clock()
+        self._saved = self.save_clock()
 
     # ---- doit's reporter interface -------------------------------------------------
 
@@ -154,6 +162,10 @@ class GradeProgress(ConsoleReporter):  # type: ignore[misc]
             elif task.name.startswith(RUN):
                 self.tally.runs += 1
             self._finish(task)
+            now = self.save_clock()
+            if now - self._saved >= self.SAVE_SECONDS:
+                self._saved = now
+                checkpoint.save()
 
     def add_failure(self, task: Any, fail: Any) -> None:
         with self._lock:

@@ -164,6 +164,63 @@ def test_killed_at_four_points_and_resumed_gives_the_undisturbed_verdicts(
     assert outcome(resumed) == undisturbed.rows
 
 
+# doit with 40 tasks and cxxgate's reporter, saving doit's records after every success (or
+# never, as doit itself); task KILL_AT kills the process in the middle of its action.
+RESUMABLE = """
+import os, signal, sys
+from pathlib import Path
+from doit.cmd_base import ModuleTaskLoader
+from doit.doit_cmd import DoitMain
+from cxxgate.progress import GradeProgress
+
+FOLDER, KILL_AT, SAVE = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+
+class Reporter(GradeProgress):
+    SAVE_SECONDS = SAVE
+
+def work(i, target):
+    with open(FOLDER / "ran.log", "a") as log:
+        log.write(f"{i}\\n")
+    if i == KILL_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
+    target.write_text("done")
+
+def task_cell():
+    for i in range(40):
+        target = FOLDER / f"{i}.out"
+        yield {"name": str(i), "actions": [(work, [i, target])], "targets": [str(target)],
+               "file_dep": [__file__], "task_dep": [f"cell:{i - 1}"] if i else []}
+
+config = {"reporter": Reporter, "backend": "sqlite3", "dep_file": str(FOLDER / "doit.db")}
+loader = ModuleTaskLoader({"DOIT_CONFIG": config, "task_cell": task_cell})
+sys.exit(DoitMain(loader).run(["-o", str(FOLDER / "log.txt")]))
+"""
+
+
+@pytest.mark.parametrize(("save", "resumed_from"), [(0.0, 25), (1e9, 0)])
+def test_a_killed_run_resumes_after_the_tasks_it_finished(
+    tmp_path: Path, save: float, resumed_from: int
+) -> None:
+    """With doit's records saved as tasks end (cxxgate/checkpoint.py), a run killed in task
+    25 is resumed there; saved only at exit, as doit does by itself, everything runs again."""
+    script = tmp_path / "resumable.py"
+    script.write_text(RESUMABLE)
+
+    def run(kill_at: int) -> list[int]:
+        log = tmp_path / "ran.log"
+        log.unlink(missing_ok=True)
+        subprocess.run(
+            [sys.executable, str(script), str(tmp_path), str(kill_at), str(save)],
+            env={**os.environ, "PYTHONPATH": str(PROJECT)},
+            check=False,
+        )
+        return [int(line) for line in log.read_text().split()] if log.exists() else []
+
+    assert run(kill_at=25) == list(range(26))
+    assert run(kill_at=-1) == list(range(resumed_from, 40))
+    assert run(kill_at=-1) == []
+
+
 @pytest.mark.slow
 def test_doit_forget_then_grade_gives_the_same_verdicts(
     library: Path, undisturbed: Undisturbed
