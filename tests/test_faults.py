@@ -136,8 +136,9 @@ def test_killed_at_four_points_and_resumed_gives_the_undisturbed_verdicts(
     """SIGKILL during intake (the first tree stamp written), at about a quarter of the
     compiles (serial), at about 60% of the next run's (two threads), and as the first gate
     classifies; then one run to the end. Its verdicts.jsonl is the undisturbed one, row for
-    row and field for field (these gates put no timing in a row). doit saves its database
-    only when it ends: each run meets results its predecessor finished but never recorded."""
+    row and field for field (these gates put no timing in a row). doit's records are saved
+    every 5 s (cxxgate/checkpoint.py): each run meets tasks its predecessor finished and
+    recorded, and results it finished in its last seconds but never recorded."""
     out = tmp_path / "out"
     total = undisturbed.calls
 

@@ -22,10 +22,12 @@ from typing import Any
 import pytest
 import yaml
 from conftest import PROJECT, Grade, case_library, run_grade
+from doit import doit_cmd
 from doit.cmd_base import ModuleTaskLoader
 from doit.doit_cmd import DoitMain
 
 from cxxgate.progress import GradeProgress
+from cxxgate.settings import Settings, SettingsError
 
 CASE = "discarded"
 CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -148,8 +150,9 @@ def test_a_log_gets_a_few_plain_lines_and_a_final_count(shipped: Grade) -> None:
     tasks, cells, ran, rejected = expected_counts(shipped.out)
     assert (done, total, compiles, runs, rejects) == (tasks, tasks, cells, ran, rejected)
     periodic = [line for line in lines if line.startswith("progress: ") and " ETA " in line]
-    assert len(lines) < tasks / 4  # the table and these lines; the grade had `tasks` tasks
-    assert len(periodic) < tasks / 10
+    h, m, sec = map(int, finals[0].string.rsplit(" in ", 1)[1].split(":"))
+    assert len(periodic) <= (3600 * h + 60 * m + sec) / GradeProgress.PLAIN_SECONDS + 1
+    assert len(lines) < tasks / 2  # the table, its summary and these lines
     # The table is the last thing before the summary, as it always was.
     table = (shipped.out / "table.txt").read_text()
     assert shipped.output.index(table) > shipped.output.index(finals[0].group(0))
@@ -259,3 +262,19 @@ def test_in_memory_verbosity_2_is_doits_console(tmp_path: Path) -> None:
     assert sum(line.startswith(".  cell:") for line in lines) == 200
     assert ".  grade" in lines and "TaskFailed - taskid:exec:broken" in lines
     assert "progress:" not in log
+
+
+@pytest.mark.parametrize(("given", "expected"), [("2", 2), ("0", 0), ("", None)])
+def test_verbosity_is_read_as_doits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, expected: int | None
+) -> None:
+    monkeypatch.setattr(doit_cmd, "_CMDLINE_VARS", {"verbosity": given} if given else {})
+    assert Settings.load(tmp_path).verbosity == expected
+
+
+def test_a_verbosity_doit_would_refuse_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(doit_cmd, "_CMDLINE_VARS", {"verbosity": "loud"})
+    with pytest.raises(SettingsError, match=r"^verbosity=loud: expected 0, 1 or 2"):
+        Settings.load(tmp_path)
