@@ -158,11 +158,7 @@ class GradeProgress(ConsoleReporter):  # type: ignore[misc]
 
     def add_success(self, task: Any) -> None:
         with self._lock:
-            if task.name.startswith(COMPILE):
-                self.tally.compiles += 1
-            elif task.name.startswith(RUN):
-                self.tally.runs += 1
-            self._finish(task)
+            self._finish(task, ran=True)
             now = self.save_clock()
             if now - self._saved >= self.SAVE_SECONDS:
                 self._saved = now
@@ -225,11 +221,15 @@ class GradeProgress(ConsoleReporter):  # type: ignore[misc]
         self._bar_task = self._bar.add_task("grade", total=self.tally.total, tally=self.tally)
         self._bar.start()
 
-    def _finish(self, task: Any) -> None:
+    def _finish(self, task: Any, ran: bool = False) -> None:
         if task.name not in self._counted or task.name in self._finished:
             return
         self._finished.add(task.name)
         self.tally.done += 1
+        if ran and task.name.startswith(COMPILE):
+            self.tally.compiles += 1
+        elif ran and task.name.startswith(RUN):
+            self.tally.runs += 1
         if task.name.startswith(VERDICT) and task.targets:
             self.tally.rejects += _is_reject(task.targets[0])
         if self._closed:
