@@ -42,6 +42,9 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
     key = spec.key
     out = layout.cell(key)
     out.mkdir(parents=True, exist_ok=True)
+    # Built again (after a kill, `doit forget`): while its products are rewritten it has no
+    # result, so no reader (reuse, the next run) pairs an old result with a half-made binary.
+    result_path(layout, key).unlink(missing_ok=True)
     tree = layout.tree(spec.tree_key)
     tc = spec.envelope.toolchain
 

@@ -14,6 +14,8 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from cxxgate import atomic
+
 EXPORTS_FILE = "exports.json"
 
 # Bindings and types a client can bind to through the dynamic symbol table.
@@ -73,7 +75,8 @@ def _letter(elf: ELFFile, bind: str, kind: str, shndx: object) -> str:
 
 
 def save(exports: list[Export], folder: Path) -> None:
-    (folder / EXPORTS_FILE).write_text(json.dumps([asdict(e) for e in exports], indent=1) + "\n")
+    text = json.dumps([asdict(e) for e in exports], indent=1) + "\n"
+    atomic.write_text(folder / EXPORTS_FILE, text)
 
 
 def load(folder: Path) -> list[Export]:

@@ -51,6 +51,20 @@ def no_harness_error(target: Path) -> Callable[..., bool]:
     return check
 
 
+def whole_json(target: Path) -> Callable[..., bool]:
+    """Up to date only if the target reads as JSON: a file cut short (by a writer that was
+    not atomic, a disk) is made again, never trusted because it exists."""
+
+    def check(task: Any, values: Any) -> bool:
+        try:
+            json.loads(target.read_bytes())
+        except (OSError, ValueError):
+            return False
+        return True
+
+    return check
+
+
 def stamp_error(key: str) -> Callable[[str], dict[str, Any]]:
     return lambda tb: {
         "key": key,

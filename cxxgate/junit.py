@@ -13,6 +13,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cxxgate import atomic
+
 if TYPE_CHECKING:
     from cxxgate.rows import Orphan
     from cxxgate.verdict import Verdict
@@ -53,4 +55,4 @@ def write(
             test = ET.SubElement(suite, "testcase", classname="cxxgate.input", name=f"error{i}")
             ET.SubElement(test, "failure", message=message).text = message
     ET.indent(root)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    atomic.write_bytes(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))

@@ -32,9 +32,11 @@ from cxxgate.guard import (
     no_harness_error,
     run_error,
     stamp_error,
+    whole_json,
 )
 from cxxgate.layout import Layout
 from cxxgate.library import Library
+from cxxgate.progress import GradeProgress
 from cxxgate.result import HARNESS_ERROR, GateResult
 from cxxgate.rows import Orphan, Row
 from cxxgate.run import RunResult
@@ -60,15 +62,18 @@ class Pipeline:
     # ---- tasks ---------------------------------------------------------------------
 
     def doit_config(self) -> dict[str, Any]:
-        return {
+        config: dict[str, Any] = {
             "default_tasks": ["grade"],
             "backend": "sqlite3",
             "dep_file": str(self.layout.root / "doit.sqlite3"),
             "par_type": "thread",
             "continue": True,
-            # A warm batch has tens of thousands of up-to-date tasks: name only what ran.
-            "reporter": "executed-only",
+            # A batch has thousands of tasks: a progress display, not a line per task.
+            "reporter": GradeProgress,
         }
+        if self.lib.settings.verbosity is not None:
+            config["verbosity"] = self.lib.settings.verbosity  # as `doit -v N`
+        return config
 
     def tree_tasks(self) -> Iterator[Task]:
         yield {"basename": "tree", "name": None, "doc": "apply each patch to its case's tree"}
@@ -242,7 +247,8 @@ class Pipeline:
                             if row.expect
                             else None,
                         }
-                    )
+                    ),
+                    whole_json(target),
                 ],
                 "clean": True,
             }
@@ -259,6 +265,7 @@ class Pipeline:
                 "actions": [(_fold_case, [rows, self.layout, target])],
                 "file_dep": [str(self.layout.verdict(r.case, r.name)) for r in rows],
                 "targets": [str(target)],
+                "uptodate": [whole_json(target)],
                 "clean": True,
             }
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
-from cxxgate import junit
+from cxxgate import atomic, junit
 from cxxgate.diagnostics import why_failed
 from cxxgate.layout import Layout
 from cxxgate.result import BASELINE_RED, HARNESS_ERROR
@@ -60,10 +60,13 @@ def grade(
         }
         for o in orphans
     ]
-    layout.verdicts.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-    layout.cell_record.write_text("".join(line + "\n" for v in verdicts for line in v.cells))
+    # Whole files or the previous ones: a grade killed while it writes them leaves nothing
+    # half-written for the reader (a CI step, a diff between nights).
+    atomic.write_text(layout.verdicts, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    records = "".join(line + "\n" for v in verdicts for line in v.cells)
+    atomic.write_text(layout.cell_record, records)
     table = render_table(verdicts, orphans, gates)
-    layout.table.write_text(table)
+    atomic.write_text(layout.table, table)
     problems = exit_problems(verdicts, orphans, errors, report_only)
     junit.write(layout.junit, verdicts, orphans, problems)
     lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]

@@ -164,6 +164,8 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
     key = spec.key
     out = layout.run(key)
     out.mkdir(parents=True, exist_ok=True)
+    # Run again (after a kill, `doit forget`): no old result beside half-written outputs.
+    result_path(layout, key).unlink(missing_ok=True)
     cell = CellResult.load(cell_result_path(layout, spec.cell_key))
     binaries = {"candidate": cell.binary}
     if spec.reference is not None:

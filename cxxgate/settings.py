@@ -53,6 +53,7 @@ class Settings:
     across: bool = False  # `doit compare` across identities; command line only
     shard: tuple[int, int] | None = None  # `shard=I/N`: grade the I-th of N slices of the cases
     merge_from: tuple[Path, ...] = ()  # `doit merge from=DIR,DIR`: shard build folders
+    verbosity: int | None = None  # `verbosity=2`: doit's -v 2, every task listed
 
     @classmethod
     def load(cls, root: Path | None = None) -> Settings:
@@ -73,6 +74,10 @@ class Settings:
         merge_from = tuple(Path(d).resolve() for d in (get_var("from", "") or "").split(",") if d)
         if keep and not keep.isdigit():
             raise SettingsError(f"keep={keep}: expected a number of grades (keep=5)")
+        verbosity = get_var("verbosity", "") or ""
+        if verbosity not in {"", "0", "1", "2"}:
+            msg = f"verbosity={verbosity}: expected 0, 1 or 2 (as doit's -v)"
+            raise SettingsError(msg)
         return cls(
             library=library,
             out=path("out", table.out),
@@ -87,6 +92,7 @@ class Settings:
             across=(get_var("across", "") or "") in {"1", "yes", "true"},
             shard=shard,
             merge_from=merge_from,
+            verbosity=int(verbosity) if verbosity else None,
         )
 
 

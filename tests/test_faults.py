@@ -96,6 +96,7 @@ class Undisturbed:
     out: Path
     rows: Outcome  # read once: a test below grades its folder again
     calls: int
+    verdicts: dict[str, dict[str, object]]  # whole verdicts.jsonl rows
 
     def of(self, case: str) -> Outcome:
         return {k: v for k, v in self.rows.items() if k.startswith(f"{case}/")}
@@ -107,7 +108,7 @@ def undisturbed(library: Path, tmp_path_factory: pytest.TempPathFactory) -> Undi
     assert grade.returncode == 0, grade.output[-3000:]
     rows = outcome(grade)
     assert {r[0] for r in rows.values()} == {"accept", "reject"}
-    return Undisturbed(grade.out, rows, compiler_calls(grade.out))
+    return Undisturbed(grade.out, rows, compiler_calls(grade.out), grade.rows)
 
 
 def results_parse(out: Path) -> None:
@@ -118,24 +119,107 @@ def results_parse(out: Path) -> None:
         json.loads(path.read_text())
 
 
+def written(proc: subprocess.Popen[str], out: Path, pattern: str, since: float) -> None:
+    """Wait until a file matching `pattern` under `out` is written after `since` (a wall
+    clock time); the grade must still run."""
+    deadline = time.monotonic() + 600
+    while not any(p.stat().st_mtime > since for p in out.glob(pattern)):
+        assert proc.poll() is None, f"the grade ended before {pattern} appeared"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
 @pytest.mark.slow
-def test_killed_twice_and_resumed_gives_the_undisturbed_verdicts(
+def test_killed_at_four_points_and_resumed_gives_the_undisturbed_verdicts(
     library: Path, undisturbed: Undisturbed, tmp_path: Path
 ) -> None:
-    """SIGKILL at about a quarter of the compiles (serial), then again at about 60% of the
-    next run (two threads): doit saves its database only when it ends, so the resumed run
-    meets every cell it finished before, its own key already recorded for reuse."""
+    """SIGKILL during intake (the first tree stamp written), at about a quarter of the
+    compiles (serial), at about 60% of the next run's (two threads), and as the first gate
+    classifies; then one run to the end. Its verdicts.jsonl is the undisturbed one, row for
+    row and field for field (these gates put no timing in a row). doit's records are saved
+    every 5 s (cxxgate/checkpoint.py): each run meets tasks its predecessor finished and
+    recorded, and results it finished in its last seconds but never recorded."""
     out = tmp_path / "out"
     total = undisturbed.calls
-    for share, args in ((0.25, ()), (0.6, ("-n", "2"))):
+
+    # (doit options, a share of the undisturbed compiler calls or a file to see written)
+    points: list[tuple[tuple[str, ...], float | str]] = [
+        ((), "trees/*.json"),
+        ((), 0.25),
+        (("-n", "2"), 0.6),
+        (("-n", "2"), "results/*/*/[!v]*.json"),  # a gate result, not a verdict
+    ]
+    for args, point in points:
+        since = time.time()
         proc = start_grade(out, library, *args)
-        after_calls(proc, out, compiler_calls(out) + int(total * share))
+        if isinstance(point, str):
+            written(proc, out, point, since)
+        else:
+            after_calls(proc, out, compiler_calls(out) + int(total * point))
         kill(proc)
         results_parse(out)
     resumed = run_grade(out, library=library)
     assert resumed.returncode == 0, resumed.output[-3000:]
     assert "Traceback" not in resumed.output
+    assert resumed.rows == undisturbed.verdicts
     assert outcome(resumed) == undisturbed.rows
+
+
+# doit with 40 tasks and cxxgate's reporter, saving doit's records after every success (or
+# never, as doit itself); task KILL_AT kills the process in the middle of its action.
+RESUMABLE = """
+import os, signal, sys
+from pathlib import Path
+from doit.cmd_base import ModuleTaskLoader
+from doit.doit_cmd import DoitMain
+from cxxgate.progress import GradeProgress
+
+FOLDER, KILL_AT, SAVE = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+
+class Reporter(GradeProgress):
+    SAVE_SECONDS = SAVE
+
+def work(i, target):
+    with open(FOLDER / "ran.log", "a") as log:
+        log.write(f"{i}\\n")
+    if i == KILL_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
+    target.write_text("done")
+
+def task_cell():
+    for i in range(40):
+        target = FOLDER / f"{i}.out"
+        yield {"name": str(i), "actions": [(work, [i, target])], "targets": [str(target)],
+               "file_dep": [__file__], "task_dep": [f"cell:{i - 1}"] if i else []}
+
+config = {"reporter": Reporter, "backend": "sqlite3", "dep_file": str(FOLDER / "doit.db")}
+loader = ModuleTaskLoader({"DOIT_CONFIG": config, "task_cell": task_cell})
+sys.exit(DoitMain(loader).run(["-o", str(FOLDER / "log.txt")]))
+"""
+
+
+@pytest.mark.parametrize(("save", "resumed_from"), [(0.0, 25), (1e9, 0)])
+def test_a_killed_run_resumes_after_the_tasks_it_finished(
+    tmp_path: Path, save: float, resumed_from: int
+) -> None:
+    """With doit's records saved as tasks end (cxxgate/checkpoint.py), a run killed in task
+    25 is resumed there; saved only at exit, as doit does by itself, everything runs again."""
+    script = tmp_path / "resumable.py"
+    script.write_text(RESUMABLE)
+
+    def run(kill_at: int) -> list[int]:
+        log = tmp_path / "ran.log"
+        log.unlink(missing_ok=True)
+        subprocess.run(
+            [sys.executable, str(script), str(tmp_path), str(kill_at), str(save)],
+            env={**os.environ, "PYTHONPATH": str(PROJECT)},
+            check=False,
+        )
+        return [int(line) for line in log.read_text().split()] if log.exists() else []
+
+    assert run(kill_at=25) == list(range(26))
+    assert run(kill_at=-1) == list(range(resumed_from, 40))
+    assert run(kill_at=-1) == []
 
 
 @pytest.mark.slow
@@ -156,6 +240,55 @@ def test_doit_forget_then_grade_gives_the_same_verdicts(
     again = run_grade(undisturbed.out, library=library)
     assert again.returncode == 0, again.output[-3000:]
     assert outcome(again) == undisturbed.rows
+
+
+def cut_short(path: Path) -> None:
+    """What a writer that is not atomic leaves when it dies: the first half of the file."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError):
+        json.loads(path.read_bytes())
+
+
+@pytest.mark.slow
+def test_result_files_cut_short_are_made_again_never_trusted(
+    library: Path, undisturbed: Undisturbed
+) -> None:
+    """One file of each kind cut in half, in a build folder doit remembers as finished:
+    a tree stamp, a cell's and a run's result, a gate result, a verdict, a fold, and
+    verdicts.jsonl. The next grade makes each again (the cell compiles again) and ends on the
+    undisturbed verdicts; none is read as a result."""
+    out = undisturbed.out
+    row = next(r for r, v in undisturbed.verdicts.items() if v["verdict"] == "reject")
+    case, patch = row.split("/")
+    evidence = undisturbed.verdicts[row]["evidence"]
+    assert isinstance(evidence, list)
+    cell = next(out / e / "result.json" for e in evidence if e.startswith("cells/"))
+    planted = [
+        next(out / f"{e}.json" for e in evidence if e.startswith("trees/")),
+        cell,
+        next(iter(out.glob("runs/*/*/result.json"))),
+        next(out / e for e in evidence if e.startswith("results/")),
+        out / "results" / case / patch / "verdict.json",
+        out / "folds" / f"{case}.json",
+        out / "verdicts.jsonl",
+    ]
+    before = {path: path.read_bytes() for path in planted}
+    for path in planted:
+        cut_short(path)
+    calls = compiler_calls(out)
+    again = run_grade(out, library=library)
+    assert again.returncode == 0, again.output[-3000:]
+    assert "Traceback" not in again.output
+    assert again.rows == undisturbed.verdicts
+    assert compiler_calls(out) > calls  # the cell was built again, not believed
+    # Made again from the same inputs: the same bytes, but for what a compile or a run
+    # measures (its result is whole JSON again).
+    for path in planted:
+        if path.name == "result.json":
+            json.loads(path.read_text())
+        else:
+            assert path.read_bytes() == before[path], path
 
 
 @pytest.mark.slow
