@@ -87,6 +87,7 @@ class Evidence:
         self._runs: dict[str, RunResult | None] = {}
         self._refs: dict[str, tuple[dict[str, CellResult], dict[str, RunResult]]] = {}
         self._results: dict[tuple[str, str, str], GateResult | None] = {}
+        self._whys: dict[str, str] = {}
 
     def result(self, row: dict[str, Any], gate: str) -> GateResult | None:
         key = (row["case"], row["patch"], gate)
@@ -145,6 +146,20 @@ class Evidence:
             self._refs[key] = (cells, runs)
         return self._refs[key]
 
+    def _why(self, cell: CellResult) -> str:
+        if cell.key not in self._whys:
+            self._whys[cell.key] = why_failed(cell)
+        return self._whys[cell.key]
+
+    def _differs(self, cell: CellResult, ref: CellResult | None) -> bool:
+        """A cell that did not build, unless the reference's cell of the same label failed
+        the same way (a must-fail unit's expected error is not this row's news)."""
+        if cell.status == "ok":
+            return False
+        if ref is None or ref.status != cell.status:
+            return True
+        return self._why(ref) != self._why(cell)
+
     def gate_views(self, row: dict[str, Any], reference: dict[str, Any] | None) -> list[GateView]:
         """Each gate of the row with what to open: failed checks, findings, notes, the
         cells that did not build and the runs worth reading."""
@@ -164,7 +179,7 @@ class Evidence:
                     continue
                 if rel.startswith("cells/"):
                     cell = self.cell(rel)
-                    if cell is not None and _differs(cell, ref_cells.get(cell.label)):
+                    if cell is not None and self._differs(cell, ref_cells.get(cell.label)):
                         cells.append(_cell_view(cell))
                 elif rel.startswith("runs/"):
                     run = self.run(rel)
@@ -189,16 +204,6 @@ class Evidence:
                 )
             )
         return views
-
-
-def _differs(cell: CellResult, ref: CellResult | None) -> bool:
-    """A cell that did not build, unless the reference's cell of the same label failed
-    the same way (a must-fail unit's expected error is not this row's news)."""
-    if cell.status == "ok":
-        return False
-    if ref is None or ref.status != cell.status:
-        return True
-    return why_failed(ref) != why_failed(cell)
 
 
 def _cell_view(cell: CellResult) -> CellView:
