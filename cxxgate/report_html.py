@@ -1,7 +1,8 @@
 """`report.html`: one static page, no network: the verdict table, sortable and filterable
 by case, gate and class, each row opening its evidence inline (failed checks, findings,
 compiler diagnostics, stdout diffs against the reference, sanitizer reports on stderr,
-symbol pairs). `report.html#open=<case>/<patch>` opens one row's evidence.
+symbol pairs). `report.html#open=<case>/<patch>` opens one row's evidence;
+`#case=..&gate=..&class=..` presets the filters.
 
 A candidate controls diagnostics and program output: Jinja2's autoescape escapes every
 text, the script only reads the page (textContent, data attributes), and the page's

@@ -22,13 +22,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import FIXTURES, PROJECT, Grade
 
 from cxxgate.diagnostics import Diagnostic, in_tree
 from cxxgate.evidence import Evidence
 from cxxgate.report_html import render as render_html
 from cxxgate.report_md import Flip
 from cxxgate.report_md import render as render_md
-from tests.conftest import FIXTURES, PROJECT, Grade
 
 GOLDENS = FIXTURES / "reports"
 SCHEMA = FIXTURES / "sarif-schema-2.1.0.json"
@@ -107,23 +107,20 @@ def test_html_report_golden(shipped: Grade) -> None:
     check_golden("report.html", normalise(text, shipped))
 
 
-def test_html_report_renders_rows_and_opens_evidence_in_chromium(
-    shipped: Grade, tmp_path: Path
-) -> None:
+def dump_dom(page: Path, fragment: str, profile: Path) -> str:
+    """The page's DOM after its script ran, as headless chromium sees it."""
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("chromium is not installed (.ci/run installs it)")
-    page = shipped.out / "report.html"
-    url = f"{page.as_uri()}#open=token_handle/broken_build"
     proc = subprocess.run(
         [
             chromium,
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
-            f"--user-data-dir={tmp_path}",
+            f"--user-data-dir={profile}",
             "--dump-dom",
-            url,
+            f"{page.as_uri()}#{fragment}",
         ],
         capture_output=True,
         text=True,
@@ -131,7 +128,30 @@ def test_html_report_renders_rows_and_opens_evidence_in_chromium(
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    dom = proc.stdout
+    return proc.stdout
+
+
+def test_html_report_filters_by_gate_and_class_in_chromium(shipped: Grade, tmp_path: Path) -> None:
+    dom = dump_dom(shipped.out / "report.html", "gate=headers&class=missing_declaration", tmp_path)
+    shown = re.findall(r'<tbody class="row[^"]*" data-row="([^"]+)"[^>]*>', dom)
+    visible = [
+        row
+        for row, tag in zip(shown, re.findall(r"<tbody[^>]*>", dom), strict=True)
+        if " hidden" not in tag
+    ]
+    expected = [
+        row
+        for row, data in shipped.rows.items()
+        if data["gates"].get("headers", {}).get("class") == "missing_declaration"  # type: ignore[attr-defined]
+    ]
+    assert expected and sorted(visible) == sorted(expected)
+    assert f'<span id="shown">{len(expected)} shown</span>' in dom
+
+
+def test_html_report_renders_rows_and_opens_evidence_in_chromium(
+    shipped: Grade, tmp_path: Path
+) -> None:
+    dom = dump_dom(shipped.out / "report.html", "open=token_handle/broken_build", tmp_path)
     rows = re.findall(r'<tbody class="row[^"]*" data-row="([^"]+)"', dom)
     assert sorted(rows) == sorted(shipped.rows)
     # The script ran: it counted the rows, and opened the one named in the fragment.
