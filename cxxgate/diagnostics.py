@@ -115,6 +115,22 @@ def _relative(file: str, tree_root: str) -> str:
     return file.removeprefix("./")
 
 
+def in_tree(diag: Diagnostic, units: tuple[str, ...]) -> bool:
+    """Whether a diagnostic lies in a file of the patched tree: a relative path inside it
+    (`parse` made tree paths relative), not one of the harness units compiled beside it
+    under `units` names, nor a system header (absolute) or the compiler's own
+    `<command-line>`."""
+    path = Path(diag.file)
+    return (
+        bool(diag.file)
+        and not diag.file.startswith("<")  # <command-line>, <built-in>
+        and not path.is_absolute()
+        and ".." not in path.parts
+        and diag.file not in units
+        and diag.line > 0
+    )
+
+
 def first_error(diags: list[Diagnostic], *, hard: bool = False) -> Diagnostic | None:
     """The first error; with `hard`, the first that is not a promoted warning."""
     return next((d for d in diags if (d.is_hard_error if hard else d.is_error)), None)

@@ -80,13 +80,7 @@ def connect(path: Path) -> Iterator[sqlite3.Connection]:
 
 def record(path: Path, rows: list[dict[str, Any]], exit_status: int, seed: str = "") -> int:
     """Store one grade (verdicts.jsonl's rows); return its id."""
-    pins = {}
-    for row in rows:
-        identity = row.get("identity")
-        if isinstance(identity, dict):
-            pins[row["case"]] = {k: identity[k] for k in ("prompt", "oracles", "grader")} | {
-                "toolchains": {e: t["sha"] for e, t in identity["toolchains"].items()}
-            }
+    pins = pins_of(rows)
     counts: dict[str, int] = {}
     for row in rows:
         word = row["verdict"] if row["class"] == "accept" else row["class"]
@@ -107,23 +101,30 @@ def record(path: Path, rows: list[dict[str, Any]], exit_status: int, seed: str =
         assert grade is not None
         db.executemany(
             "insert or replace into rows values (?,?,?,?,?,?)",
-            [
-                (
-                    grade,
-                    f"{r['case']}/{r['patch']}",
-                    r.get("sha", ""),
-                    r["verdict"],
-                    r["class"],
-                    json.dumps({g: v["class"] for g, v in r["gates"].items()}, sort_keys=True),
-                )
-                for r in rows
-            ],
+            [(grade, *_row(r)) for r in rows],
         )
         db.executemany(
             "insert or ignore into evidence values (?,?)",
             [(grade, e) for r in rows for e in r.get("evidence", [])],
         )
     return grade
+
+
+def pins_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each graded case's pins, from the identity its rows carry."""
+    pins = {}
+    for row in rows:
+        identity = row.get("identity")
+        if isinstance(identity, dict):
+            pins[row["case"]] = {k: identity[k] for k in ("prompt", "oracles", "grader")} | {
+                "toolchains": {e: t["sha"] for e, t in identity["toolchains"].items()}
+            }
+    return pins
+
+
+def _row(r: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    gates = json.dumps({g: v["class"] for g, v in r["gates"].items()}, sort_keys=True)
+    return f"{r['case']}/{r['patch']}", r.get("sha", ""), r["verdict"], r["class"], gates
 
 
 def identity_of(pins: dict[str, Any]) -> str:
@@ -146,12 +147,28 @@ def previous(path: Path, latest: Grade) -> Grade | None:
 
 
 def flips(path: Path, before: Grade, after: Grade) -> list[Flip]:
-    """Rows graded in both whose verdict, class or a gate's class moved. A row is its
-    case and patch name: a nightly candidate keeps its name while its bytes change, and
-    the flip then says `(patch changed)`."""
+    """Rows graded in both whose verdict, class or a gate's class moved."""
     with connect(path) as db:
         old = {r[0]: r[1:] for r in db.execute(_ROWS, (before.id,))}
         new = {r[0]: r[1:] for r in db.execute(_ROWS, (after.id,))}
+    return _compare(old, new)
+
+
+def since_previous(path: Path, rows: list[dict[str, Any]]) -> tuple[Grade | None, list[Flip]]:
+    """The last recorded grade of these rows' identity, and what flipped since: asked
+    before the grade is recorded, so report.md can list the flips."""
+    identity = identity_of(pins_of(rows))
+    same = [g for g in grades(path) if g.identity == identity]
+    if not same:
+        return None, []
+    with connect(path) as db:
+        old = {r[0]: r[1:] for r in db.execute(_ROWS, (same[-1].id,))}
+    return same[-1], _compare(old, {r[0]: r[1:] for r in map(_row, rows)})
+
+
+def _compare(old: dict[str, Any], new: dict[str, Any]) -> list[Flip]:
+    """A row is its case and patch name: a nightly candidate keeps its name while its bytes
+    change, and the flip then says `(patch changed)`."""
     found = []
     for row in sorted(old.keys() & new.keys()):
         (sha0, v0, c0, g0), (sha1, v1, c1, g1) = old[row], new[row]
@@ -170,15 +187,11 @@ def _word(verdict: str, klass: str, gates: str, other: str) -> str:
     return f"{verdict} ({klass})" + (f" [{', '.join(moved)}]" if moved else "")
 
 
-def summary(path: Path, grade_id: int) -> list[str]:
-    """What a grade prints about history: the grade's number and what flipped."""
-    every = grades(path)
-    latest = next(g for g in every if g.id == grade_id)
-    before = previous(path, latest)
+def summary(grade_id: int, before: Grade | None, moved: list[Flip]) -> list[str]:
+    """What a grade prints about history: its number and what flipped."""
     if before is None:
-        return [f"history: grade #{latest.id}, the first of its identity {latest.identity}"]
-    moved = flips(path, before, latest)
-    lines = [f"history: grade #{latest.id}; {len(moved)} row(s) flipped since #{before.id}"]
+        return [f"history: grade #{grade_id}, the first of its identity"]
+    lines = [f"history: grade #{grade_id}; {len(moved)} row(s) flipped since #{before.id}"]
     return lines + [f"  {f.row}: {f.before} -> {f.after}" for f in moved]
 
 

@@ -92,3 +92,15 @@ class Layout:
     @property
     def cell_record(self) -> Path:
         return self.root / "cells.txt"
+
+    @property
+    def report_md(self) -> Path:
+        return self.root / "report.md"
+
+    @property
+    def report_html(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def findings_sarif(self) -> Path:
+        return self.root / "findings.sarif"

@@ -469,11 +469,18 @@ class Pipeline:
             verdicts, orphans, errors = merge.read(self.lib.settings.merge_from)
         except merge.MergeError as exc:
             return TaskFailed(str(exc))
-        return self._report(verdicts, orphans, errors)
+        return self._report(verdicts, orphans, errors, self.lib.settings.merge_from)
 
     def _report(
-        self, verdicts: list[Verdict], orphans: list[Orphan], errors: list[str]
+        self,
+        verdicts: list[Verdict],
+        orphans: list[Orphan],
+        errors: list[str],
+        evidence_roots: tuple[Path, ...] = (),
     ) -> TaskFailed | None:
+        before, flips = history.since_previous(
+            self.layout.history, [v.to_json() for v in verdicts]
+        )
         failed = report.grade(
             verdicts,
             orphans,
@@ -481,10 +488,12 @@ class Pipeline:
             self.layout,
             registry_order=list(registry.gates()),
             report_only=self.lib.settings.report_only,
+            flips=flips,
+            evidence_roots=evidence_roots,
         )
         rows = [json.loads(line) for line in self.layout.verdicts.read_text().splitlines()]
         grade = history.record(self.layout.history, rows, exit_status=1 if failed else 0)
-        for line in history.summary(self.layout.history, grade):
+        for line in history.summary(grade, before, flips):
             print(line)
         if self.lib.settings.keep:
             print(prune.prune(self.layout, self.lib.settings.keep).line())

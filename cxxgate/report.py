@@ -1,4 +1,5 @@
-"""The grade: verdicts.jsonl, the terminal table, the per-cell record, and the exit status.
+"""The grade: verdicts.jsonl, the terminal table, the per-cell record, the reports
+(report.md, report.html, findings.sarif, junit.xml), and the exit status.
 
 Exit 0 only when every row ended as it should: the reference state of every case is
 green (no broken case), shipped patches match their `expect`, candidates are accepted
@@ -9,18 +10,21 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
-from cxxgate import atomic, junit
+from cxxgate import atomic, junit, report_html, report_md, sarif
 from cxxgate.diagnostics import why_failed
+from cxxgate.evidence import Evidence
 from cxxgate.layout import Layout
 from cxxgate.result import BASELINE_RED, HARNESS_ERROR
 from cxxgate.verdict import Verdict
 
 if TYPE_CHECKING:
     from cxxgate.cellspec import CellResult
+    from cxxgate.history import Flip
     from cxxgate.rows import Orphan
 
 _ROLE_ORDER = {"reference": 0, "base": 1, "known": 2, "candidate": 3}
@@ -40,7 +44,11 @@ def grade(
     layout: Layout,
     registry_order: list[str],
     report_only: bool,
+    flips: list[Flip] | None = None,
+    evidence_roots: tuple[Path, ...] = (),
 ) -> TaskFailed | None:
+    """Write every output of the grade and say whether it passed. `flips` are the rows
+    whose verdict or class changed since an earlier grade; report.md lists them."""
     verdicts.sort(key=lambda v: (v.case, _ROLE_ORDER[v.role], v.patch))
     # In a fixed order, so a merge of shards reports exactly what one grade would.
     orphans = sorted(orphans, key=lambda o: (o.case, o.name, o.klass))
@@ -69,6 +77,10 @@ def grade(
     atomic.write_text(layout.table, table)
     problems = exit_problems(verdicts, orphans, errors, report_only)
     junit.write(layout.junit, verdicts, orphans, problems)
+    evidence = Evidence(layout.root, *evidence_roots)
+    report_md.write(layout.report_md, rows, gates, problems, evidence, flips)
+    report_html.write(layout.report_html, rows, gates, problems, evidence)
+    sarif.write(layout.findings_sarif, rows, evidence)
     lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]
     if problems:
         lines.append(f"\ngrade FAILED ({len(problems)} problem(s)):\n")

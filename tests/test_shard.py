@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT, SHIPPED, Grade, case_library, run_doit, run_grade
 
-REPORTS = ("verdicts.jsonl", "table.txt", "junit.xml", "cells.txt")
+REPORTS = ("verdicts.jsonl", "table.txt", "junit.xml", "cells.txt", "report.md", "findings.sarif")
 
 
 @pytest.fixture(scope="module")

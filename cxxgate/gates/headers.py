@@ -25,9 +25,9 @@ from pydantic import Field
 
 from cxxgate import probe
 from cxxgate.cellspec import CellResult, CellSpec, Unit
-from cxxgate.diagnostics import Diagnostic, errors_with_notes, parse
+from cxxgate.diagnostics import Diagnostic, errors_with_notes, in_tree, parse
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
+from cxxgate.result import TOOLCHAIN_MISSING, Check, Finding, GateResult
 from cxxgate.yamlfile import InputError, Strict
 
 NAME = "headers"
@@ -103,11 +103,14 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     case = ctx.case
     checks: list[Check] = []
     records: list[str] = []
+    findings: list[Finding] = []
     for i, header in enumerate(case.spec.public_headers):
         cell = outputs.cells.get(header)
         lanes = _lanes(cell, i) if cell is not None else {}
         check = _check(header, cell, lanes)
         checks.append(check)
+        if cell is not None and not check.ok and not check.incomplete:
+            findings.append(_finding(header, i, cell, lanes, check.klass))
         for lane in LANES:
             status, klass = lanes.get(lane, ("incomplete", "not_probed"))
             records.append(f"header={header} lane={lane} status={status} class={klass}")
@@ -125,6 +128,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     # The pipeline adds every planned cell's and run's folder as evidence.
     result = GateResult.from_checks(NAME, checks, SEVERITY, [])
     result.cells.extend(records)
+    result.findings.extend(findings)
     return result
 
 
@@ -165,6 +169,30 @@ def _check(header: str, cell: CellResult | None, lanes: dict[str, tuple[str, str
         if status != "pass":
             return Check(header, False, klass, f"{lane}: {_first_error_text(cell, lane)}")
     return Check(header, True, "clean", "compiles alone and twice")
+
+
+def _finding(
+    header: str, i: int, cell: CellResult, lanes: dict[str, tuple[str, str]], klass: str
+) -> Finding:
+    """The failing probe's place in the tree: the telling error of its first failing lane
+    when it lies in a tree file (the header, or one it includes), else the header itself."""
+    lane = next(lane for lane in LANES if lanes[lane][0] != "pass")
+    probes = tuple(f"{name}_{i}.cpp" for name in LANES)
+    first = _telling_error(cell, lane)
+    message = f"{header} ({lane}): {first.message if first else _first_error_text(cell, lane)}"
+    if first is not None and in_tree(first, probes):
+        return Finding(klass, message, first.file, first.line, first.column)
+    return Finding(klass, message, header)
+
+
+def _telling_error(cell: CellResult, lane: str) -> Diagnostic | None:
+    for step in cell.compile_steps():
+        if step.source.startswith(lane) and not step.timed_out:
+            groups = errors_with_notes(parse(step, cell.tree_root))
+            telling = [g for g in groups if any(_MISSING.search(d.message) for d in g)]
+            chosen = telling or groups
+            return chosen[0][0] if chosen else None
+    return None
 
 
 def _first_error_text(cell: CellResult, lane: str) -> str:

@@ -34,11 +34,11 @@ import re
 from pydantic import Field, field_validator, model_validator
 
 from cxxgate import probe
-from cxxgate.cellspec import UNIT_NAME, CellResult, CellSpec, Unit
-from cxxgate.diagnostics import Diagnostic, first_error, of_cell, why_failed
+from cxxgate.cellspec import ENTRY_UNIT, UNIT_NAME, CellResult, CellSpec, Unit
+from cxxgate.diagnostics import Diagnostic, first_error, in_tree, of_cell, why_failed
 from cxxgate.envelope import Family
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
+from cxxgate.result import TOOLCHAIN_MISSING, Check, Finding, GateResult
 from cxxgate.run import RunResult, RunSpec
 from cxxgate.yamlfile import InputError, Strict
 
@@ -166,30 +166,48 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     cfg: Config = ctx.case.gate_config(NAME)
     family = ctx.gate_envelope(NAME, cfg.envelope).toolchain.family
     checks: list[Check] = []
+    findings: list[Finding] = []
     for i, bu in enumerate(cfg.must_build):
-        checks.append(
-            _check_build(
-                f"must_build {bu.unit}",
-                outputs.cells[f"build{i}"],
-                outputs.runs[f"run{i}"],
-                bu.fail_to_pass,
-            )
+        check = _check_build(
+            f"must_build {bu.unit}",
+            outputs.cells[f"build{i}"],
+            outputs.runs[f"run{i}"],
+            bu.fail_to_pass,
         )
+        checks.append(check)
+        findings += _findings(check, [outputs.cells[f"build{i}"]])
     for i, fu in enumerate(cfg.must_fail):
         unit, line = _must_fail_unit(ctx, fu, i)
-        checks.append(
-            _check_fail(
-                f"must_fail {_shown(fu, i)}",
-                unit.name,
-                line,
-                fu.diagnostic.get(family),
-                outputs.cells[f"fail{i}"],
-                outputs.cells[f"twin{i}"],
-                outputs.cells[f"ref{i}"],
-                fu.fail_to_pass,
-            )
+        check = _check_fail(
+            f"must_fail {_shown(fu, i)}",
+            unit.name,
+            line,
+            fu.diagnostic.get(family),
+            outputs.cells[f"fail{i}"],
+            outputs.cells[f"twin{i}"],
+            outputs.cells[f"ref{i}"],
+            fu.fail_to_pass,
         )
-    return GateResult.from_checks(NAME, checks, SEVERITY, [])
+        checks.append(check)
+        findings += _findings(check, [outputs.cells[f"fail{i}"], outputs.cells[f"twin{i}"]])
+    result = GateResult.from_checks(NAME, checks, SEVERITY, [])
+    result.findings.extend(findings)
+    return result
+
+
+def _findings(check: Check, cells: list[CellResult]) -> list[Finding]:
+    """Where a failed check points into the patched tree: the first cell (in the order
+    given) whose first hard error lies in a tree file. An error in the probe unit itself
+    (an oracle, outside the tree) or in a system header has no place on the diff, and a
+    unit that now compiles has no diagnostic at all: neither gives a finding."""
+    if check.ok or check.incomplete:
+        return []
+    for cell in cells:
+        first = first_error(of_cell(cell), hard=True)
+        if first is not None and in_tree(first, (UNIT_NAME, ENTRY_UNIT)):
+            where = f"{check.name}: {first.message}"
+            return [Finding(check.klass, where, first.file, first.line, first.column)]
+    return []
 
 
 def _shown(fu: FailUnit, i: int) -> str:
