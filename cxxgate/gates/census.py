@@ -15,8 +15,9 @@ severe first:
 |                  | with its body unchanged is a rename, not a removal                |
 | witness_disabled | still in the source, gone after preprocessing (`#if 0`, an        |
 |                  | `#ifdef` never defined, NDEBUG before <cassert>, a witness macro  |
-|                  | redefined to nothing); and every definition or `#undef` of a      |
-|                  | witness macro (or of NDEBUG) that the reference does not have     |
+|                  | redefined to nothing); a test that gains a `return`, `throw`,     |
+|                  | `goto` or `exit()`; and every definition or `#undef` of a witness |
+|                  | macro (or of NDEBUG) that the reference does not have             |
 | witness_weakened | an assertion's arguments changed in place (`EXPECT_EQ(f(x), 42)`  |
 |                  | -> `EXPECT_TRUE(true)`, a tolerance widened)                      |
 | accept           | every witness of the reference is there, live and unchanged       |
@@ -179,11 +180,15 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         if approved(w):
             out.approved.append(f"{w.text} ({w.file}:{w.line}): {klass}")
         else:
-            out.findings.append((klass, Finding(klass, message, where.file, where.line, where.column)))
+            out.findings.append(
+                (klass, Finding(klass, message, where.file, where.line, where.column))
+            )
 
     for t in gone:
         inside = sum(1 for w in lost if w.file == t.file and _under(w.test, t.name))
-        report("witness_removed", t, t, f"{t.text} removed ({inside} witnesses inside; reference line)")
+        report(
+            "witness_removed", t, t, f"{t.text} removed ({inside} witnesses inside; reference line)"
+        )
     lost = [w for w in lost if not any(w.file == t.file and _under(w.test, t.name) for t in gone)]
     # What is left on both sides, in the same test: changed in place.
     pool: dict[tuple[str, str, str], list[Witness]] = defaultdict(list)
@@ -199,6 +204,13 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         else:
             where = f"in {r.test}" if r.test else "at file scope"
             report("witness_removed", r, r, f"{r.text} {where} removed (reference line)")
+    for r, n in pairs:
+        if r.kind == "test" and n.exits > r.exits:
+            message = (
+                f"{n.text} gains a way out (return, throw, goto, exit): "
+                "the witnesses after it may never run"
+            )
+            report("witness_disabled", r, n, message)
     dead_tests: list[Witness] = []
     for r, n in pairs + weakened:
         if r.live is True and n.live is not True:
@@ -221,7 +233,10 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
     for miss in new["misses"]:
         message = f"{miss['name']}: {miss['why']}; the census cannot key it"
         out.findings.append(
-            ("grammar_miss", Finding("grammar_miss", message, miss["file"], miss["line"], miss["column"]))
+            (
+                "grammar_miss",
+                Finding("grammar_miss", message, miss["file"], miss["line"], miss["column"]),
+            )
         )
     return out
 

@@ -85,7 +85,7 @@ def shown(toks: list[str], limit: int = 120) -> str:
     out = ""
     spaced = False
     for tok in toks:
-        if out and (spaced or tok in _SPACED or _wordy(out[-1]) and _wordy(tok[0])):
+        if out and (spaced or tok in _SPACED or (_wordy(out[-1]) and _wordy(tok[0]))):
             out += " "
         out += tok
         spaced = tok in _SPACED or tok == ","
@@ -174,7 +174,9 @@ def _literal(n: Node) -> Literal | None:
     ):
         return _at("string", "str:" + _decoded(n), text(n), n)
     if n.type == "concatenated_string":
-        parts = [_decoded(c) for c in n.children if c.type in ("string_literal", "raw_string_literal")]
+        parts = [
+            _decoded(c) for c in n.children if c.type in ("string_literal", "raw_string_literal")
+        ]
         return _at("string", "str:" + "".join(parts), text(n), n)
     return None
 
@@ -235,8 +237,8 @@ def number_value(t: str) -> str | None:
     low = raw.lower()
     try:
         if _is_float(low):
-            value = float.fromhex(low.rstrip("fl")) if low.startswith("0x") else float(
-                low.rstrip("fl")
+            value = (
+                float.fromhex(low.rstrip("fl")) if low.startswith("0x") else float(low.rstrip("fl"))
             )
             return _canonical_float(-value if sign else value)
         digits = low.rstrip("ulz")
@@ -278,7 +280,7 @@ def text_values(content: str) -> Iterator[tuple[str, int]]:
 def _words(line: str) -> Iterator[str]:
     word = ""
     for ch in line:
-        if ch.isspace() or ch in "()[]{},;:=<>|\"`":
+        if ch.isspace() or ch in '()[]{},;:=<>|"`':
             if word:
                 yield word
             word = ""

@@ -173,7 +173,9 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     for lit, places in leaked(added, oracle, exception_values(cfg.exceptions)):
         where = f"{lit['text']}@{lit['file']}:{lit['line']}"
         message = f"{where} is in the visible oracle: {', '.join(places)}"
-        checks.append(Check(where, False, "literal_leak", f"in the visible oracle: {', '.join(places)}"))
+        checks.append(
+            Check(where, False, "literal_leak", f"in the visible oracle: {', '.join(places)}")
+        )
         findings.append(Finding("literal_leak", message, lit["file"], lit["line"], lit["column"]))
     shown = len(scans["oracle"].data["files"])
     if shown:
@@ -216,7 +218,10 @@ def _hidden(name: str, prog: Program, cell: CellResult, run: RunResult, want: by
 def _difference(got: bytes, want: bytes) -> str:
     """Where the output parts from the hidden golden, showing only what the candidate
     printed: the golden's text stays hidden (results may reach the next prompt)."""
-    mine, theirs = got.decode(errors="replace").splitlines(), want.decode(errors="replace").splitlines()
+    mine, theirs = (
+        got.decode(errors="replace").splitlines(),
+        want.decode(errors="replace").splitlines(),
+    )
     for no, (a, b) in enumerate(zip(mine, theirs, strict=False), 1):
         if a != b:
             return f"line {no} of the output differs from the hidden golden: printed {a[:80]!r}"

@@ -52,7 +52,7 @@ def envelope_from(params: dict[str, Any]) -> Envelope:
         flags=tuple(params["flags"]),
         link_flags=tuple(params["link_flags"]),
         defines=tuple(params["defines"]),
-        run_env=tuple(tuple(p) for p in params["run_env"]),  # type: ignore[misc]
+        run_env=tuple((k, v) for k, v in params["run_env"]),
     )
 
 
@@ -132,4 +132,6 @@ def _one(
         why = why.replace(copy.name, rel)
         return FileLive(f"the preprocessor rejects {rel}: {why}", [None] * len(marks))
     text = result.read_bytes()
-    return FileLive("", [cppsource.has_identifier(text, _expansion(tag, i)) for i in range(len(marks))])
+    return FileLive(
+        "", [cppsource.has_identifier(text, _expansion(tag, i)) for i in range(len(marks))]
+    )

@@ -63,6 +63,7 @@ class Witness:
     text: str
     mark: int  # byte offset where the liveness marker goes (survive.py)
     name: str = ""  # a test's own name, with its enclosing test's ("case/section")
+    exits: int = 0  # a test's ways out of its body: return, throw, goto, exit()...
     live: bool | None = None  # after preprocessing; None: could not be told
 
 
@@ -96,97 +97,142 @@ class FileInventory:
 @dataclass
 class _Frame:
     node: Node
-    test: str
-    func: str
+    test: str  # the enclosing test's name, "" outside tests
+    func: str  # the enclosing function, "fn:<name>"
     broken: bool  # inside a span the parser could not read (an ERROR node)
+
+
+UNREADABLE = "in a span the parser could not read"
 
 
 def read(file: str, source: bytes, names: Names) -> FileInventory:
     """The witnesses, witness-macro definitions and misses of one file."""
-    inv = FileInventory(file)
-    handled: set[int] = set()  # identifiers already accounted for (callee, test name)
-    stack = [_Frame(cppsource.parse(source).root_node, "", "", False)]
-    while stack:
-        frame = stack.pop()
-        node, test, func = frame.node, frame.test, frame.func
-        broken = frame.broken or node.type == "ERROR"
-        kind = node.type
-        child_test = test
+    return _Reader(file, names).read(source)
+
+
+class _Reader:
+    """One walk over a file's syntax tree (iterative: deep expressions nest far)."""
+
+    def __init__(self, file: str, names: Names) -> None:
+        self.inv = FileInventory(file)
+        self.names = names
+        self.handled: set[int] = set()  # identifiers accounted for (callee, test name)
+
+    def read(self, source: bytes) -> FileInventory:
+        stack = [_Frame(cppsource.parse(source).root_node, "", "", False)]
+        while stack:
+            frame = stack.pop()
+            frame.broken = frame.broken or frame.node.type == "ERROR"
+            inner = self.visit(frame)
+            if inner is not None:
+                stack.extend(reversed(self.children(frame, inner)))
+        self.inv.witnesses.sort(key=lambda w: (w.line, w.column))
+        self.inv.misses.sort(key=lambda m: (m.line, m.column))
+        return self.inv
+
+    def visit(self, frame: _Frame) -> _Frame | None:
+        """Record what `frame.node` is; the context its children see, or None to skip them."""
+        node, kind = frame.node, frame.node.type
         if kind in ("comment", "string_literal", "raw_string_literal", "char_literal"):
-            continue
+            return None
         if kind in ("preproc_def", "preproc_function_def"):
-            _definition(inv, node, names)
-            continue
+            _definition(self.inv, node, self.names)
+            return None
         if kind == "preproc_call":
-            _undef(inv, node, names)
-            continue
+            _undef(self.inv, node, self.names)
+            return None
         if kind == "function_definition":
-            name, params = _declared(node)
-            if name is not None and names.witness_like(cppsource.text(name)):
-                handled.add(name.id)
-                body = node.child_by_field_name("body")
-                macro = cppsource.text(name)
-                if macro in TEST_DEFINITIONS and body is not None and params is not None:
-                    label = ".".join(cppsource.text(p) for p in params.named_children)
-                    child_test = _join(test, label)
-                    toks = cppsource.tokens(body)
-                    _add(inv, "test", macro, node, test, toks, body.start_byte + 1, child_test)
-                    if broken:
-                        inv.misses.append(_miss(name, file, "in a span the parser could not read"))
-            elif name is not None:
-                func = "fn:" + cppsource.text(name)
-        elif kind == "call_expression":
-            callee = node.child_by_field_name("function")
-            args = node.child_by_field_name("arguments")
-            if callee is not None and callee.type == "identifier" and callee.id not in handled:
-                macro = cppsource.text(callee)
-                if names.witness_like(macro):
-                    handled.add(callee.id)
-                    if broken:
-                        inv.misses.append(_miss(callee, file, "in a span the parser could not read"))
-                    elif macro in TEST_CALLS or macro in TEST_DEFINITIONS or args is None:
-                        inv.misses.append(_miss(callee, file, "a test macro without a body"))
-                    else:
-                        wkind = "assert" if macro == "assert" else "check"
-                        toks = cppsource.tokens(args)
-                        _add(inv, wkind, macro, node, test or func, toks, args.start_byte + 1)
+            return self.function(frame)
+        if kind == "call_expression":
+            self.call(frame)
         elif kind == "static_assert_declaration":
             paren = next((c for c in node.children if c.type == "("), None)
             if paren is not None:
                 toks = cppsource.tokens(node)[1:]
-                _add(inv, "static_assert", "static_assert", node, test or func, toks, paren.end_byte)
-        elif kind in ("identifier", "type_identifier") and node.id not in handled:
-            name_ = cppsource.text(node)
-            if names.witness_like(name_) and not _harmless_use(node):
-                why = "in a span the parser could not read" if broken else (
-                    f"used other than by a call ({node.parent.type if node.parent else '?'})"
-                )
-                inv.misses.append(_miss(node, file, why))
-        children = node.children
-        pending: str | None = None
+                where = frame.test or frame.func
+                _add(self.inv, "static_assert", "static_assert", node, where, toks, paren.end_byte)
+        elif kind in ("identifier", "type_identifier") and self.stray(node):
+            parent = node.parent.type if node.parent else "?"
+            why = UNREADABLE if frame.broken else f"used other than by a call ({parent})"
+            self.inv.misses.append(_miss(node, self.inv.file, why))
+        return frame
+
+    def stray(self, node: Node) -> bool:
+        """A witness-like name that is not a call the walk accounted for."""
+        if node.id in self.handled or not self.names.witness_like(cppsource.text(node)):
+            return False
+        return not _harmless_use(node)
+
+    def function(self, frame: _Frame) -> _Frame:
+        name, params = _declared(frame.node)
+        if name is None:
+            return frame
+        macro = cppsource.text(name)
+        if not self.names.witness_like(macro):
+            return _Frame(frame.node, frame.test, "fn:" + macro, frame.broken)
+        self.handled.add(name.id)
+        body = frame.node.child_by_field_name("body")
+        if macro not in TEST_DEFINITIONS or body is None or params is None:
+            return frame
+        label = _join(frame.test, ".".join(cppsource.text(p) for p in params.named_children))
+        toks = cppsource.tokens(body)
+        mark = body.start_byte + 1
+        _add(self.inv, "test", macro, frame.node, frame.test, toks, mark, label, _exits(body))
+        if frame.broken:
+            self.inv.misses.append(_miss(name, self.inv.file, UNREADABLE))
+        return _Frame(frame.node, label, frame.func, frame.broken)
+
+    def call(self, frame: _Frame) -> None:
+        callee = frame.node.child_by_field_name("function")
+        args = frame.node.child_by_field_name("arguments")
+        if callee is None or callee.type != "identifier" or callee.id in self.handled:
+            return
+        macro = cppsource.text(callee)
+        if not self.names.witness_like(macro):
+            return
+        self.handled.add(callee.id)
+        if frame.broken:
+            self.inv.misses.append(_miss(callee, self.inv.file, UNREADABLE))
+        elif macro in TEST_CALLS or macro in TEST_DEFINITIONS or args is None:
+            self.inv.misses.append(_miss(callee, self.inv.file, "a test macro without a body"))
+        else:
+            kind = "assert" if macro == "assert" else "check"
+            where = frame.test or frame.func
+            _add(
+                self.inv,
+                kind,
+                macro,
+                frame.node,
+                where,
+                cppsource.tokens(args),
+                args.start_byte + 1,
+            )
+
+    def children(self, frame: _Frame, inner: _Frame) -> list[_Frame]:
+        """The children's frames; a Catch2 `TEST_CASE(...)` or `SECTION(...)` statement
+        makes the block after it a test's body."""
+        children = frame.node.children
         frames: list[_Frame] = []
+        pending: str | None = None
         for i, child in enumerate(children):
-            ctest = child_test
+            test = inner.test
             if pending is not None and child.type == "compound_statement":
-                ctest, pending = pending, None
-            else:
-                pending = None
-            call = _test_call(child, names)
-            if call is not None and i + 1 < len(children) and children[i + 1].type == "compound_statement":
+                test = pending
+            pending = None
+            call = _test_call(child, self.names)
+            body = children[i + 1] if i + 1 < len(children) else None
+            if call is not None and body is not None and body.type == "compound_statement":
                 callee, label = call
-                handled.add(callee.id)
-                body = children[i + 1]
-                pending = _join(child_test, label)
+                self.handled.add(callee.id)
+                pending = _join(inner.test, label)
                 toks = cppsource.tokens(body)
-                _add(inv, "test", cppsource.text(callee), child, child_test, toks,
-                     body.start_byte + 1, pending)  # fmt: skip
-                if broken or child.type == "ERROR":
-                    inv.misses.append(_miss(callee, file, "in a span the parser could not read"))
-            frames.append(_Frame(child, ctest, func, broken))
-        stack.extend(reversed(frames))
-    inv.witnesses.sort(key=lambda w: (w.line, w.column))
-    inv.misses.sort(key=lambda m: (m.line, m.column))
-    return inv
+                macro = cppsource.text(callee)
+                mark = body.start_byte + 1
+                _add(self.inv, "test", macro, child, inner.test, toks, mark, pending, _exits(body))
+                if inner.broken or child.type == "ERROR":
+                    self.inv.misses.append(_miss(callee, self.inv.file, UNREADABLE))
+            frames.append(_Frame(child, test, inner.func, inner.broken))
+        return frames
 
 
 def _add(
@@ -198,17 +244,40 @@ def _add(
     toks: list[str],
     mark: int,
     name: str = "",
+    exits: int = 0,
 ) -> None:
     """A witness; a test (`name` given) is fingerprinted by its body alone, so a renamed
     test keeps its fingerprint."""
     row, col = node.start_point
     if name:
         fp, text = cppsource.fingerprint(toks), f"{macro} {name}"
+        inv.witnesses.append(
+            Witness(kind, macro, inv.file, row + 1, col + 1, test, fp, text, mark, name, exits)
+        )
+        return
     else:
         fp, text = cppsource.fingerprint([macro, *toks]), cppsource.shown([macro, *toks])
     inv.witnesses.append(
         Witness(kind, macro, inv.file, row + 1, col + 1, test, fp, text, mark, name)
     )
+
+
+EXITS = frozenset({"return_statement", "throw_statement", "goto_statement", "co_return_statement"})
+EXIT_CALLS = frozenset({"exit", "_Exit", "_exit", "quick_exit", "abort", "terminate", "longjmp"})
+
+
+def _exits(body: Node) -> int:
+    """How many ways out of a test's body it spells: a `return;` put first skips every
+    witness after it while each stays in the source, live for the preprocessor."""
+    count = 0
+    for n in cppsource.walk(body):
+        if n.type in EXITS:
+            count += 1
+        elif n.type == "call_expression":
+            callee = n.child_by_field_name("function")
+            name = cppsource.text(callee).rpartition("::")[2] if callee is not None else ""
+            count += name in EXIT_CALLS
+    return count
 
 
 def _join(outer: str, inner: str) -> str:
@@ -286,10 +355,10 @@ def _definition(inv: FileInventory, node: Node, names: Names) -> None:
     # A wrapper: a macro of another name that expands to a witness. Its uses are calls the
     # census cannot key (they are not witness-like), so the wrapper itself fails closed.
     for n in cppsource.walk(body.root_node):
-        if n.child_count == 0 and n.type in ("identifier", "type_identifier"):
-            if names.witness_like(cppsource.text(n)):
-                why = f"in the body of macro {name}, which is not a witness macro"
-                inv.misses.append(Miss(cppsource.text(n), inv.file, row, 1, why))
+        leaf = n.child_count == 0 and n.type in ("identifier", "type_identifier")
+        if leaf and names.witness_like(cppsource.text(n)):
+            why = f"in the body of macro {name}, which is not a witness macro"
+            inv.misses.append(Miss(cppsource.text(n), inv.file, row, 1, why))
 
 
 def _undef(inv: FileInventory, node: Node, names: Names) -> None:
