@@ -32,6 +32,7 @@ REACHED = {
     "witness/weakened": "witness_weakened",
     "witness/wrapper": "grammar_miss",
     "witness/early_return": "witness_disabled",
+    "witness/attic": "witness_removed",
 }
 
 

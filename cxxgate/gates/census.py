@@ -34,6 +34,8 @@ from typing import Any
 
 from pydantic import Field
 
+from cxxgate import codehash
+from cxxgate.cellspec import COMPILE_CODE
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import survive, witness
 from cxxgate.gates.cppsource import parser_id
@@ -72,6 +74,8 @@ def plan(ctx: Context) -> Plan:
         "include_dirs": list(ctx.case.spec.include_dirs),
         "compile_seconds": ctx.case.spec.limits.compile_seconds,
         "parser": parser_id(),
+        # How the preprocessor is called (argv, sandbox) shapes the liveness it reports.
+        "harness": codehash.of_modules(*COMPILE_CODE),
     }
     out = Plan()
     for name, key in (("reference", ctx.reference_tree_key), ("patched", ctx.tree_key)):
