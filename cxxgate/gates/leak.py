@@ -3,10 +3,11 @@
 Two checks a green visible test run cannot make:
 
 - literals (integers, floats, strings, characters) the patch adds to the sources (not the
-  tests) whose value the visible oracle shows: the tree's tests and the case files listed
-  in `oracle:` (goldens, probes). Values, not spellings: `0x6E4` and `1'764` are the `1764`
-  of a golden. Ignored: values the reference's sources already hold, 0, 1, -1, "", and the
-  case's `exceptions`. Each is reported as `literal@file:line` with where the oracle shows it;
+  tests) whose value the visible oracle shows: the tree's `tests:`, the case files listed
+  in `oracle:`, and every case file another gate's section names (its probes, goldens).
+  Values, not spellings: `0x6E4` and `1'764` are the `1764` of a golden. Ignored: values
+  the reference's sources already hold, 0, 1, -1, "", and the case's `exceptions`. Each is
+  reported as `literal@file:line` with where the oracle shows it;
 - a hidden oracle: programs and golden stdout kept in the case folder, listed nowhere a
   candidate reads, built against the patched sources at grade time and run.
 
@@ -88,9 +89,9 @@ def plan(ctx: Context) -> Plan:
     params = {"globs": cfg.sources, "tests": cfg.tests, "parser": cppsource.parser_id()}
     out.scans["reference"] = ScanSpec.of(ctx.reference_tree_key, literals.sources, params)
     out.scans["patched"] = ScanSpec.of(ctx.tree_key, literals.sources, params)
+    _keep_hidden(ctx, cfg)
     files = [
-        {"name": rel, "path": str(case.oracle(rel, f"gates.{NAME}.oracle[{i}]"))}
-        for i, rel in enumerate(cfg.oracle)
+        {"name": rel, "path": str(case.oracle(rel, key))} for rel, key in _visible(ctx, cfg).items()
     ]
     out.scans["oracle"] = ScanSpec.of(
         ctx.reference_tree_key,
@@ -98,7 +99,6 @@ def plan(ctx: Context) -> Plan:
         {"tests": cfg.tests, "files": files, "parser": cppsource.parser_id()},
         inputs=tuple(Path(f["path"]) for f in files),
     )
-    _keep_hidden(ctx, cfg)
     env = ctx.gate_envelope(NAME, cfg.envelope)
     for i, prog in enumerate(cfg.hidden):
         key = f"gates.{NAME}.hidden[{i}]"
@@ -115,16 +115,27 @@ def plan(ctx: Context) -> Plan:
     return out
 
 
-def _keep_hidden(ctx: Context, cfg: Config) -> None:
-    """A hidden file named anywhere a candidate sees it (this gate's visible oracle, or any
-    other gate's section, whose units and goldens are part of the task) is not hidden."""
-    hidden = {p for prog in cfg.hidden for p in (prog.unit, prog.stdout) if p is not None}
-    visible: dict[str, str] = {rel: f"gates.{NAME}.oracle" for rel in cfg.oracle}
+def _visible(ctx: Context, cfg: Config) -> dict[str, str]:
+    """The case files a candidate sees (path -> the key naming it): `oracle:`, and every
+    file another gate's section names (its probes and goldens are part of the task)."""
+    visible = {rel: f"gates.{NAME}.oracle[{i}]" for i, rel in enumerate(cfg.oracle)}
     sections = ctx.case.spec.gates.model_dump(mode="json")
     for gate, section in sections.items():
-        if gate != NAME and section is not None:
-            for text in _strings(section):
+        if gate == NAME or section is None:
+            continue
+        for text in _strings(section):
+            path = (ctx.case.dir / text).resolve()
+            inside = path.is_relative_to(ctx.case.dir.resolve())
+            if inside and not path.is_relative_to(ctx.case.tree.resolve()) and path.is_file():
                 visible.setdefault(text, f"gates.{gate}")
+    return visible
+
+
+def _keep_hidden(ctx: Context, cfg: Config) -> None:
+    """A hidden file the candidate sees (named in `oracle:` or in any other gate's
+    section) is not hidden: an input error, before anything is graded."""
+    hidden = {p for prog in cfg.hidden for p in (prog.unit, prog.stdout) if p is not None}
+    visible = _visible(ctx, cfg)
     for rel in sorted(hidden & set(visible)):
         msg = (
             f"{ctx.case.file}: gates.{NAME}.hidden: {rel!r} is also named in {visible[rel]}, "
