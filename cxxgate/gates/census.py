@@ -1,0 +1,300 @@
+"""Gate `census`: the tests and assertions a patch removed, disabled or weakened.
+
+The witnesses of the reference tree and of the patched tree (cxxgate/gates/witness.py:
+GoogleTest and Catch2 tests, `ASSERT_*`/`EXPECT_*`/`REQUIRE*`/`CHECK*`, `static_assert`,
+`assert(`, and the case's own prefixes), read by a C++ parser and asked of the preprocessor
+with the case's envelope, are compared key by key. Additions never score. Classes, most
+severe first:
+
+| class            | meaning                                                           |
+| ---------------- | ----------------------------------------------------------------- |
+| grammar_miss     | a witness-like name the census cannot key (a wrapper macro, a     |
+|                  | witness passed as an argument or pasted, an unreadable span):     |
+|                  | fail closed                                                       |
+| witness_removed  | a test or an assertion of the reference is gone; a test renamed   |
+|                  | with its body unchanged is a rename, not a removal                |
+| witness_disabled | still in the source, gone after preprocessing (`#if 0`, an        |
+|                  | `#ifdef` never defined, NDEBUG before <cassert>, a witness macro  |
+|                  | redefined to nothing); a test that gains a `return`, `throw`,     |
+|                  | `goto` or `exit()`; and every definition or `#undef` of a witness |
+|                  | macro (or of NDEBUG) that the reference does not have             |
+| witness_weakened | an assertion's arguments changed in place (`EXPECT_EQ(f(x), 42)`  |
+|                  | -> `EXPECT_TRUE(true)`, a tolerance widened)                      |
+| accept           | every witness of the reference is there, live and unchanged       |
+
+`allow_removed` in the case approves named removals (a test, or a macro within it), each
+with its reason; approved removals and renames are listed in the result's evidence.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic import Field
+
+from cxxgate import codehash
+from cxxgate.cellspec import COMPILE_CODE
+from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.gates import survive, witness
+from cxxgate.gates.cppsource import parser_id
+from cxxgate.gates.witness import Witness
+from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
+from cxxgate.scan import ScanResult, ScanSpec
+from cxxgate.yamlfile import Strict
+
+NAME = "census"
+SEVERITY = ("grammar_miss", "witness_removed", "witness_disabled", "witness_weakened")
+
+
+class Allow(Strict):
+    test: str  # "Suite.Name", a TEST_CASE's name, "case/section", or "fn:<function>"
+    file: str | None = None
+    macro: str | None = None  # only witnesses of this macro within the test
+    reason: str = Field(min_length=10)
+
+
+class Config(Strict):
+    envelope: str | None = None
+    files: list[str] = Field(default_factory=lambda: ["*"])  # gitignore-style, C++ files
+    prefixes: list[str] = Field(default_factory=list)  # e.g. GOLDEN: GOLDEN_* are checks
+    ignore: list[str] = Field(default_factory=list)  # witness-like names that are not
+    allow_removed: list[Allow] = Field(default_factory=list)
+
+
+def plan(ctx: Context) -> Plan:
+    cfg: Config = ctx.case.gate_config(NAME)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    params: dict[str, Any] = {
+        "files": cfg.files,
+        "prefixes": cfg.prefixes,
+        "ignore": cfg.ignore,
+        "envelope": survive.envelope_params(env),
+        "include_dirs": list(ctx.case.spec.include_dirs),
+        "compile_seconds": ctx.case.spec.limits.compile_seconds,
+        "parser": parser_id(),
+        # How the preprocessor is called (argv, sandbox) shapes the liveness it reports.
+        "harness": codehash.of_modules(*COMPILE_CODE),
+    }
+    out = Plan()
+    for name, key in (("reference", ctx.reference_tree_key), ("patched", ctx.tree_key)):
+        out.scans[name] = ScanSpec.of(key, witness.scan, params, label=f"{NAME} inventory")
+    return out
+
+
+@dataclass
+class Census:
+    """What the comparison found: failures (class, finding), and what it let pass."""
+
+    findings: list[tuple[str, Finding]] = field(default_factory=list)
+    renames: list[str] = field(default_factory=list)
+    approved: list[str] = field(default_factory=list)
+    kept: int = 0
+    total: int = 0
+
+
+def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
+    cfg: Config = ctx.case.gate_config(NAME)
+    ref, new = outputs.scans["reference"], outputs.scans["patched"]
+    for scan, which in ((ref, "reference"), (new, "patched")):
+        if scan.status != "ok":
+            why = f"the {which} tree was not scanned: {scan.status}: {scan.detail}"
+            return GateResult(NAME, "incomplete", VACUOUS, why)
+        if scan.data["toolchain_missing"]:
+            return GateResult(NAME, "incomplete", TOOLCHAIN_MISSING, scan.data["toolchain_missing"])
+    found = compare(ref.data, new.data, cfg.allow_removed)
+    checks = [Check(f"{f.path}:{f.line}", False, klass, f.message) for klass, f in found.findings]
+    checks += _unused_allowances(ref, cfg.allow_removed)
+    for file, detail in sorted(new.data["preprocess"].items()):
+        if detail:
+            checks.append(Check(f"preprocess {file}", False, "witness_disabled", detail))
+    if found.total == 0:
+        checks.append(
+            Check("inventory", False, VACUOUS, "the reference has no witness", incomplete=True)
+        )
+    else:
+        kept = f"{found.kept}/{found.total} witnesses of the reference kept"
+        checks.append(Check("inventory", True, "accept", kept))
+    evidence = [f"renamed: {r}" for r in found.renames]
+    evidence += [f"approved removal: {a}" for a in found.approved]
+    result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
+    if result.status == "pass":
+        notes = [f"{len(found.renames)} renamed"] if found.renames else []
+        notes += [f"{len(found.approved)} approved removals"] if found.approved else []
+        summary = "; ".join([f"{found.kept}/{found.total} witnesses kept", *notes])
+        result = replace(result, summary=summary)
+    return replace(result, findings=[f for _, f in found.findings])
+
+
+def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Census:
+    """The reference's witnesses against the patched tree's (scan data of witness.scan)."""
+    before = [Witness(**w) for w in ref["witnesses"]]
+    after = [Witness(**w) for w in new["witnesses"]]
+    out = Census(total=len(before))
+    pairs, lost, fresh = _match(
+        [w for w in before if w.kind == "test"],
+        [w for w in after if w.kind == "test"],
+        lambda w: (w.file, w.name),
+        lambda w: (w.file, w.name),
+    )
+    renamed: dict[tuple[str, str], tuple[str, str]] = {}
+    gone: list[Witness] = []
+    for r in lost:
+        twin = next((n for n in fresh if (n.fp, n.macro) == (r.fp, r.macro)), None)
+        if twin is None:
+            gone.append(r)
+            continue
+        fresh.remove(twin)
+        pairs.append((r, twin))
+        renamed[r.file, r.name] = (twin.file, twin.name)
+        out.renames.append(f"{r.text} -> {twin.text} ({twin.file}:{twin.line})")
+
+    def moved(w: Witness) -> tuple[str, str]:
+        for (file, name), target in renamed.items():
+            if w.file == file and (w.test == name or w.test.startswith(name + "/")):
+                return target[0], target[1] + w.test[len(name) :]
+        return w.file, w.test
+
+    checks = [w for w in before if w.kind != "test"]
+    more, lost, fresh = _match(
+        checks,
+        [w for w in after if w.kind != "test"],
+        lambda w: (*moved(w), w.kind, w.fp),
+        lambda w: (w.file, w.test, w.kind, w.fp),
+    )
+    pairs += more
+    # Moved to another file under the same test (or both at file scope): a refactor.
+    more, lost, fresh = _match(
+        lost, fresh, lambda w: (moved(w)[1], w.kind, w.fp), lambda w: (w.test, w.kind, w.fp)
+    )
+    pairs += more
+    unchanged = {id(n) for _, n in pairs}
+
+    def approved(w: Witness) -> bool:
+        test = w.name if w.kind == "test" else w.test
+        return any(
+            (test == a.test or test.startswith(a.test + "/"))
+            and a.file in (None, w.file)
+            and a.macro in (None, w.macro)
+            for a in allow
+        )
+
+    def report(klass: str, w: Witness, where: Witness, message: str) -> None:
+        if approved(w):
+            out.approved.append(f"{w.text} ({w.file}:{w.line}): {klass}")
+        else:
+            out.findings.append(
+                (klass, Finding(klass, message, where.file, where.line, where.column))
+            )
+
+    for t in gone:
+        inside = sum(1 for w in lost if w.file == t.file and _under(w.test, t.name))
+        report(
+            "witness_removed", t, t, f"{t.text} removed ({inside} witnesses inside; reference line)"
+        )
+    lost = [w for w in lost if not any(w.file == t.file and _under(w.test, t.name) for t in gone)]
+    # What is left on both sides, in the same test: changed in place.
+    pool: dict[tuple[str, str, str], list[Witness]] = defaultdict(list)
+    for n in fresh:
+        pool[n.file, n.test, n.kind].append(n)
+    weakened: list[tuple[Witness, Witness]] = []
+    for r in lost:
+        bucket = pool[(*moved(r), r.kind)]
+        if bucket:
+            n = bucket.pop(0)
+            weakened.append((r, n))
+            report("witness_weakened", r, n, f"{r.text} became {n.text}")
+        else:
+            where = f"in {r.test}" if r.test else "at file scope"
+            report("witness_removed", r, r, f"{r.text} {where} removed (reference line)")
+    for r, n in pairs:
+        if r.kind == "test" and n.exits > r.exits:
+            message = (
+                f"{n.text} gains a way out (return, throw, goto, exit): "
+                "the witnesses after it may never run"
+            )
+            report("witness_disabled", r, n, message)
+    dead_tests: list[Witness] = []
+    for r, n in pairs + weakened:
+        if r.live is True and n.live is not True:
+            if any(n.file == t.file and _under(n.test, t.name) for t in dead_tests):
+                continue  # one finding for the test that holds it
+            why = "gone after preprocessing" if n.live is False else "not preprocessed"
+            report("witness_disabled", r, n, f"{n.text} is in the source but {why}")
+            if n.kind == "test":
+                dead_tests.append(n)
+        elif id(n) in unchanged:
+            out.kept += 1
+    for m in _new_macros(ref["macros"], new["macros"]):
+        what = f"#undef {m['name']}" if m["kind"] == "undef" else f"#define {m['name']}{m['text']}"
+        message = f"{what} redefines a witness macro the reference defines otherwise or not at all"
+        if m["name"] in witness.CONTROL:
+            message = f"{what}: turns assert() off for what follows"
+        out.findings.append(
+            ("witness_disabled", Finding("witness_disabled", message, m["file"], m["line"]))
+        )
+    for miss in new["misses"]:
+        message = f"{miss['name']}: {miss['why']}; the census cannot key it"
+        out.findings.append(
+            (
+                "grammar_miss",
+                Finding("grammar_miss", message, miss["file"], miss["line"], miss["column"]),
+            )
+        )
+    return out
+
+
+def _under(test: str, name: str) -> bool:
+    return test == name or test.startswith(name + "/")
+
+
+def _match(
+    before: list[Witness], after: list[Witness], key_before: Any, key_after: Any
+) -> tuple[list[tuple[Witness, Witness]], list[Witness], list[Witness]]:
+    """Pairs with equal keys (a multiset match, in source order), and the rest of each side."""
+    pool: dict[Any, list[Witness]] = defaultdict(list)
+    for w in after:
+        pool[key_after(w)].append(w)
+    pairs, lost = [], []
+    for w in before:
+        bucket = pool.get(key_before(w))
+        if bucket:
+            pairs.append((w, bucket.pop(0)))
+        else:
+            lost.append(w)
+    rest = [w for bucket in pool.values() for w in bucket]
+    rest.sort(key=lambda w: (w.file, w.line, w.column))
+    return pairs, lost, rest
+
+
+def _new_macros(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def key(m: dict[str, Any]) -> tuple[str, str, str, str]:
+        return (m["file"], m["name"], m["kind"], m["fp"])
+
+    pool: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for m in before:
+        pool[key(m)] += 1
+    out = []
+    for m in after:
+        if pool[key(m)]:
+            pool[key(m)] -= 1
+        else:
+            out.append(m)
+    return out
+
+
+def _unused_allowances(ref: ScanResult, allow: list[Allow]) -> list[Check]:
+    """An allowance that names no witness of the reference approves nothing: a typo,
+    said on every row (the reference's too, so the case is red until it is fixed)."""
+    tests = {w["name"] for w in ref.data["witnesses"] if w["kind"] == "test"}
+    tests |= {w["test"] for w in ref.data["witnesses"]}
+    checks = []
+    for i, a in enumerate(allow):
+        if a.test not in tests:
+            detail = f"allow_removed[{i}]: no test {a.test!r} in the reference's witnesses"
+            checks.append(Check(f"allow_removed[{i}]", False, "grammar_miss", detail))
+    return checks
+
+
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=70)

@@ -1,0 +1,244 @@
+"""Gate `leak`: the answer key copied into the source, and a hidden oracle.
+
+Two checks a green visible test run cannot make:
+
+- literals (integers, floats, strings, characters) the patch adds to the sources (not the
+  tests) whose value the visible oracle shows: the tree's `tests:`, the case files listed
+  in `oracle:`, and every case file another gate's section names (its probes, goldens).
+  Values, not spellings: `0x6E4` and `1'764` are the `1764` of a golden. Ignored: values
+  the reference's sources already hold, 0, 1, -1, "", and the case's `exceptions`. Each is
+  reported as `literal@file:line` with where the oracle shows it;
+- a hidden oracle: programs and golden stdout kept in the case folder, listed nowhere a
+  candidate reads, built against the patched sources at grade time and run.
+
+Classes, most severe first:
+
+| class              | meaning                                                         |
+| ------------------ | --------------------------------------------------------------- |
+| hidden_oracle_fail | a hidden program does not build, fails, or prints other than    |
+|                    | its hidden golden (the summary shows what it printed, never     |
+|                    | the golden's text)                                              |
+| literal_leak       | the patch added a literal the visible oracle shows              |
+| accept             | neither                                                         |
+
+What a candidate can reach: compiles and runs are sandboxed (cxxgate/sandbox.py): they see
+the tree and their own cell folder, never the case folder, so neither the hidden golden
+nor the hidden units' files are readable by a visible build or a run. A hidden unit is
+compiled as `main.cpp` in its own cell folder, like every harness unit; a patched header in
+that translation unit can read the unit itself (`#include "/proc/self/cwd/main.cpp"`, or
+redefine the names it calls), as any code compiled with a test can: so a hidden unit holds
+inputs only, and the expected output lives in its golden, which no sandbox mounts and
+which the gate compares in Python. Without bubblewrap (`sandbox: none` in the evidence) a
+compile can read any file, hidden ones included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from cxxgate.cellspec import CellResult
+from cxxgate.diagnostics import why_failed
+from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.gates import cppsource, lanes, literals
+from cxxgate.gates.lanes import Program
+from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
+from cxxgate.run import RunResult
+from cxxgate.scan import ScanSpec
+from cxxgate.yamlfile import InputError, Strict
+
+NAME = "leak"
+SEVERITY = ("hidden_oracle_fail", "literal_leak")
+TRIVIAL = frozenset({"num:0", "num:1", "num:-1", "str:"})
+
+
+class Config(Strict):
+    sources: list[str] = Field(default_factory=lambda: ["*"])  # tree globs, C++ files
+    tests: list[str] = Field(default_factory=list)  # tree globs: visible tests, not sources
+    oracle: list[str] = Field(default_factory=list)  # case files a candidate sees
+    exceptions: list[int | float | str] = Field(default_factory=list)  # may be shared
+    hidden: list[Program] = Field(default_factory=list)
+    envelope: str | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Config:
+        if not (self.tests or self.oracle or self.hidden):
+            msg = "give a visible oracle ('tests', 'oracle') or a 'hidden' program, or both"
+            raise ValueError(msg)
+        return self
+
+
+def exception_values(items: list[int | float | str]) -> set[str]:
+    """`exceptions` as values: numbers by value (8080, 0.5), strings as they read."""
+    out = set()
+    for x in items:
+        if isinstance(x, str):
+            out.add("str:" + x)
+        else:
+            out.add("num:" + (cppsource.number_value(repr(x)) or repr(x)))
+    return out
+
+
+def plan(ctx: Context) -> Plan:
+    cfg: Config = ctx.case.gate_config(NAME)
+    case = ctx.case
+    out = Plan()
+    params = {"globs": cfg.sources, "tests": cfg.tests, "parser": cppsource.parser_id()}
+    out.scans["reference"] = ScanSpec.of(ctx.reference_tree_key, literals.sources, params)
+    out.scans["patched"] = ScanSpec.of(ctx.tree_key, literals.sources, params)
+    _keep_hidden(ctx, cfg)
+    files = [
+        {"name": rel, "path": str(case.oracle(rel, key))} for rel, key in _visible(ctx, cfg).items()
+    ]
+    out.scans["oracle"] = ScanSpec.of(
+        ctx.reference_tree_key,
+        literals.oracle,
+        {"tests": cfg.tests, "files": files, "parser": cppsource.parser_id()},
+        inputs=tuple(Path(f["path"]) for f in files),
+    )
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    for i, prog in enumerate(cfg.hidden):
+        key = f"gates.{NAME}.hidden[{i}]"
+        if prog.stdout is None:
+            msg = f"{case.file}: {key}.stdout: a hidden program needs its golden stdout file"
+            raise InputError(msg)
+        lanes.golden(ctx, prog.stdout, f"{key}.stdout")
+        unit = lanes.unit_of(ctx, prog.unit, f"{key}.unit")
+        cell = lanes.program_cell(ctx, ctx.tree_key, unit, env, f"{NAME} hidden #{i}")
+        out.cells[f"hidden{i}"] = cell
+        out.runs[f"hidden{i}"] = lanes.program_run(
+            ctx, cell, prog, env.run_env, f"{NAME} hidden run #{i}"
+        )
+    return out
+
+
+def _visible(ctx: Context, cfg: Config) -> dict[str, str]:
+    """The case files a candidate sees (path -> the key naming it): `oracle:`, and every
+    file another gate's section names (its probes and goldens are part of the task)."""
+    visible = {rel: f"gates.{NAME}.oracle[{i}]" for i, rel in enumerate(cfg.oracle)}
+    sections = ctx.case.spec.gates.model_dump(mode="json")
+    for gate, section in sections.items():
+        if gate == NAME or section is None:
+            continue
+        for text in _strings(section):
+            path = (ctx.case.dir / text).resolve()
+            inside = path.is_relative_to(ctx.case.dir.resolve())
+            if inside and not path.is_relative_to(ctx.case.tree.resolve()) and path.is_file():
+                visible.setdefault(text, f"gates.{gate}")
+    return visible
+
+
+def _keep_hidden(ctx: Context, cfg: Config) -> None:
+    """A hidden file the candidate sees (named in `oracle:` or in any other gate's
+    section) is not hidden: an input error, before anything is graded."""
+    hidden = {p for prog in cfg.hidden for p in (prog.unit, prog.stdout) if p is not None}
+    visible = _visible(ctx, cfg)
+    for rel in sorted(hidden & set(visible)):
+        msg = (
+            f"{ctx.case.file}: gates.{NAME}.hidden: {rel!r} is also named in {visible[rel]}, "
+            "where a candidate sees it; a hidden oracle must be hidden"
+        )
+        raise InputError(msg)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def leaked(
+    added: list[dict[str, Any]],
+    oracle: dict[str, list[str]],
+    exceptions: set[str],
+) -> list[tuple[dict[str, Any], list[str]]]:
+    """The added literals whose value the oracle shows, with where it shows them."""
+    out = []
+    for lit in added:
+        value = lit["value"]
+        if value in TRIVIAL or value in exceptions or value not in oracle:
+            continue
+        out.append((lit, oracle[value]))
+    return out
+
+
+def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
+    cfg: Config = ctx.case.gate_config(NAME)
+    scans = outputs.scans
+    for name in ("reference", "patched", "oracle"):
+        if scans[name].status != "ok":
+            why = f"{name} scan: {scans[name].status}: {scans[name].detail}"
+            return GateResult(NAME, "incomplete", VACUOUS, why)
+    before = {lit["value"] for lit in scans["reference"].data["literals"]}
+    added = [lit for lit in scans["patched"].data["literals"] if lit["value"] not in before]
+    oracle = scans["oracle"].data["values"]
+    checks: list[Check] = []
+    findings: list[Finding] = []
+    for lit, places in leaked(added, oracle, exception_values(cfg.exceptions)):
+        where = f"{lit['text']}@{lit['file']}:{lit['line']}"
+        message = f"{where} is in the visible oracle: {', '.join(places)}"
+        checks.append(
+            Check(where, False, "literal_leak", f"in the visible oracle: {', '.join(places)}")
+        )
+        findings.append(Finding("literal_leak", message, lit["file"], lit["line"], lit["column"]))
+    shown = len(scans["oracle"].data["files"])
+    if shown:
+        checks.append(
+            Check(
+                "literals",
+                True,
+                "accept",
+                f"{len(added)} literals added to the sources, against {shown} oracle files",
+            )
+        )
+    evidence = [f"visible oracle: {', '.join(scans['oracle'].data['files']) or 'none'}"]
+    for i, prog in enumerate(cfg.hidden):
+        cell, run = outputs.cells[f"hidden{i}"], outputs.runs[f"hidden{i}"]
+        want = lanes.golden(ctx, prog.stdout, f"gates.{NAME}.hidden[{i}].stdout") or b""
+        checks.append(_hidden(f"hidden #{i}", prog, cell, run, want))
+        sandboxes = {s.sandbox for s in cell.steps}
+        if "none" in sandboxes:
+            evidence.append(f"hidden #{i}: compiled with sandbox: none (hidden files readable)")
+    result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
+    return replace(result, findings=findings)
+
+
+def _hidden(name: str, prog: Program, cell: CellResult, run: RunResult, want: bytes) -> Check:
+    if cell.status == "toolchain_missing":
+        return Check(name, False, TOOLCHAIN_MISSING, cell.detail, incomplete=True)
+    if cell.status in lanes.MISSING:
+        return Check(name, False, VACUOUS, f"{cell.status}: {cell.detail}", incomplete=True)
+    if cell.status != "ok":
+        return Check(name, False, "hidden_oracle_fail", f"does not build: {why_failed(cell)}")
+    problem = lanes.run_problem(run, prog.exit)
+    if problem is not None:
+        return Check(name, False, "hidden_oracle_fail", problem)
+    got = run.stdout
+    if got != want:
+        return Check(name, False, "hidden_oracle_fail", _difference(got, want))
+    return Check(name, True, "accept", "printed its hidden golden and exited as expected")
+
+
+def _difference(got: bytes, want: bytes) -> str:
+    """Where the output parts from the hidden golden, showing only what the candidate
+    printed: the golden's text stays hidden (results may reach the next prompt)."""
+    mine, theirs = (
+        got.decode(errors="replace").splitlines(),
+        want.decode(errors="replace").splitlines(),
+    )
+    for no, (a, b) in enumerate(zip(mine, theirs, strict=False), 1):
+        if a != b:
+            return f"line {no} of the output differs from the hidden golden: printed {a[:80]!r}"
+    if len(mine) < len(theirs):
+        return f"printed {len(mine)} lines, the hidden golden has {len(theirs)}"
+    return f"printed {len(mine)} lines, more than the hidden golden's {len(theirs)}"
+
+
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=75)

@@ -1,0 +1,337 @@
+"""Gate `census`: the shipped case `witness` (read from the shared cold grade) reaches every
+class, and the parser's edge cases on strings: multi-line calls, comments, strings,
+Catch2 sections, wrappers and pasted names."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT, SHIPPED, Grade
+
+from cxxgate.envelope import Envelope, identify
+from cxxgate.gates import census, cppsource, survive, witness
+from cxxgate.gates.census import Allow
+from cxxgate.scan import ScanResult
+
+# Every class of the gate, each reached by a shipped patch of `witness`.
+REACHED = {
+    "witness/reference": "accept",
+    "witness/good_refactor": "accept",
+    "witness/rename": "accept",
+    "witness/allowlisted": "accept",
+    "witness/commented_out": "witness_removed",
+    "witness/if0": "witness_disabled",
+    "witness/ifdef_never": "witness_disabled",
+    "witness/ndebug": "witness_disabled",
+    "witness/empty_macro": "witness_disabled",
+    "witness/weakened": "witness_weakened",
+    "witness/wrapper": "grammar_miss",
+    "witness/early_return": "witness_disabled",
+    "witness/attic": "witness_removed",
+}
+
+
+def _result(grade: Grade, row: str) -> dict[str, object]:
+    case, patch = row.split("/")
+    data: dict[str, object] = json.loads(
+        (grade.out / "results" / case / patch / "census.json").read_text()
+    )
+    return data
+
+
+def _findings(grade: Grade, row: str) -> list[tuple[str, str, int, str]]:
+    found = _result(grade, row)["findings"]
+    assert isinstance(found, list)
+    return [(f["rule"], f["path"], f["line"], f["message"]) for f in found]
+
+
+@pytest.mark.parametrize("row", sorted(REACHED))
+def test_class_reached(shipped: Grade, row: str) -> None:
+    got = shipped.gate(row, "census")
+    assert got["class"] == REACHED[row], got
+    assert not shipped.rows[row].get("expect_problems")
+
+
+def test_every_class_is_reached() -> None:
+    assert set(REACHED.values()) == {*census.SEVERITY, "accept"}
+
+
+def test_findings_carry_file_and_line(shipped: Grade) -> None:
+    weakened = _findings(shipped, "witness/weakened")
+    assert [(r, p, line) for r, p, line, _ in weakened] == [
+        ("witness_weakened", "tests/stats_test.cpp", 14),
+        ("witness_weakened", "tests/stats_test.cpp", 24),
+    ]
+    assert "EXPECT_EQ(mean(four), 2.5) became EXPECT_TRUE(true)" in weakened[0][3]
+    assert weakened[1][3].endswith("became EXPECT_NEAR(stddev(four), 1.118034, 0.5)")
+    # The comment still holds the assertion's text: a regex census would count it.
+    removed = _findings(shipped, "witness/commented_out")
+    assert removed == [
+        (
+            "witness_removed",
+            "tests/stats_test.cpp",
+            20,
+            "EXPECT_EQ(median(four), 2.5) in Stats.Median removed (reference line)",
+        )
+    ]
+
+
+def test_disabled_witnesses_and_the_macros_that_disable_them(shipped: Grade) -> None:
+    ndebug = _findings(shipped, "witness/ndebug")
+    assert ("witness_disabled", "tests/stats_test.cpp", 26) in [f[:3] for f in ndebug]
+    assert any(f[3].startswith("#define NDEBUG") and f[2] == 1 for f in ndebug)
+    emptied = _findings(shipped, "witness/empty_macro")
+    messages = [f[3] for f in emptied]
+    assert any(m.startswith("#undef EXPECT_EQ") for m in messages)
+    assert any(m.startswith("#define EXPECT_EQ(a, b)((void)0)") for m in messages)
+    assert sum("gone after preprocessing" in m for m in messages) == 4
+    # One finding for the test under #if 0, not one per assertion inside it.
+    assert _findings(shipped, "witness/if0") == [
+        (
+            "witness_disabled",
+            "tests/stats_test.cpp",
+            19,
+            "TEST Stats.Median is in the source but gone after preprocessing",
+        )
+    ]
+    section = _findings(shipped, "witness/ifdef_never")
+    assert [f[:3] for f in section] == [("witness_disabled", "tests/stats_catch.cpp", 10)]
+
+
+def test_renames_and_allowlisted_removals_are_listed(shipped: Grade) -> None:
+    rename = _result(shipped, "witness/rename")
+    assert "renamed: TEST Stats.Median -> TEST Stats.MedianOfOddAndEvenCounts" in str(
+        rename["evidence"]
+    )
+    assert rename["summary"] == "19/19 witnesses kept; 1 renamed"
+    allowed = _result(shipped, "witness/allowlisted")
+    assert "approved removal: TEST Stats.LegacyRounding" in str(allowed["evidence"])
+    wrapper = _findings(shipped, "witness/wrapper")
+    assert ("grammar_miss", "tests/stats_test.cpp", 11) in [f[:3] for f in wrapper]
+
+
+def test_warm_grade_scans_nothing(shipped: Grade) -> None:
+    """Parses are scans: on the shared folder, doit itself says every scan of the two
+    source-gate cases is up to date (`list --status`: U), so a warm grade parses nothing.
+    (`list` writes no verdict, so asking about two cases leaves the folder whole.)"""
+    cmd = [sys.executable, "-m", "doit", "-f", str(PROJECT / "dodo.py"), "list", "--all"]
+    cmd += ["--status", f"cases={SHIPPED}", f"out={shipped.out}", "case=witness,answer_key"]
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    listed = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=PROJECT, env=env, check=True, timeout=300
+    ).stdout.splitlines()
+    scans = [line.split()[:2] for line in listed if " scan:" in line]
+    assert len(scans) >= 15  # witness: 13 trees; answer_key: 4 trees' sources, the oracle
+    assert {status for status, _ in scans} == {"U"}, scans
+
+
+# ---- the parser, on strings ----------------------------------------------------------
+
+NAMES = witness.Names.of(["GOLDEN"], ["CHECK_LIMIT"])
+
+
+def _read(text: str) -> witness.FileInventory:
+    return witness.read("t.cpp", text.encode(), NAMES)
+
+
+def test_multi_line_call_has_the_one_line_fingerprint() -> None:
+    one = _read("TEST(A, B) { EXPECT_NEAR(f(x), 1.5, 1e-3); }").witnesses
+    many = _read(
+        "TEST(A, B) {\n  EXPECT_NEAR(f(x),  // the value\n"
+        "              1.5, /* tolerance */\n              1e-3);\n}"
+    ).witnesses
+    assert [w.fp for w in one] == [w.fp for w in many]
+    assert many[1].text == "EXPECT_NEAR(f(x), 1.5, 1e-3)" and many[1].test == "A.B"
+
+
+def test_comments_and_strings_hold_no_witness() -> None:
+    inv = _read(
+        "// EXPECT_EQ(a, b);\n/* ASSERT_TRUE(x); */\n"
+        'const char* s = "REQUIRE(x)";\nauto r = R"(CHECK(y))";\nchar c = \'"\';\n'
+    )
+    assert inv.witnesses == [] and inv.misses == []
+
+
+def test_catch2_tests_and_sections_nest() -> None:
+    inv = _read(
+        'TEST_CASE("vectors", "[v]") {\n  REQUIRE(v.empty());\n'
+        '  SECTION("push") {\n    CHECK(v.size() == 1);\n  }\n}\n'
+    )
+    got = [(w.kind, w.macro, w.name or w.test) for w in inv.witnesses]
+    assert got == [
+        ("test", "TEST_CASE", "vectors"),
+        ("check", "REQUIRE", "vectors"),
+        ("test", "SECTION", "vectors/push"),
+        ("check", "CHECK", "vectors/push"),
+    ]
+
+
+def test_kinds_prefixes_and_enclosing_functions() -> None:
+    inv = _read(
+        "#include <cassert>\nstatic_assert(sizeof(int) == 4);\n"
+        "void helper() { assert(ok()); GOLDEN_MATCH(out, 7); }\n"
+        "TEST_F(Fixture, Works) { ASSERT_TRUE(ready()); }\n"
+        "int limit = CHECK_LIMIT;\n"
+    )
+    got = [(w.kind, w.macro, w.test) for w in inv.witnesses]
+    assert got == [
+        ("static_assert", "static_assert", ""),
+        ("assert", "assert", "fn:helper"),
+        ("check", "GOLDEN_MATCH", "fn:helper"),
+        ("test", "TEST_F", ""),
+        ("check", "ASSERT_TRUE", "Fixture.Works"),
+    ]
+    assert inv.misses == []  # CHECK_LIMIT is declared not a witness
+
+
+def test_what_cannot_be_keyed_is_a_miss() -> None:
+    inv = _read(
+        "#define SAME(a, b) EXPECT_EQ(a, b)\n"
+        "#define PASTE(x) EXPECT_##x\n"
+        "void f() { APPLY(EXPECT_TRUE, ok); auto p = &ASSERT_EQ; }\n"
+        'TEST_CASE("no body");\n'
+    )
+    got = [(m.name, m.line) for m in inv.misses]
+    assert got == [("EXPECT_EQ", 1), ("EXPECT_", 2), ("EXPECT_TRUE", 3), ("ASSERT_EQ", 3),
+                   ("TEST_CASE", 4)]  # fmt: skip
+
+
+def test_witness_macro_definitions_are_listed() -> None:
+    inv = _read(
+        "#define NDEBUG\n#undef EXPECT_EQ\n#define EXPECT_EQ(a, b) ((void)0)\n"
+        "#define REQUIRE(x) EXPECT_TRUE(x)\n"
+    )
+    assert [(m.name, m.kind) for m in inv.macros] == [
+        ("NDEBUG", "define"),
+        ("EXPECT_EQ", "undef"),
+        ("EXPECT_EQ", "define"),
+        ("REQUIRE", "define"),
+    ]
+    assert inv.misses == []  # a witness macro may expand to another
+
+
+def test_markers_go_where_the_scan_says() -> None:
+    src = b"TEST(A, B) { EXPECT_EQ(f(x), 2); }"
+    inv = witness.read("t.cpp", src, witness.Names())
+    out = survive.marked(src, [w.mark for w in inv.witnesses], "t")
+    assert out == b"TEST(A, B) { cxxgate_t_m0  EXPECT_EQ( cxxgate_t_m1 f(x), 2); }"
+    assert cppsource.has_identifier(b"x = cxxgate_t_live1 + 1;", "cxxgate_t_live1")
+    assert not cppsource.has_identifier(b'puts("cxxgate_t_live1");', "cxxgate_t_live1")
+
+
+# ---- the comparison, on inventories --------------------------------------------------
+
+
+def _inventory(files: dict[str, str]) -> dict[str, object]:
+    witnesses, macros, misses = [], [], []
+    for name, text in files.items():
+        inv = witness.read(name, text.encode(), witness.Names())
+        for w in inv.witnesses:
+            w.live = True
+        witnesses += [w.__dict__ for w in inv.witnesses]
+        macros += [m.__dict__ for m in inv.macros]
+        misses += [m.__dict__ for m in inv.misses]
+    return {"witnesses": witnesses, "macros": macros, "misses": misses}
+
+
+BASE = {
+    "t.cpp": "TEST(S, Keep) { EXPECT_EQ(f(1), 2); }\nTEST(S, Old) { EXPECT_EQ(g(), 3); }\n",
+    "s.cpp": "static_assert(sizeof(long) == 8);\n",
+}
+
+
+def _classes(files: dict[str, str], allow: list[Allow] | None = None) -> list[str]:
+    result = census.compare(_inventory(BASE), _inventory(files), allow or [])
+    return [klass for klass, _ in result.findings]
+
+
+def test_a_renamed_test_with_an_emptied_body_is_a_removal() -> None:
+    renamed = BASE | {"t.cpp": BASE["t.cpp"].replace("S, Old", "S, New")}
+    assert _classes(renamed) == []
+    emptied = BASE | {
+        "t.cpp": BASE["t.cpp"].replace("S, Old) { EXPECT_EQ(g(), 3); }", "S, New) {}")
+    }
+    assert _classes(emptied) == ["witness_removed"]
+
+
+def test_moves_between_files_are_refactors() -> None:
+    moved = {"t.cpp": BASE["t.cpp"] + BASE["s.cpp"], "s.cpp": ""}
+    assert _classes(moved) == []
+    test_moved = {"u.cpp": BASE["t.cpp"], "s.cpp": BASE["s.cpp"]}
+    assert _classes(test_moved) == []
+
+
+def test_allowlist_names_a_test_or_a_macro_in_it() -> None:
+    gone = BASE | {"t.cpp": "TEST(S, Keep) { EXPECT_EQ(f(1), 2); }\n"}
+    assert _classes(gone) == ["witness_removed"]
+    assert _classes(gone, [Allow(test="S.Old", reason="retired with g() in task 7")]) == []
+    by_macro = Allow(test="S.Keep", macro="EXPECT_EQ", reason="f is rewritten, see task 9")
+    weakened = BASE | {"t.cpp": BASE["t.cpp"].replace("f(1), 2", "f(1), 3")}
+    assert _classes(weakened) == ["witness_weakened"]
+    assert _classes(weakened, [by_macro]) == []
+
+
+def test_weakened_in_place() -> None:
+    weakened = BASE | {"t.cpp": BASE["t.cpp"].replace("EXPECT_EQ(f(1), 2)", "EXPECT_TRUE(true)")}
+    result = census.compare(_inventory(BASE), _inventory(weakened), [])
+    assert [(k, f.message) for k, f in result.findings] == [
+        ("witness_weakened", "EXPECT_EQ(f(1), 2) became EXPECT_TRUE(true)")
+    ]
+
+
+def test_census_module_has_no_line_patterns() -> None:
+    """The gate reads C++ with a parser: none of its modules compiles a regex."""
+    for module in ("census", "witness", "survive", "cppsource"):
+        text = (PROJECT / "cxxgate" / "gates" / f"{module}.py").read_text()
+        assert "import re\n" not in text, module
+
+
+def test_scan_asks_the_preprocessor(tmp_path: Path) -> None:
+    """The scan function as the scan task calls it: a real g++ -E says which witness
+    survives, in a scratch folder it removes."""
+    tree = tmp_path / "trees" / "k"
+    tree.mkdir(parents=True)
+    (tree / "t.cpp").write_text(
+        "#if 0\nstatic_assert(1 == 1);\n#endif\nstatic_assert(2 == 2);\n"
+        "#define NDEBUG\n#include <cassert>\nvoid f() { assert(3 == 3); }\n"
+    )
+    tc = identify("gcc", "g++", "gcc")
+    env = Envelope("gcc", tc, "c++20", ("-Wall", "-Werror"), (), (), ())
+    params = {
+        "prefixes": [],
+        "ignore": [],
+        "files": ["*"],
+        "include_dirs": [],
+        "compile_seconds": 60,
+        "envelope": survive.envelope_params(env),
+    }
+    data = witness.scan(tree, params)
+    assert [(w["macro"], w["live"]) for w in data["witnesses"]] == [
+        ("static_assert", False),
+        ("static_assert", True),
+        ("assert", False),
+    ]
+    assert data["preprocess"] == {"t.cpp": ""}
+    assert not any((tmp_path / "scans" / "scratch").iterdir())
+    (tree / "t.cpp").write_text('#include "missing.hpp"\nstatic_assert(true);\n')
+    broken = witness.scan(tree, params)
+    assert broken["witnesses"][0]["live"] is None
+    assert "missing.hpp" in broken["preprocess"]["t.cpp"]
+
+
+def test_the_framework_is_not_writable(shipped: Grade) -> None:
+    """A report() that never fails would hide every witness: the case keeps its test
+    framework outside the writable set, so that patch stops at intake."""
+    assert shipped.rows["witness/edit_framework"]["class"] == "path_violation"
+
+
+def test_an_allowance_that_names_nothing_fails_every_row() -> None:
+    ref = ScanResult("s", "census inventory", "ok", "", _inventory(BASE))
+    typo = Allow(test="S.Olde", reason="a typo approves nothing at all")
+    checks = census._unused_allowances(ref, [typo, Allow(test="S.Old", reason="retired in task 7")])
+    assert [(c.name, c.klass) for c in checks] == [("allow_removed[0]", "grammar_miss")]
