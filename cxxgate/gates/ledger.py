@@ -57,8 +57,9 @@ class Config(Strict):
 @cache
 def system_dirs(compiler: str, std: str) -> tuple[str, ...]:
     """g++'s `#include <...>` search list, resolved: libclang reads these and nothing of
-    its own, so it sees the libstdc++ the compiles see. Asked once per process, like the
-    toolchain's `--version` (cxxgate/envelope.py); the envelope id keys the answer."""
+    its own, so it sees the libstdc++ headers the compiles see. Asked once per process,
+    like the toolchain's `--version` (cxxgate/envelope.py); the envelope id and the
+    answer both enter the scan's key."""
     proc = subprocess.run(
         [compiler, f"-std={std}", "-xc++", "-E", "-v", "-"],
         input="",
@@ -70,10 +71,16 @@ def system_dirs(compiler: str, std: str) -> tuple[str, ...]:
     text = proc.stderr
     start = text.find("#include <...> search starts here:")
     end = text.find("End of search list.")
-    if start < 0 or end < 0:
+    if proc.returncode != 0 or start < 0 or end < 0:
         return ()
     lines = text[start:end].splitlines()[1:]
     return tuple(str(Path(line.strip()).resolve()) for line in lines if line.strip())
+
+
+def _dirs(env: Envelope) -> tuple[str, ...]:
+    if env.toolchain.path is None or env.toolchain.family != "gcc":
+        return ()
+    return system_dirs(env.toolchain.path, env.std)
 
 
 def read_assumptions(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
@@ -86,15 +93,17 @@ def read_assumptions(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
 
 def _scan_params(ctx: Context, env: Envelope) -> dict[str, Any]:
     spec = ctx.case.spec
-    compiler = env.toolchain.path
-    defines = [*env.defines, *(f[2:] for f in env.flags if f.startswith("-D"))]
+    # The case's own macros; clang's predefined ones stay (g++'s do not parse as clang):
+    # a block that g++ compiles and clang skips is a skipped range, reported as such.
+    defines = [*(f"-D{d}" for d in env.defines)]
+    defines += [f for f in env.flags if f.startswith(("-D", "-U"))]
     return {
         "std": env.std,
-        "defines": defines,
         "include_dirs": list(spec.include_dirs),
         "sources": list(spec.sources),
         "public_headers": list(spec.public_headers),
-        "system_dirs": list(system_dirs(compiler, env.std)) if compiler else [],
+        "system_dirs": list(_dirs(env)),
+        "defines": defines,
         "envelope": env.id,
         "libclang": version("libclang"),
     }
@@ -143,8 +152,8 @@ def plan(ctx: Context) -> Plan:
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     cfg: Config = ctx.case.gate_config(NAME)
     env = ctx.gate_envelope(NAME, cfg.envelope)
-    if env.toolchain.path is None or not system_dirs(env.toolchain.path, env.std):
-        why = f"{env.toolchain.command}: not installed, or no include search list"
+    if not _dirs(env):
+        why = f"{env.toolchain.command}: not installed, not g++, or no include search list"
         check = Check("parse", False, "toolchain_missing", why, incomplete=True)
         return GateResult.from_checks(NAME, [check], SEVERITY, [])
     for name in ("assumptions", "reference", "candidate"):

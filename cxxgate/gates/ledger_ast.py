@@ -21,6 +21,7 @@ same libstdc++ headers the compiles read, and that list enters the scan's key.
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,18 +76,58 @@ _RECORD_KINDS = frozenset(
         ci.CursorKind.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION,
     }
 )
+_PREPROCESSING = frozenset(
+    {
+        ci.CursorKind.MACRO_DEFINITION,
+        ci.CursorKind.MACRO_INSTANTIATION,
+        ci.CursorKind.INCLUSION_DIRECTIVE,
+    }
+)
 _SCOPE_KINDS = frozenset({ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE})
 
 
 def clang_args(params: dict[str, Any], tree: Path) -> list[str]:
-    """The parse flags: the case's standard, defines and include folders, and g++'s own
-    system include folders in g++'s order (nothing of libclang's own)."""
-    args = [f"-std={params['std']}", "-nostdinc", "-nostdinc++"]
-    args += [f"-D{d}" for d in params["defines"]]
+    """The parse flags: the case's standard, -D/-U flags and include folders, and g++'s
+    system include folders in g++'s order (nothing of libclang's own). clang's predefined
+    macros stay (libstdc++ and glibc do not parse as clang with g++'s): a block one
+    compiler takes and the other skips shows up as a skipped range."""
+    args = [f"-std={params['std']}", "-nostdinc", "-nostdinc++", *params["defines"]]
     args += [f"-I{tree / inc}" for inc in params["include_dirs"]]
     for folder in params["system_dirs"]:
         args += ["-isystem", folder]
     return args
+
+
+class _RangeList(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
+
+
+def skipped_ranges(tu: ci.TranslationUnit, tree: Path) -> list[dict[str, Any]]:
+    """Tree lines the preprocessor skipped (`#if 0`, `#ifdef NDEBUG` without NDEBUG,
+    `#ifndef __clang__`): the AST holds nothing of them. libclang's C API has them; its
+    Python binding does not."""
+    lib = ci.conf.lib
+    lib.clang_getAllSkippedRanges.restype = ctypes.POINTER(_RangeList)
+    lib.clang_getAllSkippedRanges.argtypes = [ci.TranslationUnit]
+    lib.clang_disposeSourceRangeList.argtypes = [ctypes.POINTER(_RangeList)]
+    found = lib.clang_getAllSkippedRanges(tu)
+    out: list[dict[str, Any]] = []
+    try:
+        for i in range(found.contents.count):
+            rng = found.contents.ranges[i]
+            start, end = rng.start, rng.end
+            if start.file is None:
+                continue
+            path = Path(start.file.name).resolve()
+            if not path.is_relative_to(tree):
+                continue
+            lines = path.read_text(errors="replace").splitlines()[start.line - 1 : end.line]
+            text = "\n".join(" ".join(line.split()) for line in lines)
+            rel = path.relative_to(tree).as_posix()
+            out.append({"path": rel, "line": start.line, "end": end.line, "text": text})
+    finally:
+        lib.clang_disposeSourceRangeList(found)
+    return out
 
 
 def qualified(cursor: ci.Cursor | None) -> str:
@@ -153,11 +194,16 @@ def holds(t: ci.Type, names: frozenset[str], depth: int = 0) -> str | None:
 
 
 def is_const_object(t: ci.Type) -> bool:
-    """A const object: its canonical type (arrays: their element) is const-qualified."""
+    """A const object: its canonical type is const-qualified (an array's qualifier sits on
+    the array type or on its element, as clang spells it)."""
     t = t.get_canonical()
-    while t.kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
+    for _ in range(16):
+        if t.is_const_qualified():
+            return True
+        if t.kind not in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
+            return False
         t = t.get_array_element_type().get_canonical()
-    return bool(t.is_const_qualified())
+    return False
 
 
 def _noexcept(cursor: ci.Cursor) -> str:
@@ -182,21 +228,28 @@ class _Walk:
     uses: list[dict[str, Any]] = field(default_factory=list)
     usings: list[dict[str, Any]] = field(default_factory=list)
     walked: set[str] = field(default_factory=set)
+    files: dict[str, str | None] = field(default_factory=dict)  # libclang's name -> tree path
 
     def where(self, cursor: ci.Cursor) -> tuple[str, int, int] | None:
         loc = cursor.location
         if loc.file is None:
             return None
-        path = Path(loc.file.name).resolve()
-        if not path.is_relative_to(self.tree):
-            return None
-        return path.relative_to(self.tree).as_posix(), loc.line, loc.column
+        name = loc.file.name
+        if name not in self.files:
+            path = Path(name).resolve()
+            self.files[name] = (
+                path.relative_to(self.tree).as_posix() if path.is_relative_to(self.tree) else None
+            )
+        rel = self.files[name]
+        return None if rel is None else (rel, loc.line, loc.column)
 
     def visit_unit(self, tu: ci.TranslationUnit) -> None:
         """Top-level declarations of the tree files this unit read; a header an earlier
         unit already read is not walked twice."""
         walked: set[str] = set()
         for child in tu.cursor.get_children():
+            if child.kind in _PREPROCESSING:
+                continue  # the detailed record's macros and #includes: read elsewhere
             place = self.where(child)
             if place is None or place[0] in self.walked:
                 continue  # system headers are not the patch's code
@@ -376,7 +429,9 @@ def _includes(
 
 def _parse(index: ci.Index, path: Path, args: list[str], header: bool) -> ci.TranslationUnit:
     lang = ["-x", "c++-header" if header else "c++"]
-    return index.parse(str(path), args=lang + args)
+    # The detailed record keeps the skipped ranges.
+    options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
+    return index.parse(str(path), args=lang + args, options=options)
 
 
 def _units(tree: Path, globs: list[str]) -> list[Path]:
@@ -399,6 +454,7 @@ def facts(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     direct: list[dict[str, Any]] = []
     reached: dict[str, dict[str, Any]] = {}
     errors: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
     parsed: list[str] = []
     for path in [*sources, *headers]:
         rel = path.relative_to(tree).as_posix()
@@ -411,6 +467,9 @@ def facts(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
                 loc = diag.location
                 where = _place(loc, tree)
                 errors.append({"path": where[0], "line": where[1], "message": diag.spelling})
+        for rng in skipped_ranges(tu, tree):
+            if rng not in skipped:
+                skipped.append(rng)
         files, d, r = _includes(tu, tree, params["system_dirs"])
         read |= files
         direct += [x for x in d if x not in direct]
@@ -420,6 +479,7 @@ def facts(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     return {
         "parsed": parsed,
         "errors": errors[:20],
+        "skipped": skipped,
         "direct_includes": direct,
         "reached_headers": reached,
         "statics": sorted(walk.statics.values(), key=lambda s: (s["path"], s["line"], s["key"])),

@@ -8,6 +8,9 @@ Rules (the `<rule>` of `assumption_fail:<rule>`):
 | rule                     | a finding per                                                 |
 | ------------------------ | ------------------------------------------------------------- |
 | unparsed                 | libclang error in the tree (the ledger cannot be read: closed) |
+| skipped_code             | new lines the preprocessor skips with the case's flags (`#if  |
+|                          | 0`, `#ifdef NDEBUG`): code the ledger cannot read, and another |
+|                          | configuration may compile (closed)                            |
 | forbidden_header         | forbidden header newly included or reached through any include |
 | undeclared_header        | new direct system include, not in `headers.allowed`            |
 | new_symbol               | new function or variable with external linkage, not allowed    |
@@ -38,6 +41,7 @@ Construct = Literal[
 Qualifier = Literal["const", "noexcept"]
 RULES = (
     "unparsed",
+    "skipped_code",
     "forbidden_header",
     "undeclared_header",
     "new_symbol",
@@ -86,6 +90,7 @@ def compare(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> l
     """Findings of the patched tree `cand` against its reference `ref` (scan data)."""
     out: list[Finding] = []
     out += [_find("unparsed", f"libclang: {e['message']}", e) for e in cand["errors"]]
+    out += _skipped(ref, cand)
     out += _headers(ledger.headers, ref, cand)
     out += _symbols(ledger.symbols, ref, cand)
     out += _statics(ledger, ref, cand)
@@ -100,6 +105,23 @@ def compare(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> l
             unique.append(f)
     order = {r: i for i, r in enumerate(RULES)}
     return sorted(unique, key=lambda f: (order[f.rule.partition(":")[2]], f.path, f.line))
+
+
+def _skipped(ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
+    """Skipped blocks the reference does not have, matched by their text (so a block that
+    only moved is not new)."""
+    old = Counter(r["text"] for r in ref["skipped"])
+    out = []
+    for r in cand["skipped"]:
+        if old[r["text"]] > 0:
+            old[r["text"]] -= 1
+            continue
+        msg = (
+            f"lines {r['line']}-{r['end']} are compiled out with the case's flags: code the "
+            "ledger cannot read, which another configuration may compile"
+        )
+        out.append(_find("skipped_code", msg, r))
+    return out
 
 
 def _headers(h: Headers, ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
