@@ -78,9 +78,8 @@ def system_dirs(compiler: str, std: str) -> tuple[str, ...]:
 
 
 def _dirs(env: Envelope) -> tuple[str, ...]:
-    if env.toolchain.path is None or env.toolchain.family != "gcc":
-        return ()
-    return system_dirs(env.toolchain.path, env.std)
+    # clang++ prints its search list in the same words as g++.
+    return () if env.toolchain.path is None else system_dirs(env.toolchain.path, env.std)
 
 
 def read_assumptions(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
@@ -153,7 +152,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     cfg: Config = ctx.case.gate_config(NAME)
     env = ctx.gate_envelope(NAME, cfg.envelope)
     if not _dirs(env):
-        why = f"{env.toolchain.command}: not installed, not g++, or no include search list"
+        why = f"{env.toolchain.command}: not installed, or no include search list"
         check = Check("parse", False, "toolchain_missing", why, incomplete=True)
         return GateResult.from_checks(NAME, [check], SEVERITY, [])
     for name in ("assumptions", "reference", "candidate"):
