@@ -143,6 +143,8 @@ TRICKS = """\
     #include <thread>
     #include <chrono>
     #include <future>
+    #include <memory>
+    #include <shared_mutex>
     #include "guard.hpp"
 
     using Guard = std::mutex;
@@ -151,6 +153,7 @@ TRICKS = """\
     struct Holder { std::mutex m; int n = 0; };
     Holder wrapped;
     static auto& by_ref = *new std::recursive_mutex;
+    std::unique_ptr<std::shared_mutex> owned;
     namespace { std::atomic_flag flag; }
     struct Counter { static std::atomic<int> count; };
     std::atomic<int> Counter::count{0};
@@ -171,7 +174,9 @@ TRICKS = """\
     int work() {
         std::mutex local;                                  // no static storage
         static int calls = 0;
+        thread_local int per_thread = 0;
         ++calls;
+        ++per_thread;
         using std::this_thread::sleep_for;
         sleep_for(std::chrono::milliseconds(0));
         auto later = std::chrono::steady_clock::now();
@@ -221,6 +226,7 @@ def _at(needle: str, text: str = TRICKS) -> int:
         ("static_mutex", "static Lock aliased"),  # a typedef of an alias of std::mutex
         ("static_mutex", "Holder wrapped"),  # a struct holding a mutex
         ("static_mutex", "by_ref"),  # a static reference to a heap mutex
+        ("static_mutex", "unique_ptr<std::shared_mutex>"),  # a template argument
         ("static_mutex", "GLOBAL_LOCK  "),  # a macro's expansion, at the line it expands
         ("skipped_code", "#ifndef __clang__"),  # g++ compiles it, libclang cannot see it
         ("skipped_code", "#if 0"),  # what no build of this configuration reads
@@ -228,6 +234,7 @@ def _at(needle: str, text: str = TRICKS) -> int:
         ("file_scope_atomic", "Counter::count{0}"),  # a static data member
         ("static_storage", "const char* text"),  # a non-const pointer is mutable state
         ("static_storage", "static int calls"),  # a function-local static
+        ("static_storage", "thread_local int"),  # thread storage, static by another name
         ("sleep", "    sleep_for("),  # through a using-declaration
         ("sleep", "sleep_until(later)"),
         ("thread_creation", "Worker w("),  # std::jthread through an alias

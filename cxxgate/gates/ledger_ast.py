@@ -172,14 +172,19 @@ def _strip(t: ci.Type) -> ci.Type:
 
 
 def holds(t: ci.Type, names: frozenset[str], depth: int = 0) -> str | None:
-    """The first type among `names` that `t` is, points to, or holds as a member or base
-    (a struct wrapping a mutex is a mutex), searched a few levels deep."""
+    """The first type among `names` that `t` is, points to, or holds as a member, base or
+    template argument (a struct wrapping a mutex is a mutex), a few levels deep."""
     obj = _strip(t)
     name = _type_name(obj)
     if name in names:
         return name
-    if depth >= 4 or obj.kind != ci.TypeKind.RECORD:
+    if depth >= 6 or obj.kind != ci.TypeKind.RECORD:
         return None
+    # std::unique_ptr<std::mutex>, std::vector<std::atomic<int>>: the argument says it.
+    for i in range(max(obj.get_num_template_arguments(), 0)):
+        found = holds(obj.get_template_argument_type(i), names, depth + 1)
+        if found:
+            return found
     for member in obj.get_fields():
         found = holds(member.type, names, depth + 1)
         if found:
@@ -319,8 +324,10 @@ class _Walk:
             scope = "namespace"
         elif parent.kind in _RECORD_KINDS:
             scope = "member"  # VAR_DECL in a class is a static data member
-        elif in_body and c.storage_class == ci.StorageClass.STATIC:
-            scope = "local"
+        elif in_body and (
+            c.storage_class == ci.StorageClass.STATIC or c.tls_kind != ci.TLSKind.NONE
+        ):
+            scope = "local"  # `static` or `thread_local` in a function
         else:
             return
         if c.tls_kind != ci.TLSKind.NONE:
