@@ -187,7 +187,8 @@ TRICKS = """\
         std::thread idle;
         return f.get() + limit + twice;
     }
-
+    #line 1 "/usr/include/c++/12/mutex"
+    static std::mutex line_directive;
 """
 API = """\
     struct Api {
@@ -227,6 +228,7 @@ def _at(needle: str, text: str = TRICKS) -> int:
         ("static_mutex", "Holder wrapped"),  # a struct holding a mutex
         ("static_mutex", "by_ref"),  # a static reference to a heap mutex
         ("static_mutex", "unique_ptr<std::shared_mutex>"),  # a template argument
+        ("static_mutex", "line_directive"),  # under `#line` naming a system header
         ("static_mutex", "GLOBAL_LOCK  "),  # a macro's expansion, at the line it expands
         ("skipped_code", "#ifndef __clang__"),  # g++ compiles it, libclang cannot see it
         ("skipped_code", "#if 0"),  # what no build of this configuration reads
@@ -389,3 +391,19 @@ def test_warm_rerun_parses_nothing(tmp_path: Path) -> None:
     assert len(changed) == 1
     assert json.loads(Path(changed[0]).read_text())["label"] == "ledger assumptions"
     assert compiler_calls(out) == calls
+
+
+def test_a_bad_ledger_is_an_input_error_naming_both_files(tmp_path: Path) -> None:
+    """Stopped when the case loads: no compile, no parse; the message names case.yaml's
+    key, the ledger file and the ledger's key."""
+    lib = tmp_path / "cases"
+    lib.mkdir()
+    shutil.copy(SHIPPED / "envelopes.yaml", lib)
+    shutil.copytree(SHIPPED / CASE, lib / CASE)
+    ledger = lib / CASE / "assumptions.yaml"
+    ledger.write_text(ledger.read_text().replace("[static_mutex,", "[static_mutx,"))
+    grade = run_grade(tmp_path / "out", library=lib)
+    assert grade.returncode != 0
+    assert f"{lib / CASE / 'case.yaml'}: gates.ledger.assumptions:" in grade.output
+    assert f"{ledger}:" in grade.output and "forbidden_constructs[0]" in grade.output
+    assert compiler_calls(grade.out) == 0
