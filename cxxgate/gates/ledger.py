@@ -40,7 +40,7 @@ from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import lanes, ledger_ast, ledger_rules
 from cxxgate.gates.lanes import Program
-from cxxgate.result import Check, GateResult
+from cxxgate.result import VACUOUS, Check, Finding, GateResult
 from cxxgate.scan import ScanSpec
 from cxxgate.yamlfile import InputError, Strict, key_path, load_model
 
@@ -170,6 +170,10 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         )
         return GateResult.from_checks(NAME, [check], SEVERITY, [])
     ref, cand = outputs.scans["reference"].data, outputs.scans["candidate"].data
+    if not cand["parsed"]:
+        why = "no translation unit to parse: `sources` and `public_headers` match no file"
+        check = Check("ledger", False, VACUOUS, why, incomplete=True)
+        return GateResult.from_checks(NAME, [check], SEVERITY, [])
     findings = ledger_rules.compare(ledger, ref, cand)
     evidence = [f"{f.path}:{f.line}: {f.rule}: {f.message}" for f in findings]
     evidence.append(_counts(cand))
@@ -192,7 +196,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
 
 
-def _first(findings: list[Any], rule: str) -> str:
+def _first(findings: list[Finding], rule: str) -> str:
     f = next(f for f in findings if f.rule == f"assumption_fail:{rule}")
     return f"{f.path}:{f.line}: {f.message}"
 

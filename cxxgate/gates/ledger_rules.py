@@ -5,23 +5,24 @@ Every rule but `qualifier_dropped` and `unparsed` reports only what the patch *a
 construct the reference already has is the case's own design, not the patch's assumption.
 Rules (the `<rule>` of `assumption_fail:<rule>`):
 
-| rule                     | a finding per                                                 |
-| ------------------------ | ------------------------------------------------------------- |
-| unparsed                 | libclang error in the tree (the ledger cannot be read: closed) |
-| skipped_code             | new lines the preprocessor skips with the case's flags (`#if  |
-|                          | 0`, `#ifdef NDEBUG`): code the ledger cannot read, and another |
-|                          | configuration may compile (closed)                            |
-| forbidden_header         | forbidden header newly included or reached through any include |
-| undeclared_header        | new direct system include, not in `headers.allowed`            |
-| new_symbol               | new function or variable with external linkage, not allowed    |
-| static_mutex             | new variable of static storage holding a mutex (aliases seen   |
-|                          | through, a struct wrapping one counts)                         |
-| file_scope_atomic        | new variable of static storage holding an atomic               |
-| sleep                    | new use of sleep_for / sleep_until / sleep / usleep / ...       |
-| thread_creation          | new std::thread / std::jthread, std::async, pthread_create      |
-| using_namespace_header   | new `using namespace` at namespace scope in a header           |
-| qualifier_dropped        | a declaration of a named function without a qualifier it keeps |
-| static_storage           | new non-const variable of static (or thread) storage duration  |
+| rule                   | a finding per                                                   |
+| ---------------------- | --------------------------------------------------------------- |
+| unparsed               | libclang error in the tree: the ledger cannot read it (closed)  |
+| skipped_code           | new lines the preprocessor skips with the case's flags (`#if 0`, |
+|                        | `#ifdef NDEBUG`, `#ifndef __clang__`): unread code that another |
+|                        | configuration or compiler may compile (closed)                  |
+| forbidden_header       | forbidden header newly included, or reached through any include |
+| undeclared_header      | new direct system include not in `headers.allowed`              |
+| new_symbol             | new function or variable with external linkage, not allowed     |
+| static_mutex           | new variable of static storage holding a mutex (canonical type: |
+|                        | aliases seen through; a wrapping struct or unique_ptr counts)   |
+| file_scope_atomic      | new variable of static storage holding an atomic                |
+| sleep                  | new use of sleep_for / sleep_until / sleep / usleep / ...        |
+| thread_creation        | new use of std::thread / std::jthread (the type named, however  |
+|                        | aliased), std::async, pthread_create                            |
+| using_namespace_header | new `using namespace` at namespace scope in a header            |
+| qualifier_dropped      | a declaration of a named function without a qualifier it keeps  |
+| static_storage         | new non-const variable of static or thread storage duration     |
 """
 
 from __future__ import annotations
