@@ -297,4 +297,4 @@ def _unused_allowances(ref: ScanResult, allow: list[Allow]) -> list[Check]:
     return checks
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=70)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=72)

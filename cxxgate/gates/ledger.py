@@ -1,0 +1,230 @@
+"""Gate `ledger`: assumptions a patch may not make, decided on the C++ AST.
+
+The case's `assumptions.yaml` (beside its tree; model and rules in ledger_rules.py) names
+forbidden and allowed headers, the new exported symbols allowed, forbidden constructs
+(static mutex, file-scope atomic, sleeps, thread creation, `using namespace` in a header),
+qualifiers that named functions keep, and whether new non-const static storage is allowed.
+The reference tree and the patched tree are each parsed once by a scan (ledger_ast.py,
+libclang with the case's standard, defines and include folders, and g++'s own system
+include folders), and the patched tree's facts are compared with the reference's: only
+what the patch added counts. Aliases are seen through (canonical types), a forbidden
+header reached through a new project header counts (transitive include sets), and
+qualifiers are read from declarations, not text.
+
+The behaviour oracle (a grader-owned driver linked with the case's sources, run like the
+runtime lanes' programs) is scored only when the ledger is clean. Classes, most severe
+first:
+
+| class                    | meaning                                                      |
+| ------------------------ | ------------------------------------------------------------ |
+| assumption_fail:<rules>  | the ledger has findings (file:line each); `<rules>` joins    |
+|                          | their rules with '+' in ledger_rules.RULES order             |
+| behavior_fail            | the ledger is clean; the oracle does not build, or its run   |
+|                          | exits or prints other than the golden                        |
+| accept                   | clean ledger, golden behaviour                               |
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import replace
+from functools import cache
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from cxxgate.diagnostics import why_failed
+from cxxgate.envelope import Envelope
+from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.gates import lanes, ledger_ast, ledger_rules
+from cxxgate.gates.lanes import Program
+from cxxgate.result import VACUOUS, Check, Finding, GateResult
+from cxxgate.scan import ScanSpec
+from cxxgate.yamlfile import InputError, Strict, key_path, load_model
+
+NAME = "ledger"
+SEVERITY = ("assumption_fail", "behavior_fail")
+
+
+class Config(Strict):
+    assumptions: str = "assumptions.yaml"  # in the case folder, outside tree/
+    program: Program  # the behaviour oracle
+    envelope: str | None = None  # default: the case's
+
+
+@cache
+def system_dirs(compiler: str, std: str) -> tuple[str, ...]:
+    """g++'s `#include <...>` search list, resolved: libclang reads these and nothing of
+    its own, so it sees the libstdc++ headers the compiles see. Asked once per process,
+    like the toolchain's `--version` (cxxgate/envelope.py); the envelope id and the
+    answer both enter the scan's key."""
+    proc = subprocess.run(
+        [compiler, f"-std={std}", "-xc++", "-E", "-v", "-"],
+        input="",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    text = proc.stderr
+    start = text.find("#include <...> search starts here:")
+    end = text.find("End of search list.")
+    if proc.returncode != 0 or start < 0 or end < 0:
+        return ()
+    lines = text[start:end].splitlines()[1:]
+    return tuple(str(Path(line.strip()).resolve()) for line in lines if line.strip())
+
+
+def _dirs(env: Envelope) -> tuple[str, ...]:
+    # clang++ prints its search list in the same words as g++.
+    return () if env.toolchain.path is None else system_dirs(env.toolchain.path, env.std)
+
+
+def read_assumptions(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """Scan function: the validated ledger as data. A scan (its file is an input) so that
+    editing assumptions.yaml re-classifies every row without parsing any tree again."""
+    del tree
+    ledger = load_model(Path(params["file"]), ledger_rules.Assumptions)
+    return ledger.model_dump(mode="json")
+
+
+def _scan_params(ctx: Context, env: Envelope) -> dict[str, Any]:
+    spec = ctx.case.spec
+    # The case's own macros; clang's predefined ones stay (g++'s do not parse as clang):
+    # a block that g++ compiles and clang skips is a skipped range, reported as such.
+    defines = [*(f"-D{d}" for d in env.defines)]
+    defines += [f for f in env.flags if f.startswith(("-D", "-U"))]
+    return {
+        "std": env.std,
+        "include_dirs": list(spec.include_dirs),
+        "sources": list(spec.sources),
+        "public_headers": list(spec.public_headers),
+        "system_dirs": list(_dirs(env)),
+        "defines": defines,
+        "envelope": env.id,
+        "libclang": version("libclang"),
+    }
+
+
+def _ledger_file(ctx: Context, cfg: Config) -> Path:
+    key = f"gates.{NAME}.assumptions"
+    path = ctx.case.oracle(cfg.assumptions, key)
+    try:
+        load_model(path, ledger_rules.Assumptions)  # a bad ledger stops at load, named
+    except InputError as exc:
+        msg = f"{ctx.case.file}: {key}: {exc}"
+        raise InputError(msg) from None
+    return path
+
+
+def plan(ctx: Context) -> Plan:
+    cfg: Config = ctx.case.gate_config(NAME)
+    key = f"gates.{NAME}"
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    ledger = _ledger_file(ctx, cfg)
+    params = _scan_params(ctx, env)
+    unit = lanes.unit_of(ctx, cfg.program.unit, f"{key}.program.unit")
+    lanes.golden(ctx, cfg.program.stdout, f"{key}.program.stdout")
+    cell = lanes.program_cell(ctx, ctx.tree_key, unit, env, f"{NAME} {cfg.program.unit}")
+    run = lanes.program_run(ctx, cell, cfg.program, env.run_env, f"{NAME} oracle run")
+    return Plan(
+        cells={"oracle": cell},
+        runs={"oracle": run},
+        scans={
+            "reference": ScanSpec.of(
+                ctx.reference_tree_key, ledger_ast.facts, params, label=f"{NAME} parse"
+            ),
+            "candidate": ScanSpec.of(ctx.tree_key, ledger_ast.facts, params, label=f"{NAME} parse"),
+            "assumptions": ScanSpec.of(
+                ctx.reference_tree_key,
+                read_assumptions,
+                {"file": str(ledger)},
+                inputs=(ledger,),
+                label=f"{NAME} assumptions",
+            ),
+        },
+    )
+
+
+def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
+    cfg: Config = ctx.case.gate_config(NAME)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    if not _dirs(env):
+        why = f"{env.toolchain.command}: not installed, or no include search list"
+        check = Check("parse", False, "toolchain_missing", why, incomplete=True)
+        return GateResult.from_checks(NAME, [check], SEVERITY, [])
+    for name in ("assumptions", "reference", "candidate"):
+        scan = outputs.scans[name]
+        if scan.status != "ok":
+            why = f"{name} scan: {scan.status}: {scan.detail}"
+            check = Check(name, False, "incomplete", why, incomplete=True)
+            return GateResult.from_checks(NAME, [check], SEVERITY, [])
+    try:
+        ledger = ledger_rules.Assumptions.model_validate(outputs.scans["assumptions"].data)
+    except ValidationError as exc:  # the file changed under a running grade
+        where = key_path(tuple(exc.errors()[0]["loc"]))
+        check = Check(
+            "assumptions", False, "incomplete", f"{cfg.assumptions}: {where}", incomplete=True
+        )
+        return GateResult.from_checks(NAME, [check], SEVERITY, [])
+    ref, cand = outputs.scans["reference"].data, outputs.scans["candidate"].data
+    if not cand["parsed"]:
+        why = "no translation unit to parse: `sources` and `public_headers` match no file"
+        check = Check("ledger", False, VACUOUS, why, incomplete=True)
+        return GateResult.from_checks(NAME, [check], SEVERITY, [])
+    findings = ledger_rules.compare(ledger, ref, cand)
+    evidence = [f"{f.path}:{f.line}: {f.rule}: {f.message}" for f in findings]
+    evidence.append(_counts(cand))
+    if findings:
+        rules = list(dict.fromkeys(f.rule.partition(":")[2] for f in findings))
+        checks = [
+            Check(f"ledger {rule}", False, "assumption_fail", _first(findings, rule))
+            for rule in rules
+        ]
+        result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
+        summary = f"{len(findings)} finding(s); {evidence[0]}"
+        return replace(
+            result,
+            klass=f"assumption_fail:{'+'.join(rules)}",
+            summary=summary,
+            findings=findings,
+        )
+    checks = [Check("ledger", True, "accept", _counts(cand))]
+    checks.append(_behaviour(ctx, cfg.program, outputs))
+    return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
+
+
+def _first(findings: list[Finding], rule: str) -> str:
+    f = next(f for f in findings if f.rule == f"assumption_fail:{rule}")
+    return f"{f.path}:{f.line}: {f.message}"
+
+
+def _counts(facts: dict[str, Any]) -> str:
+    return (
+        f"ledger read {len(facts['parsed'])} unit(s): {len(facts['reached_headers'])} headers, "
+        f"{len(facts['statics'])} statics, {len(facts['functions'])} function declarations, "
+        f"{len(facts['uses'])} thread/sleep uses"
+    )
+
+
+def _behaviour(ctx: Context, prog: Program, outputs: Outputs) -> Check:
+    cell, run = outputs.cells["oracle"], outputs.runs["oracle"]
+    name = f"oracle {prog.unit}"
+    if cell.status in lanes.MISSING:
+        why = f"oracle cell: {cell.status}" + (f": {cell.detail}" if cell.detail else "")
+        return Check(name, False, cell.status, why, incomplete=True)
+    if cell.status != "ok":
+        return Check(name, False, "behavior_fail", f"does not build: {why_failed(cell)}")
+    problem = lanes.run_problem(run, prog.exit)
+    if problem is not None:
+        return Check(name, False, "behavior_fail", problem)
+    want = lanes.golden(ctx, prog.stdout, f"gates.{NAME}.program.stdout")
+    if want is not None and run.stdout != want:
+        got = run.stdout[:60].decode(errors="replace")
+        return Check(name, False, "behavior_fail", f"stdout {got!r} is not {prog.stdout}")
+    return Check(name, True, "accept", "golden stdout and exit")
+
+
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=95)

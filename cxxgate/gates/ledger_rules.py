@@ -1,0 +1,228 @@
+"""The assumption ledger: `assumptions.yaml` (a case's file beside its tree) and the rules
+that compare a patched tree's facts (ledger_ast.py) with its reference's.
+
+Every rule but `qualifier_dropped` and `unparsed` reports only what the patch *added*: a
+construct the reference already has is the case's own design, not the patch's assumption.
+Rules (the `<rule>` of `assumption_fail:<rule>`):
+
+| rule                   | a finding per                                                   |
+| ---------------------- | --------------------------------------------------------------- |
+| unparsed               | libclang error in the tree: the ledger cannot read it (closed)  |
+| skipped_code           | new lines the preprocessor skips with the case's flags (`#if 0`, |
+|                        | `#ifdef NDEBUG`, `#ifndef __clang__`): unread code that another |
+|                        | configuration or compiler may compile (closed)                  |
+| forbidden_header       | forbidden header newly included, or reached through any include |
+| undeclared_header      | new direct system include not in `headers.allowed`              |
+| new_symbol             | new function or variable with external linkage, not allowed     |
+| static_mutex           | new variable of static storage holding a mutex (canonical type: |
+|                        | aliases seen through; a wrapping struct or unique_ptr counts)   |
+| file_scope_atomic      | new variable of static storage holding an atomic                |
+| sleep                  | new use of sleep_for / sleep_until / sleep / usleep / ...        |
+| thread_creation        | new use of std::thread / std::jthread (the type named, however  |
+|                        | aliased), std::async, pthread_create                            |
+| using_namespace_header | new `using namespace` at namespace scope in a header            |
+| qualifier_dropped      | a declaration of a named function without a qualifier it keeps  |
+| static_storage         | new non-const variable of static or thread storage duration     |
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import Counter
+from typing import Any, Literal
+
+from pydantic import Field
+
+from cxxgate.result import Finding
+from cxxgate.yamlfile import Strict
+
+Construct = Literal[
+    "static_mutex", "file_scope_atomic", "sleep", "thread_creation", "using_namespace_header"
+]
+Qualifier = Literal["const", "noexcept"]
+RULES = (
+    "unparsed",
+    "skipped_code",
+    "forbidden_header",
+    "undeclared_header",
+    "new_symbol",
+    "static_mutex",
+    "file_scope_atomic",
+    "sleep",
+    "thread_creation",
+    "using_namespace_header",
+    "qualifier_dropped",
+    "static_storage",
+)
+
+
+class Headers(Strict):
+    forbidden: list[str] = Field(default_factory=list)  # as spelt in #include <...>
+    # New direct system includes a patch may add; None: any that is not forbidden.
+    allowed: list[str] | None = None
+
+
+class Symbols(Strict):
+    # Qualified names (globs: `Cache::detail_*`) of new external functions and variables
+    # a patch may add; None: no check.
+    allowed_new: list[str] | None = None
+
+
+class Keep(Strict):
+    function: str  # qualified name, e.g. SizeCache::size (every declaration of it)
+    qualifiers: list[Qualifier] = Field(min_length=1)
+
+
+class Assumptions(Strict):
+    """assumptions.yaml."""
+
+    headers: Headers = Headers()
+    symbols: Symbols = Symbols()
+    forbidden_constructs: list[Construct] = Field(default_factory=list)
+    keep: list[Keep] = Field(default_factory=list)
+    no_new_static_storage: bool = False
+
+
+def _find(rule: str, message: str, item: dict[str, Any]) -> Finding:
+    return Finding(f"assumption_fail:{rule}", message, item["path"], item["line"])
+
+
+def compare(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
+    """Findings of the patched tree `cand` against its reference `ref` (scan data)."""
+    out: list[Finding] = []
+    out += [_find("unparsed", f"libclang: {e['message']}", e) for e in cand["errors"]]
+    out += _skipped(ref, cand)
+    out += _headers(ledger.headers, ref, cand)
+    out += _symbols(ledger.symbols, ref, cand)
+    out += _statics(ledger, ref, cand)
+    out += _uses(ledger, ref, cand)
+    out += keep_findings(ledger.keep, cand)
+    seen: set[tuple[str, str, int, str]] = set()
+    unique = []
+    for f in out:
+        key = (f.rule, f.path, f.line, f.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    order = {r: i for i, r in enumerate(RULES)}
+    return sorted(unique, key=lambda f: (order[f.rule.partition(":")[2]], f.path, f.line))
+
+
+def _skipped(ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
+    """Skipped blocks the reference does not have, matched by their text (so a block that
+    only moved is not new)."""
+    old = Counter(r["text"] for r in ref["skipped"])
+    out = []
+    for r in cand["skipped"]:
+        if old[r["text"]] > 0:
+            old[r["text"]] -= 1
+            continue
+        msg = (
+            f"lines {r['line']}-{r['end']} are compiled out with the case's flags: code the "
+            "ledger cannot read, which another configuration may compile"
+        )
+        out.append(_find("skipped_code", msg, r))
+    return out
+
+
+def _headers(h: Headers, ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
+    out: list[Finding] = []
+    ref_direct = {d["header"] for d in ref["direct_includes"]}
+    ref_reached = set(ref["reached_headers"])
+    for d in cand["direct_includes"]:
+        name = d["header"]
+        if name in ref_direct:
+            continue
+        if name in h.forbidden:
+            out.append(_find("forbidden_header", f"#include <{name}>: a forbidden header", d))
+        elif h.allowed is not None and name not in h.allowed:
+            msg = f"#include <{name}>: not among the allowed headers {h.allowed}"
+            out.append(_find("undeclared_header", msg, d))
+    direct_new = {d["header"] for d in cand["direct_includes"]} - ref_direct
+    for name in h.forbidden:
+        entry = cand["reached_headers"].get(name)
+        if entry is None or name in ref_reached or name in direct_new:
+            continue
+        via = " -> ".join(entry["via"])
+        msg = f"<{name}> (forbidden) is reached through {via}"
+        out.append(_find("forbidden_header", msg, entry))
+    return out
+
+
+def _symbols(s: Symbols, ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
+    if s.allowed_new is None:
+        return []
+    old = {e["key"] for e in ref["exported"]}
+    out = []
+    for e in cand["exported"]:
+        if e["key"] in old or any(fnmatch.fnmatchcase(e["name"], p) for p in s.allowed_new):
+            continue
+        msg = f"new exported symbol {e['name']!r} (not in symbols.allowed_new)"
+        out.append(_find("new_symbol", msg, e))
+    return out
+
+
+def _statics(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
+    forbidden = set(ledger.forbidden_constructs)
+    old = {s["key"]: s for s in ref["statics"]}
+    out = []
+    for s in cand["statics"]:
+        was = old.get(s["key"])
+        what = f"{s['scope']} variable {s['name']!r} of type {s['type']!r}"
+        if "static_mutex" in forbidden and s["mutex"] and not (was and was["mutex"]):
+            out.append(_find("static_mutex", f"{what} holds a {s['mutex']}", s))
+        elif "file_scope_atomic" in forbidden and s["atomic"] and not (was and was["atomic"]):
+            out.append(_find("file_scope_atomic", f"{what} holds a {s['atomic']}", s))
+        elif ledger.no_new_static_storage and not s["const"] and not (was and not was["const"]):
+            out.append(_find("static_storage", f"new non-const {what}", s))
+    return out
+
+
+def _uses(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
+    """Sleeps and thread creation: more uses of a name in a file than the reference has
+    (one finding per line beyond the reference's count)."""
+    rule_of = {"sleep": "sleep", "thread": "thread_creation"}
+    out: list[Finding] = []
+    for construct, rule in rule_of.items():
+        if rule not in ledger.forbidden_constructs:
+            continue
+        lines = {(u["path"], u["line"], u["name"]) for u in cand["uses"] if u["what"] == construct}
+        ref_lines = {
+            (u["path"], u["line"], u["name"]) for u in ref["uses"] if u["what"] == construct
+        }
+        old = Counter((p, n) for p, _, n in ref_lines)
+        for path, line, name in sorted(lines):
+            if old[path, name] > 0:
+                old[path, name] -= 1
+                continue
+            item = {"path": path, "line": line}
+            out.append(_find(rule, f"uses {name}", item))
+    if "using_namespace_header" in ledger.forbidden_constructs:
+        old_usings = Counter((u["path"], u["namespace"]) for u in ref["usings"])
+        for u in cand["usings"]:
+            if old_usings[u["path"], u["namespace"]] > 0:
+                old_usings[u["path"], u["namespace"]] -= 1
+                continue
+            msg = f"using namespace {u['namespace']} in a header"
+            out.append(_find("using_namespace_header", msg, u))
+    return out
+
+
+def keep_findings(keep: list[Keep], facts: dict[str, Any]) -> list[Finding]:
+    """Every declaration of each named function keeps its qualifiers. Absolute, not
+    relative: the reference is held to it too, so a ledger naming a function the
+    reference lacks turns the case red rather than passing everything."""
+    out = []
+    for k in keep:
+        decls = [f for f in facts["functions"] if f["name"] == k.function]
+        if not decls:
+            item = {"path": facts["parsed"][0] if facts["parsed"] else "", "line": 0}
+            out.append(_find("qualifier_dropped", f"no declaration of {k.function} found", item))
+            continue
+        for d in decls:
+            if "const" in k.qualifiers and not d["const"]:
+                out.append(_find("qualifier_dropped", f"{k.function} is not const", d))
+            if "noexcept" in k.qualifiers and d["noexcept"] not in ("noexcept", "noexcept(true)"):
+                msg = f"{k.function} is not noexcept (its exception specification: {d['noexcept']})"
+                out.append(_find("qualifier_dropped", msg, d))
+    return out

@@ -1,0 +1,409 @@
+"""Gate `ledger`: assumptions checked on libclang's AST, the behaviour oracle after.
+
+The shipped case `size_cache` is graded once by the shared `shipped` fixture; its rows
+prove each class and trick. The AST rules' edge cases are unit tests on small trees parsed
+by the real libclang (ledger_ast.facts) with g++'s include folders. One private grade of
+three rows proves a warm re-run parses nothing, and that an edit of assumptions.yaml
+re-classifies without parsing a tree.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SHIPPED, Grade, compiler_calls, run_grade
+
+from cxxgate.gates import ledger_ast, ledger_rules
+from cxxgate.gates.ledger import system_dirs
+from cxxgate.yamlfile import InputError, load_model
+
+CASE = "size_cache"
+# row -> the ledger's class: every class and every rule, each trick its own patch.
+REACHED = {
+    "reference": "accept",
+    "good_limit": "accept",
+    "alias_mutex": "assumption_fail:forbidden_header+static_mutex",
+    "wrapper_header": "assumption_fail:forbidden_header+undeclared_header",
+    "dropped_noexcept": "assumption_fail:qualifier_dropped",
+    "dropped_const": "assumption_fail:qualifier_dropped",
+    "scope_atomic": "assumption_fail:file_scope_atomic",
+    "sleep_for": "assumption_fail:forbidden_header+undeclared_header+sleep",
+    "spawn_thread": "assumption_fail:forbidden_header+thread_creation",
+    "using_std": "assumption_fail:using_namespace_header",
+    "new_static": "assumption_fail:static_storage",
+    "invented_helper": "assumption_fail:new_symbol",
+    "broken_syntax": "assumption_fail:unparsed",
+    "ndebug_mutex": "assumption_fail:skipped_code",
+    "off_by_one": "behavior_fail",
+}
+# row -> (rule, path, line) of the finding the trick must produce, read from the tree.
+WHERE = {
+    "alias_mutex": ("static_mutex", "src/size_cache.cpp", "Guard store_guard;"),
+    "wrapper_header": ("forbidden_header", "include/sync_support.hpp", "#include <future>"),
+    "dropped_noexcept": ("qualifier_dropped", "include/size_cache.hpp", "size() const {"),
+    "dropped_const": ("qualifier_dropped", "include/size_cache.hpp", "hits() noexcept {"),
+    "scope_atomic": ("file_scope_atomic", "src/size_cache.cpp", "std::atomic<std::size_t>"),
+    "sleep_for": ("sleep", "src/size_cache.cpp", "sleep_for("),
+    "spawn_thread": ("thread_creation", "src/size_cache.cpp", "std::thread counter"),
+    "using_std": ("using_namespace_header", "include/size_cache.hpp", "using namespace std;"),
+    "new_static": ("static_storage", "src/size_cache.cpp", "static std::size_t last"),
+    "invented_helper": ("new_symbol", "src/size_cache.cpp", "bool ensure_ready("),
+    "broken_syntax": ("unparsed", "src/size_cache.cpp", "cached_ = n"),
+    "ndebug_mutex": ("skipped_code", "src/size_cache.cpp", "#ifdef NDEBUG"),
+}
+
+
+def _result(grade: Grade, patch: str) -> dict[str, Any]:
+    path = grade.out / "results" / CASE / patch / "ledger.json"
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def _line_of(tree: Path, rel: str, needle: str) -> int:
+    lines = (tree / rel).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if needle in text)
+
+
+@pytest.mark.parametrize("patch", sorted(REACHED))
+def test_shipped_class(shipped: Grade, patch: str) -> None:
+    row = shipped.rows[f"{CASE}/{patch}"]
+    assert shipped.gate(f"{CASE}/{patch}", "ledger")["class"] == REACHED[patch], row
+    assert not row.get("expect_problems"), row
+    assert row["verdict"] == ("accept" if REACHED[patch] == "accept" else "reject")
+
+
+@pytest.mark.parametrize("patch", sorted(WHERE))
+def test_trick_finding_points_at_its_line(shipped: Grade, patch: str) -> None:
+    rule, rel, needle = WHERE[patch]
+    line = _line_of(shipped.tree(f"{CASE}/{patch}"), rel, needle)
+    findings = _result(shipped, patch)["findings"]
+    places = {(f["rule"], f["path"], f["line"]) for f in findings}
+    assert (f"assumption_fail:{rule}", rel, line) in places, findings
+
+
+def test_wrapper_header_names_the_chain(shipped: Grade) -> None:
+    """The source never spells a forbidden header; the finding says how it was reached."""
+    findings = _result(shipped, "wrapper_header")["findings"]
+    mutex = next(f for f in findings if "<mutex>" in f["message"])
+    assert "src/size_cache.cpp:2 -> include/sync_support.hpp:3" in mutex["message"]
+
+
+def test_oracle_is_scored_only_on_a_clean_ledger(shipped: Grade) -> None:
+    """A dirty ledger's result holds no behaviour check; a clean one holds the oracle's."""
+    dirty = _result(shipped, "spawn_thread")["checks"]
+    assert [c["class"] for c in dirty] == ["assumption_fail"] * len(dirty)
+    clean = _result(shipped, "off_by_one")["checks"]
+    assert [c["class"] for c in clean] == ["accept", "behavior_fail"]
+    assert "stdout '5 1\\n10 3\\n'" in clean[1]["detail"]
+    good = _result(shipped, "good_limit")
+    assert good["status"] == "pass" and len(good["checks"]) == 2 and not good["findings"]
+
+
+# ---- the AST rules on small trees ------------------------------------------------------
+
+GXX_DIRS = list(system_dirs(shutil.which("g++") or "g++", "c++20"))
+
+
+def _facts(root: Path, files: dict[str, str], sources: str = "src/*.cpp") -> dict[str, Any]:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+    params = {
+        "std": "c++20",
+        "defines": [],
+        "include_dirs": ["include"],
+        "sources": [sources],
+        "public_headers": [],
+        "system_dirs": GXX_DIRS,
+    }
+    return ledger_ast.facts(root, params)
+
+
+EMPTY = {"src/a.cpp": "int answer() { return 42; }\n"}
+LEDGER = ledger_rules.Assumptions(
+    forbidden_constructs=[
+        "static_mutex",
+        "file_scope_atomic",
+        "sleep",
+        "thread_creation",
+        "using_namespace_header",
+    ],
+    no_new_static_storage=True,
+)
+
+# One translation unit with every heavy header, parsed once for the module.
+TRICKS = """\
+    #include <atomic>
+    #include <mutex>
+    #include <thread>
+    #include <chrono>
+    #include <future>
+    #include <memory>
+    #include <shared_mutex>
+    #include "guard.hpp"
+
+    using Guard = std::mutex;
+    typedef Guard Lock;
+    static Lock aliased;
+    struct Holder { std::mutex m; int n = 0; };
+    Holder wrapped;
+    static auto& by_ref = *new std::recursive_mutex;
+    std::unique_ptr<std::shared_mutex> owned;
+    namespace { std::atomic_flag flag; }
+    struct Counter { static std::atomic<int> count; };
+    std::atomic<int> Counter::count{0};
+    #define GLOBAL_LOCK static std::timed_mutex hidden;
+    GLOBAL_LOCK  // expands here
+    #if 0
+    static std::mutex disabled;
+    #endif
+    #ifndef __clang__
+    static std::mutex gcc_only;
+    #endif
+    // static std::mutex in_a_comment;
+    const char* text = "static std::mutex in_a_string; sleep_for";
+    const int limit = 3;
+    constexpr int twice = 6;
+    static const char* const names[] = {"a"};
+
+    int work() {
+        std::mutex local;                                  // no static storage
+        static int calls = 0;
+        thread_local int per_thread = 0;
+        ++calls;
+        ++per_thread;
+        using std::this_thread::sleep_for;
+        sleep_for(std::chrono::milliseconds(0));
+        auto later = std::chrono::steady_clock::now();
+        std::this_thread::sleep_until(later);
+        using Worker = std::jthread;
+        Worker w([] {});
+        auto f = std::async([] { return 1; });
+        std::thread idle;
+        return f.get() + limit + twice;
+    }
+    #line 1 "/usr/include/c++/12/mutex"
+    static std::mutex line_directive;
+"""
+API = """\
+    struct Api {
+        int get() const noexcept(sizeof(int) == 3) { return 0; }
+        int put() noexcept(true) { return 1; }
+        int off() noexcept(false) { return 2; }
+    };
+"""
+GUARD_HPP = """\
+    #pragma once
+    namespace lib {
+    using namespace std;
+    void f() { using namespace std; }
+    }
+"""
+
+
+@pytest.fixture(scope="module")
+def tricks(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str, int]]:
+    root = tmp_path_factory.mktemp("tricks")
+    cand = _facts(root / "cand", {"src/a.cpp": TRICKS, "include/guard.hpp": GUARD_HPP})
+    assert cand["errors"] == []
+    ref = _facts(root / "ref", EMPTY)
+    findings = ledger_rules.compare(LEDGER, ref, cand)
+    return [(f.rule.partition(":")[2], f.path, f.line) for f in findings]
+
+
+def _at(needle: str, text: str = TRICKS) -> int:
+    lines = textwrap.dedent(text).splitlines()
+    return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+
+@pytest.mark.parametrize(
+    ("rule", "needle"),
+    [
+        ("static_mutex", "static Lock aliased"),  # a typedef of an alias of std::mutex
+        ("static_mutex", "Holder wrapped"),  # a struct holding a mutex
+        ("static_mutex", "by_ref"),  # a static reference to a heap mutex
+        ("static_mutex", "unique_ptr<std::shared_mutex>"),  # a template argument
+        ("static_mutex", "line_directive"),  # under `#line` naming a system header
+        ("static_mutex", "GLOBAL_LOCK  "),  # a macro's expansion, at the line it expands
+        ("skipped_code", "#ifndef __clang__"),  # g++ compiles it, libclang cannot see it
+        ("skipped_code", "#if 0"),  # what no build of this configuration reads
+        ("file_scope_atomic", "atomic_flag flag"),
+        ("file_scope_atomic", "Counter::count{0}"),  # a static data member
+        ("static_storage", "const char* text"),  # a non-const pointer is mutable state
+        ("static_storage", "static int calls"),  # a function-local static
+        ("static_storage", "thread_local int"),  # thread storage, static by another name
+        ("sleep", "    sleep_for("),  # through a using-declaration
+        ("sleep", "sleep_until(later)"),
+        ("thread_creation", "Worker w("),  # std::jthread through an alias
+        ("thread_creation", "std::async"),
+        # Naming the type is enough, even default-constructed: the ledger fails closed.
+        ("thread_creation", "std::thread idle"),
+    ],
+)
+def test_ast_rule_catches(tricks: list[tuple[str, str, int]], rule: str, needle: str) -> None:
+    assert (rule, "src/a.cpp", _at(needle)) in tricks, tricks
+
+
+@pytest.mark.parametrize(
+    "needle",
+    [
+        "static std::mutex disabled",  # under #if 0: reported once, at the #if
+        "in_a_comment",
+        "const int limit",
+        "constexpr int twice",
+        "names[]",  # const pointers to const
+        "std::mutex local",  # automatic storage
+    ],
+)
+def test_ast_rules_ignore(tricks: list[tuple[str, str, int]], needle: str) -> None:
+    assert _at(needle) not in {line for _, path, line in tricks if path == "src/a.cpp"}
+
+
+def test_using_namespace_at_namespace_scope_of_a_header(
+    tricks: list[tuple[str, str, int]],
+) -> None:
+    assert sorted(r for r in tricks if r[1] == "include/guard.hpp") == [
+        ("using_namespace_header", "include/guard.hpp", 3)  # not the one in a function
+    ]
+
+
+def test_noexcept_is_read_from_the_declaration(tmp_path: Path) -> None:
+    facts = _facts(tmp_path, {"src/a.cpp": API})
+    keep = [
+        ledger_rules.Keep(function=f"Api::{n}", qualifiers=["noexcept"])
+        for n in ("get", "put", "off")
+    ]
+    found = {(f.line, f.message.split(" is ")[0]) for f in ledger_rules.keep_findings(keep, facts)}
+    # noexcept(sizeof(int) == 3) is false; noexcept(true) holds; noexcept(false) does not.
+    assert found == {(_at("int get()", API), "Api::get"), (_at("int off()", API), "Api::off")}
+    const = ledger_rules.keep_findings(
+        [ledger_rules.Keep(function="Api::get", qualifiers=["const"])], facts
+    )
+    assert const == []
+    missing = ledger_rules.keep_findings(
+        [ledger_rules.Keep(function="Api::gone", qualifiers=["const"])], facts
+    )
+    assert [f.message for f in missing] == ["no declaration of Api::gone found"]
+
+
+def test_only_what_the_patch_added_counts(tmp_path: Path) -> None:
+    """A static the reference already has is not new, even when lines move above it; a
+    const the patch drops from an old static is."""
+    ref = _facts(
+        tmp_path / "ref",
+        {
+            "src/a.cpp": "static int hits = 0;\nint f() { static int n = 0; return ++n + hits; }\n"
+            "static const int cap = 3;\nint g() { return cap; }\n"
+        },
+    )
+    cand = _facts(
+        tmp_path / "cand",
+        {
+            "src/a.cpp": "\n\n// moved\nstatic int hits = 0;\n"
+            "int f() { static int n = 0; return ++n + hits; }\n"
+            "static int cap = 3;\nint g() { return cap; }\n"
+        },
+    )
+    found = [(f.rule, f.line) for f in ledger_rules.compare(LEDGER, ref, cand)]
+    assert found == [("assumption_fail:static_storage", 6)]
+
+
+def test_transitive_include_sets(tmp_path: Path) -> None:
+    """A forbidden header the reference already reached is not new; one reached only
+    through a new project header is, at the #include that left the tree. (<array> pulls
+    <initializer_list> and <type_traits> in libstdc++ 12; light headers keep it cheap.)"""
+    ledger = ledger_rules.Assumptions(
+        headers=ledger_rules.Headers(forbidden=["initializer_list", "type_traits"])
+    )
+    ref = _facts(tmp_path / "ref", {"src/a.cpp": "#include <type_traits>\nint f() { return 1; }\n"})
+    cand = _facts(
+        tmp_path / "cand",
+        {
+            "src/a.cpp": '#include <type_traits>\n#include "deep.hpp"\nint f() { return 1; }\n',
+            "include/deep.hpp": '#pragma once\n#include "deeper.hpp"\n',
+            "include/deeper.hpp": "#pragma once\n#include <array>\n",
+        },
+    )
+    found = ledger_rules.compare(ledger, ref, cand)
+    assert [(f.rule, f.path, f.line) for f in found] == [
+        ("assumption_fail:forbidden_header", "include/deeper.hpp", 2)
+    ]
+    assert "<initializer_list>" in found[0].message
+    assert "src/a.cpp:2 -> include/deep.hpp:2 -> include/deeper.hpp:2" in found[0].message
+
+
+def test_assumptions_errors_name_file_and_key(tmp_path: Path) -> None:
+    bad = tmp_path / "assumptions.yaml"
+    bad.write_text(
+        "forbidden_constructs: [static_mutx]\nkeep:\n  - {function: f, qualifers: [const]}\n"
+    )
+    with pytest.raises(InputError) as err:
+        load_model(bad, ledger_rules.Assumptions)
+    text = str(err.value)
+    assert str(bad) in text
+    assert "forbidden_constructs[0]" in text and "keep[0].qualifers" in text
+
+
+# ---- incrementality ---------------------------------------------------------------------
+
+
+def _scan_stamps(out: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in (out / "scans").rglob("result.json")}
+
+
+def test_warm_rerun_parses_nothing(tmp_path: Path) -> None:
+    lib = tmp_path / "cases"
+    lib.mkdir()
+    shutil.copy(SHIPPED / "envelopes.yaml", lib)
+    case = lib / CASE
+    shutil.copytree(SHIPPED / CASE, case)
+    text = (case / "case.yaml").read_text()
+    keep = ("good_limit", "dropped_noexcept")
+    lines = [
+        line
+        for line in text.splitlines()
+        if "{file: patches/" not in line or any(k in line for k in keep)
+    ]
+    (case / "case.yaml").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    cold = run_grade(out, "-n", "2", library=lib)
+    assert cold.returncode == 0, cold.output[-3000:]
+    assert any(line.startswith(".  scan:") for line in cold.output.splitlines())
+    stamps, calls = _scan_stamps(out), compiler_calls(out)
+    # reference, two patches: three trees parsed, and the ledger read once.
+    assert len(stamps) == 4
+    warm = run_grade(out, library=lib)
+    assert warm.returncode == 0, warm.output[-3000:]
+    assert _scan_stamps(out) == stamps
+    assert compiler_calls(out) == calls
+    assert not [line for line in warm.output.splitlines() if line.startswith(".  scan:")]
+    # A ledger edit re-reads the ledger and re-classifies; no tree is parsed again.
+    ledger = case / "assumptions.yaml"
+    ledger.write_text(ledger.read_text().replace("no_new_static_storage: true", "") + "\n")
+    edited = run_grade(out, library=lib)
+    assert edited.returncode == 0, edited.output[-3000:]
+    changed = [p for p, t in _scan_stamps(out).items() if stamps.get(p) != t]
+    assert len(changed) == 1
+    assert json.loads(Path(changed[0]).read_text())["label"] == "ledger assumptions"
+    assert compiler_calls(out) == calls
+
+
+def test_a_bad_ledger_is_an_input_error_naming_both_files(tmp_path: Path) -> None:
+    """Stopped when the case loads: no compile, no parse; the message names case.yaml's
+    key, the ledger file and the ledger's key."""
+    lib = tmp_path / "cases"
+    lib.mkdir()
+    shutil.copy(SHIPPED / "envelopes.yaml", lib)
+    shutil.copytree(SHIPPED / CASE, lib / CASE)
+    ledger = lib / CASE / "assumptions.yaml"
+    ledger.write_text(ledger.read_text().replace("[static_mutex,", "[static_mutx,"))
+    grade = run_grade(tmp_path / "out", library=lib)
+    assert grade.returncode != 0
+    assert f"{lib / CASE / 'case.yaml'}: gates.ledger.assumptions:" in grade.output
+    assert f"{ledger}:" in grade.output and "forbidden_constructs[0]" in grade.output
+    assert compiler_calls(grade.out) == 0
