@@ -101,12 +101,16 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     files: dict[str, dict[str, Any]] = scan.data["files"]
     tamper = scan.data["tamper"]
     findings = [
-        Finding("exclusion_tamper", f"added line carries {marker!r}, which hides it from gcov", p, n)
+        Finding(
+            "exclusion_tamper", f"added line carries {marker!r}, which hides it from gcov", p, n
+        )
         for p, n, marker in tamper
     ]
     scored = {p: f for p, f in files.items() if f["code"] and not f["cosmetic"] and f["hunks"]}
     if not scored and not tamper:
-        what = "no file changed" if not files else "comments, whitespace or deletions only"
+        what = "no file changed"
+        if files:
+            what = "comments, whitespace, deletions or non-C++ files only"
         if not files and ctx.tree_key == ctx.reference_tree_key:
             return _reference(ctx, cfg, plan, outputs)
         return GateResult(NAME, "not_applicable", "not_applicable", f"nothing to score: {what}")
@@ -139,7 +143,9 @@ def _suite(
         if cell.status in lanes.MISSING:
             return [], counts, f"{test.unit}: {cell.status}: {cell.detail}"
         if cell.status != "ok":
-            checks.append(Check(test.unit, False, "suite_red", f"does not build: {why_failed(cell)}"))
+            checks.append(
+                Check(test.unit, False, "suite_red", f"does not build: {why_failed(cell)}")
+            )
             continue
         problem = lanes.run_problem(run, test.exit)
         golden = lanes.golden(ctx, test.stdout, f"gates.{NAME}.tests[{i}].stdout")
@@ -183,8 +189,12 @@ def _score(
     ]
     if zero:
         shown = ", ".join(f"{p}:{n}" for p, n in zero)
-        return Check("hunks", False, "zero_hit", f"{len(zero)} of {executable} executable added "
-                     f"lines never ran: {shown}"), findings
+        return Check(
+            "hunks",
+            False,
+            "zero_hit",
+            f"{len(zero)} of {executable} executable added lines never ran: {shown}",
+        ), findings
     if executable == 0:
         files = ", ".join(scored)
         detail = f"no added line of {files} is executable in the tests' builds: nothing scored"

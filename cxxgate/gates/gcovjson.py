@@ -72,12 +72,17 @@ def read(cell: CellResult, run: RunResult, gcov: str) -> Counts:
         argv = [gcov, "--json-format", "--stdout", *(n.stem for n in notes)]
         confined, _ = confine(argv, cwd=work, read=[], write=[work])
         outcome = bounded(
-            confined, cwd=work, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
-            timeout=GCOV_SECONDS, output_cap=OUTPUT_CAP,
+            confined,
+            cwd=work,
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+            timeout=GCOV_SECONDS,
+            output_cap=OUTPUT_CAP,
         )
     if outcome.timed_out or outcome.overflowed or outcome.exit != 0:
         said = outcome.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        return Counts(problem=f"gcov could not read the run's counts: exit {outcome.exit} {said[0]}")
+        return Counts(
+            problem=f"gcov could not read the run's counts: exit {outcome.exit} {said[0]}"
+        )
     return parse(outcome.stdout.decode(errors="replace"))
 
 

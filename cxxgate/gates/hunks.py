@@ -18,11 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from pygments.lexers import CppLexer
-from pygments.token import Comment, Text, _TokenType
-from unidiff import PatchSet
+from pygments.token import Comment, Text, _TokenType, is_token_subtype
+from unidiff.patch import PatchSet
 
 CODE_SUFFIXES = frozenset(
-    {".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".h++", ".ipp", ".tpp", ".inl"}
+    {
+        ".c",
+        ".cc",
+        ".cpp",
+        ".cxx",
+        ".c++",
+        ".h",
+        ".hh",
+        ".hpp",
+        ".hxx",
+        ".h++",
+        ".ipp",
+        ".tpp",
+        ".inl",
+    }
 )
 
 # What hides a line from gcov, or forges its counts. Markers that lcov and gcovr honour,
@@ -82,10 +96,14 @@ def hunks_of(rel: str, old: str, new: str) -> list[list[tuple[int, str]]]:
     return out
 
 
+def _preprocessor(ttype: _TokenType) -> bool:
+    return is_token_subtype(ttype, Comment.Preproc) or is_token_subtype(ttype, Comment.PreprocFile)
+
+
 def _significant(ttype: _TokenType, value: str) -> bool:
-    if ttype in Comment and ttype not in Comment.Preproc and ttype not in Comment.PreprocFile:
+    if is_token_subtype(ttype, Comment) and not _preprocessor(ttype):
         return False
-    return not (ttype in Text and not value.strip())
+    return not (is_token_subtype(ttype, Text) and not value.strip())
 
 
 def tokens(source: str) -> list[tuple[str, str]]:
@@ -94,7 +112,7 @@ def tokens(source: str) -> list[tuple[str, str]]:
     out = []
     for ttype, value in CppLexer().get_tokens(source):
         if _significant(ttype, value):
-            squeezed = " ".join(value.split()) if ttype in Comment.Preproc else value
+            squeezed = " ".join(value.split()) if _preprocessor(ttype) else value
             if squeezed:
                 out.append((str(ttype), squeezed))
     return out

@@ -29,6 +29,7 @@ interleaved native runs are a second lane, shown in the evidence, never deciding
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
 import shutil
@@ -70,7 +71,7 @@ class Config(Strict):
     @field_validator("sizes")
     @classmethod
     def _increasing(cls, sizes: list[int]) -> list[int]:
-        if any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)) or sizes[0] < 2:
+        if any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] < 2:
             msg = f"sizes must be increasing and at least 2, got {sizes}"
             raise ValueError(msg)
         return sizes
@@ -124,7 +125,9 @@ def driver(ctx: Context, cfg: Config) -> Unit:
         None,
     )
     if include is None:
-        msg = f"{ctx.case.file}: {key}: {header!r} is under none of include_dirs {spec.include_dirs}"
+        msg = (
+            f"{ctx.case.file}: {key}: {header!r} is under none of include_dirs {spec.include_dirs}"
+        )
         raise InputError(msg)
     text = probe.render(
         DRIVER,
@@ -253,12 +256,19 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             why = f"the tree defines main, which the harness's driver owns: {why}"
         elif "undefined reference" in text:
             why = f"the tree names something the driver does not export: {why}"
-        return GateResult.from_checks(NAME, [Check("driver", False, "build_fail", why)], SEVERITY, [])
+        return GateResult.from_checks(
+            NAME, [Check("driver", False, "build_fail", why)], SEVERITY, []
+        )
     ref_run, run = outputs.runs["reference_profile"], outputs.runs["profile"]
     problem = lanes.run_problem(ref_run, 0)
     ref_counts = profile_counts(ref_run)
     want = checksums(ref_run)
-    if problem or ref_counts is None or len(ref_counts) != len(cfg.sizes) or len(want) != len(cfg.sizes):
+    if (
+        problem
+        or ref_counts is None
+        or len(ref_counts) != len(cfg.sizes)
+        or len(want) != len(cfg.sizes)
+    ):
         why = problem or f"{len(ref_counts or [])} profiles for {len(cfg.sizes)} sizes"
         return _incomplete(f"reference under callgrind: {why}")
     evidence = [f"reference instructions: {_pairs(cfg.sizes, ref_counts)}"]
