@@ -24,6 +24,7 @@ REACHED = {
     ("dedupe/defines_main", "slope"): "build_fail",
     ("dedupe/reads_sizes", "slope"): "build_fail",
     ("dedupe/spins", "slope"): "hang",
+    ("dedupe/client_request", "slope"): "measurement_tamper",
     ("port/reference", "coverage"): "accept",
     ("port/digit_helper", "coverage"): "accept",
     ("port/plus_sign", "coverage"): "zero_hit",
@@ -61,14 +62,20 @@ def _exponents(summary: str) -> tuple[float, float, float]:
     return float(m[1]), float(m[2]), float(m[3])
 
 
+def _evidence(grade: Grade, row: str, prefix: str) -> str:
+    evidence = _result(grade, row, "slope")["evidence"]
+    assert isinstance(evidence, list)
+    return next(str(e) for e in evidence if str(e).startswith(prefix))
+
+
 def test_steep_is_decided_on_the_fitted_exponents(shipped: Grade) -> None:
     steep, r2, ref = _exponents(shipped.gate("dedupe/quadratic", "slope")["summary"])
     assert steep > ref + 0.25 and r2 >= 0.98
     assert 1.7 < steep < 2.1 and 0.8 < ref < 1.2
-    good, _, ref2 = _exponents(shipped.gate("dedupe/reserve", "slope")["summary"])
+    good, _, ref2 = _exponents(_evidence(shipped, "dedupe/reserve", "exponent"))
     assert ref2 == ref and good <= ref + 0.25
-    # The advisory wall lane is reported and does not decide.
-    assert "wall (advisory)" in shipped.gate("dedupe/reserve", "slope")["summary"]
+    # The advisory wall lane is reported, and did not decide.
+    assert "ratio" in _evidence(shipped, "dedupe/reserve", "wall (advisory)")
 
 
 def test_counts_come_from_one_callgrind_profile_per_size(shipped: Grade) -> None:
@@ -207,6 +214,16 @@ def test_kept_files_are_regular_files_only(tmp_path: Path) -> None:
     (work / "other").write_text("x")
     _keep(work, dest, ("cg.out.*",))
     assert sorted(p.name for p in dest.iterdir()) == ["cg.out.1"]
+
+
+def test_profiler_references_are_code_not_comments(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.cpp").write_text("// measured under valgrind nightly\nint f();\n")
+    (tmp_path / "src" / "b.cpp").write_text(
+        '#include <valgrind/callgrind.h>\nint g() { asm("rolq $3, %%rdi"); return 0; }\n'
+    )
+    found = slope.profiler_references(tmp_path, {})["found"]
+    assert [(p, n) for p, n, _ in found] == [("src/b.cpp", 1), ("src/b.cpp", 2)]
 
 
 def test_tool_options_enter_the_run_key() -> None:

@@ -100,7 +100,7 @@ def _preprocessor(ttype: _TokenType) -> bool:
     return is_token_subtype(ttype, Comment.Preproc) or is_token_subtype(ttype, Comment.PreprocFile)
 
 
-def _significant(ttype: _TokenType, value: str) -> bool:
+def significant(ttype: _TokenType, value: str) -> bool:
     if is_token_subtype(ttype, Comment) and not _preprocessor(ttype):
         return False
     return not (is_token_subtype(ttype, Text) and not value.strip())
@@ -111,7 +111,7 @@ def tokens(source: str) -> list[tuple[str, str]]:
     kept, with their own spacing squeezed)."""
     out = []
     for ttype, value in CppLexer().get_tokens(source):
-        if _significant(ttype, value):
+        if significant(ttype, value):
             squeezed = " ".join(value.split()) if _preprocessor(ttype) else value
             if squeezed:
                 out.append((str(ttype), squeezed))

@@ -19,6 +19,9 @@ interleaved native runs are a second lane, shown in the evidence, never deciding
 | class             | meaning                                                            |
 | ----------------- | ------------------------------------------------------------------ |
 | build_fail        | the driver does not build with the tree (a `main` of its own, ...)  |
+| measurement_tamper| the tree's code (not its comments) names valgrind or callgrind, or  |
+|                   | carries the client-request instruction sequence: it could switch   |
+|                   | the count off or tell it is measured                               |
 | hang              | the profiled run passed its time limit                             |
 | checksum_mismatch | a size's result differs from the reference's, or the run died      |
 | steep             | exponent above the reference's + margin                            |
@@ -37,21 +40,31 @@ import statistics
 import subprocess
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pathspec
 from pydantic import Field, field_validator
+from pygments.lexers import CppLexer
 
 from cxxgate import probe
 from cxxgate.cellspec import UNIT_NAME, Unit
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates import lanes
-from cxxgate.result import Check, GateResult
+from cxxgate.gates import hunks, lanes
+from cxxgate.result import Check, Finding, GateResult
 from cxxgate.run import RunResult, RunSpec
+from cxxgate.scan import ScanSpec
 from cxxgate.yamlfile import InputError, Strict
 
 NAME = "slope"
-SEVERITY = ("build_fail", "hang", "checksum_mismatch", "steep", "inconclusive")
+SEVERITY = (
+    "build_fail",
+    "measurement_tamper",
+    "hang",
+    "checksum_mismatch",
+    "steep",
+    "inconclusive",
+)
 DRIVER = "slope/driver.cpp.j2"
 PROFILE = "cg.out"  # callgrind writes cg.out.1, cg.out.2, ... one per probe return
 
@@ -191,7 +204,32 @@ def plan(ctx: Context) -> Plan:
                 wrapper=wrapper,
                 keep=(f"{PROFILE}.*",),
             )
-    return Plan(cells={"candidate": candidate, "reference": reference}, runs=runs)
+    scan = ScanSpec.of(ctx.tree_key, profiler_references, label=f"{NAME} profiler references")
+    return Plan(
+        cells={"candidate": candidate, "reference": reference},
+        runs=runs,
+        scans={"tamper": scan},
+    )
+
+
+# Client requests reach valgrind through its headers, or through their magic preamble
+# (four rotates of a register by 3, 13, 61 and 51 bits on amd64) spelt by hand.
+_PROFILER = re.compile(r"valgrind|callgrind|\brolq?\b|\bror[qw]?\b", re.I)
+
+
+def profiler_references(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """The scan: `{"found": [[path, line, text], ...]}`, code tokens only (an include
+    counts, a comment does not)."""
+    found: list[list[Any]] = []
+    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
+        if path.suffix.lower() not in hunks.CODE_SUFFIXES:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for index, ttype, value in CppLexer().get_tokens_unprocessed(text):
+            if hunks.significant(ttype, value) and _PROFILER.search(value):
+                line = text.count("\n", 0, index) + 1
+                found.append([path.relative_to(tree).as_posix(), line, value.strip()[:80]])
+    return {"found": found}
 
 
 # ---- classification -----------------------------------------------------------------
@@ -259,6 +297,20 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         return GateResult.from_checks(
             NAME, [Check("driver", False, "build_fail", why)], SEVERITY, []
         )
+    scan = outputs.scans["tamper"]
+    if scan.status != "ok":
+        return _incomplete(f"profiler scan: {scan.status}: {scan.detail}")
+    if scan.data["found"]:
+        shown = ", ".join(f"{p}:{n} ({t})" for p, n, t in scan.data["found"][:5])
+        check = Check(
+            "profiler", False, "measurement_tamper", f"the tree reaches the profiler: {shown}"
+        )
+        result = GateResult.from_checks(NAME, [check], SEVERITY, [])
+        result.findings.extend(
+            Finding("measurement_tamper", f"code that reaches the profiler: {t}", p, n)
+            for p, n, t in scan.data["found"]
+        )
+        return result
     ref_run, run = outputs.runs["reference_profile"], outputs.runs["profile"]
     problem = lanes.run_problem(ref_run, 0)
     ref_counts = profile_counts(ref_run)
@@ -290,8 +342,8 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     checks = [Check("checksums", True, "accept", f"{len(cfg.sizes)} sizes agree")]
     counts = profile_counts(run)
     if counts is None or len(counts) != len(cfg.sizes) or min(counts) <= 0:
-        shown = "none" if counts is None else len(counts)
-        detail = f"{shown} callgrind profiles with counts for {len(cfg.sizes)} sizes"
+        many = "none" if counts is None else str(len(counts))
+        detail = f"{many} callgrind profiles with counts for {len(cfg.sizes)} sizes"
         checks.append(Check("fit", False, "inconclusive", detail))
         return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
     evidence.append(f"candidate instructions: {_pairs(cfg.sizes, counts)}")
