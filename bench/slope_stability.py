@@ -27,6 +27,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 EXPONENT = re.compile(r"exponent ([\d.]+) \(r\^2 ([\d.]+)\)")
+WALL = re.compile(r"ratio ([\d.]+)")
 
 
 def grade(out: Path, case: str) -> tuple[float, dict[str, dict[str, str]]]:
@@ -58,7 +59,13 @@ def grade(out: Path, case: str) -> tuple[float, dict[str, dict[str, str]]]:
     for line in (out / "verdicts.jsonl").read_text().splitlines():
         row = json.loads(line)
         if "slope" in row["gates"]:
-            rows[row["patch"]] = row["gates"]["slope"]
+            gate = dict(row["gates"]["slope"])
+            # An accepted row's summary only counts checks: its fit is in the evidence.
+            result = out / "results" / row["case"] / row["patch"] / "slope.json"
+            evidence = json.loads(result.read_text())["evidence"] if result.exists() else []
+            gate["fit"] = next((e for e in evidence if e.startswith("exponent")), "")
+            gate["wall"] = next((e for e in evidence if e.startswith("wall")), "")
+            rows[row["patch"]] = gate
     return seconds, rows
 
 
@@ -80,6 +87,7 @@ def main() -> int:
         print(f"cold grade (compiles + first runs): {cold:.1f} s; busy core: {load is not None}")
         classes: dict[str, list[str]] = defaultdict(list)
         exponents: dict[str, list[float]] = defaultdict(list)
+        ratios: dict[str, list[float]] = defaultdict(list)  # advisory wall lane
         walls = []
         for i in range(args.runs):
             shutil.rmtree(out / "runs", ignore_errors=True)
@@ -87,9 +95,12 @@ def main() -> int:
             walls.append(seconds)
             for patch, gate in rows.items():
                 classes[patch].append(gate["class"])
-                m = EXPONENT.search(gate["summary"])
+                m = EXPONENT.search(gate["fit"])
                 if m:
                     exponents[patch].append(float(m[1]))
+                w = WALL.search(gate["wall"])
+                if w:
+                    ratios[patch].append(float(w[1]))
             print(f"run {i + 1}: {seconds:.1f} s")
     finally:
         if load is not None:
@@ -97,14 +108,16 @@ def main() -> int:
             load.wait()
         shutil.rmtree(out, ignore_errors=True)
     unstable = 0
-    print(f"\n{'patch':<14} {'class (runs)':<34} exponent min..max")
+    print(f"\n{'patch':<14} {'class (runs)':<34} {'exponent min..max':<18} wall ratio (advisory)")
     for patch in sorted(classes):
         seen = sorted(set(classes[patch]))
         unstable += len(seen) > 1
         shown = ", ".join(f"{c} x{classes[patch].count(c)}" for c in seen)
         exp = exponents.get(patch)
         spread = f"{min(exp):.4f}..{max(exp):.4f}" if exp else "-"
-        print(f"{patch:<14} {shown:<34} {spread}")
+        wall = ratios.get(patch)
+        wide = f"{min(wall):.2f}..{max(wall):.2f}" if wall else "-"
+        print(f"{patch:<14} {shown:<34} {spread:<18} {wide}")
     print(f"\nre-grade (runs only): median {sorted(walls)[len(walls) // 2]:.1f} s per run")
     print(f"patches whose class changed between runs: {unstable}")
     return 1 if unstable else 0
