@@ -26,11 +26,13 @@ stored; a result records `returned` (yes or no), so results stay cacheable.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import secrets
 import shutil
 import signal
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -67,6 +69,10 @@ class RunSpec:
     reference: str | None = None  # key of a cell run interleaved with this one
     warmup: int = 0  # unmeasured-for-caps rounds first (still recorded)
     rounds: int = 1  # timed rounds
+    # Tool runs (cxxgate/gates/slope.py, coverage.py); the defaults keep a plain run's key.
+    wrapper: tuple[str, ...] = ()  # a system tool put in front of the binary (valgrind ...)
+    keep: tuple[str, ...] = ()  # names (globs) of files the run leaves in its work folder
+    # that are kept in `kept/` (callgrind profiles, .gcda counts) before the folder goes
 
     @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
@@ -88,6 +94,8 @@ class RunSpec:
                 self.warmup,
                 self.rounds,
             ]
+        if self.wrapper or self.keep:
+            blob["tool"] = [self.wrapper, self.keep]
         return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
 
     @property
@@ -122,6 +130,7 @@ class RunResult:
     detail: str = ""
     # Built with the harness entry: did the program return from its main? None: not asked.
     returned: bool | None = None
+    kept: str = ""  # the folder holding the files RunSpec.keep named (a single run only)
 
     @classmethod
     def without_run(cls, key: str, label: str, status: RunStatus, detail: str = "") -> RunResult:
@@ -186,7 +195,8 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
         return _write(layout, RunResult.without_run(key, spec.label, "not_built"))
     if not spec.measured:
         sample = _execute_one(Path(candidate), spec, out, "", meter, entry=cell.entry)
-        return _write(layout, _result(key, spec.label, sample))
+        kept = str(out / "kept") if spec.keep else ""
+        return _write(layout, replace(_result(key, spec.label, sample), kept=kept))
     order: list[tuple[str, str]] = []
     for phase, count in (("warmup", spec.warmup), ("timed", spec.rounds)):
         for _ in range(count):
@@ -281,7 +291,8 @@ def _execute_one(
     (out / f"stdout{suffix}").write_bytes(outcome.stdout)
     (out / f"stderr{suffix}").write_bytes(outcome.stderr)
     # The evidence is written: what the run left in its folder (up to file_mib per file)
-    # is not kept.
+    # is not kept, but for the files its spec names.
+    _keep(work, out / f"kept{suffix}", spec.keep)
     _remove(work)
     status: RunStatus
     if outcome.timed_out:
@@ -364,6 +375,27 @@ def _run_uid() -> Iterator[int | None]:
     finally:
         with _uid_lock:
             _uids_busy.discard(slot)
+
+
+def _keep(work: Path, dest: Path, names: tuple[str, ...]) -> None:
+    """Copy the regular files at the top of `work` whose names match `names` into `dest`.
+    The program wrote them and may have left links or devices there instead: a file is
+    opened without following a link and copied only when it is a regular file."""
+    if not names:
+        return
+    _remove(dest)
+    dest.mkdir(parents=True)
+    for entry in sorted(work.iterdir()):
+        if not any(fnmatch.fnmatchcase(entry.name, n) for n in names):
+            continue
+        try:
+            fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue  # a link, or gone: not a file the run produced
+        with os.fdopen(fd, "rb") as src:
+            if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                continue
+            (dest / entry.name).write_bytes(src.read())
 
 
 def _remove(work: Path) -> None:
@@ -464,7 +496,7 @@ def _sandboxed(
     args = spec.args
     if not sandbox.available():
         front = [str(launch[0]), *launch[1]] if launch else []
-        return [*front, str(binary), *args], "none"
+        return [*front, *_wrapper(spec), str(binary), *args], "none"
     tmp_bytes = spec.caps.file_mib << 20
     prelude, drop = sandbox.base_args(tmp_bytes), []
     if uid is not None:
@@ -479,4 +511,13 @@ def _sandboxed(
     if launch is not None:
         argv += ["--ro-bind", str(launch[0]), "/meter"]
         head = ["/meter", *launch[1]]
+    head += _wrapper(spec)
     return [*argv, "--chdir", "/work", *drop, *head, "/candidate", *args], "bwrap"
+
+
+def _wrapper(spec: RunSpec) -> list[str]:
+    """The spec's tool, which must be one the sandbox shows (a system path)."""
+    if spec.wrapper and not sandbox.is_system(Path(spec.wrapper[0])):
+        msg = f"run wrapper {spec.wrapper[0]!r} is not under a system directory"
+        raise RuntimeError(msg)
+    return list(spec.wrapper)
