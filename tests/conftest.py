@@ -94,7 +94,7 @@ def run_doit(
         text=True,
         cwd=project,
         check=False,
-        timeout=900,
+        timeout=2400,  # a cold grade of the whole library on a loaded machine
         env={**os.environ, "PYTHONPATH": str(project), **env},
     )
     return Grade(proc.returncode, proc.stdout + proc.stderr, out)
