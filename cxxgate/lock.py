@@ -101,11 +101,20 @@ def pins(
     )
 
 
+# Engine modules that present, record or distribute verdicts but never decide one: editing
+# the HTML report or the progress display must not re-pin every case.
+NOT_GRADING = frozenset(
+    {
+        "checkpoint", "dask_grade", "evidence", "history", "junit", "lock", "merge",
+        "progress", "prune", "report_html", "report_md", "sarif",
+    }
+)  # fmt: skip
+
+
 def _grader_files(gates: Iterable[str], gate_files: Mapping[str, Iterable[Path]]) -> dict[str, str]:
     root = codehash.PACKAGE.parent
-    paths = set(codehash.PACKAGE.glob("*.py")) | {
-        p for p in codehash.TEMPLATES.rglob("*") if p.is_file()
-    }
+    engine = {p for p in codehash.PACKAGE.glob("*.py") if p.stem not in NOT_GRADING}
+    paths = engine | {p for p in codehash.TEMPLATES.rglob("*") if p.is_file()}
     for gate in gates:
         paths.update(gate_files[gate])
     return {
