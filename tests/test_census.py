@@ -33,6 +33,7 @@ REACHED = {
     "witness/wrapper": "grammar_miss",
     "witness/early_return": "witness_disabled",
     "witness/attic": "witness_removed",
+    "witness/dead_branch": "witness_disabled",
 }
 
 
@@ -199,6 +200,26 @@ def test_what_cannot_be_keyed_is_a_miss() -> None:
     got = [(m.name, m.line) for m in inv.misses]
     assert got == [("EXPECT_EQ", 1), ("EXPECT_", 2), ("EXPECT_TRUE", 3), ("ASSERT_EQ", 3),
                    ("TEST_CASE", 4)]  # fmt: skip
+
+
+def test_control_flow_around_a_check_is_part_of_what_is_compared() -> None:
+    inv = _read(
+        "void f() {\n  if (false) { EXPECT_EQ(a, b); } else EXPECT_TRUE(c);\n"
+        "  for (int i = 0; i < 3; ++i) EXPECT_TRUE(i);\n  auto l = [&] { EXPECT_EQ(x, 1); };\n"
+        "  switch (k) { case 2: EXPECT_TRUE(z); break; }\n  EXPECT_TRUE(plain);\n}\n"
+    )
+    assert [w.guard for w in inv.witnesses] == [
+        "if_statement:if(false)",
+        "if_statement:if(false) / else_clause:else",
+        "for_statement:for(int i = 0;i<3;++i)",
+        "lambda_expression:[&]",
+        "switch_statement:switch(k) / case_statement:case 2:",
+        "",
+    ]
+    wrapped = BASE | {
+        "t.cpp": BASE["t.cpp"].replace("EXPECT_EQ(f(1), 2);", "[&] { EXPECT_EQ(f(1), 2); };")
+    }
+    assert _classes(wrapped) == ["witness_disabled"]
 
 
 def test_witness_macro_definitions_are_listed() -> None:

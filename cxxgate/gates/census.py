@@ -16,8 +16,9 @@ severe first:
 | witness_disabled | still in the source, gone after preprocessing (`#if 0`, an        |
 |                  | `#ifdef` never defined, NDEBUG before <cassert>, a witness macro  |
 |                  | redefined to nothing); a test that gains a `return`, `throw`,     |
-|                  | `goto` or `exit()`; and every definition or `#undef` of a witness |
-|                  | macro (or of NDEBUG) that the reference does not have             |
+|                  | `goto` or `exit()`; a check put under other control flow (`if     |
+|                  | (false)`, a lambda never called); every definition or `#undef`    |
+|                  | of a witness macro (or of NDEBUG) the reference does not have     |
 | witness_weakened | an assertion's arguments changed in place (`EXPECT_EQ(f(x), 42)`  |
 |                  | -> `EXPECT_TRUE(true)`, a tolerance widened)                      |
 | accept           | every witness of the reference is there, live and unchanged       |
@@ -208,13 +209,19 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         else:
             where = f"in {r.test}" if r.test else "at file scope"
             report("witness_removed", r, r, f"{r.text} {where} removed (reference line)")
+    flagged: set[int] = set()
     for r, n in pairs:
+        if r.kind != "test" and r.guard != n.guard:
+            now = n.guard or "no condition"
+            report("witness_disabled", r, n, f"{n.text} now runs under: {now}")
+            flagged.add(id(n))
         if r.kind == "test" and n.exits > r.exits:
             message = (
                 f"{n.text} gains a way out (return, throw, goto, exit): "
                 "the witnesses after it may never run"
             )
             report("witness_disabled", r, n, message)
+            flagged.add(id(n))
     dead_tests: list[Witness] = []
     for r, n in pairs + weakened:
         if r.live is True and n.live is not True:
@@ -224,7 +231,7 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
             report("witness_disabled", r, n, f"{n.text} is in the source but {why}")
             if n.kind == "test":
                 dead_tests.append(n)
-        elif id(n) in unchanged:
+        elif id(n) in unchanged and id(n) not in flagged:
             out.kept += 1
     for m in _new_macros(ref["macros"], new["macros"]):
         what = f"#undef {m['name']}" if m["kind"] == "undef" else f"#define {m['name']}{m['text']}"

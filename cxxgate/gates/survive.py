@@ -64,6 +64,16 @@ def marked(source: bytes, marks: list[int], tag: str) -> bytes:
     return out
 
 
+# The -E output of a patched file is written to disk: a macro that expands without end
+# must stop at a size (SIGXFSZ: the file is then "not preprocessed", which fails closed).
+OUTPUT_FILE_CAP = 256 << 20
+
+
+def _capped() -> list[str]:
+    prlimit = shutil.which("prlimit")
+    return [prlimit, f"--fsize={OUTPUT_FILE_CAP}", "--"] if prlimit else []
+
+
 def _marker(tag: str, i: int) -> str:
     return f"cxxgate_{tag}_m{i}"
 
@@ -123,8 +133,8 @@ def _one(
         "".join(f"#define {_marker(tag, i)} {_expansion(tag, i)}\n" for i in range(len(marks)))
     )
     result = work / f"w{n}.i"
-    argv = [*base, "-w", "-E", "-iquote", str(original.parent), "-include", header.name]
-    argv += ["-x", "c++", copy.name, "-o", result.name]
+    argv = [*_capped(), *base, "-w", "-E", "-iquote", str(original.parent)]
+    argv += ["-include", header.name, "-x", "c++", copy.name, "-o", result.name]
     step = toolcall.tool_call(layout, spec, "compile", str(original), argv, work, read=[tree])
     if step.timed_out or step.exit != 0 or not result.exists():
         first = diagnostics.first_error(diagnostics.parse(step, str(tree)))

@@ -64,6 +64,7 @@ class Witness:
     mark: int  # byte offset where the liveness marker goes (survive.py)
     name: str = ""  # a test's own name, with its enclosing test's ("case/section")
     exits: int = 0  # a test's ways out of its body: return, throw, goto, exit()...
+    guard: str = ""  # the control flow around a check within its test: `if (false)`, a lambda
     live: bool | None = None  # after preprocessing; None: could not be told
 
 
@@ -257,9 +258,53 @@ def _add(
         return
     else:
         fp, text = cppsource.fingerprint([macro, *toks]), cppsource.shown([macro, *toks])
+        guard = " / ".join(_guards(node))
+        inv.witnesses.append(
+            Witness(kind, macro, inv.file, row + 1, col + 1, test, fp, text, mark, guard=guard)
+        )
+        return
     inv.witnesses.append(
         Witness(kind, macro, inv.file, row + 1, col + 1, test, fp, text, mark, name)
     )
+
+
+# Control flow that decides whether a check inside it runs, up to the enclosing function.
+GUARDS = frozenset(
+    {
+        "if_statement",
+        "else_clause",
+        "while_statement",
+        "do_statement",
+        "for_statement",
+        "for_range_loop",
+        "switch_statement",
+        "case_statement",
+        "conditional_expression",
+        "lambda_expression",
+        "catch_clause",
+    }
+)
+
+
+def _guards(node: Node) -> list[str]:
+    """The control flow around `node`, outermost first, each as its kind and its header's
+    tokens: wrapping a check in `if (false)` or an uncalled lambda changes it, re-indenting
+    does not."""
+    parts: list[str] = []
+    path, parent = node, node.parent
+    while parent is not None and parent.type not in ("function_definition", "translation_unit"):
+        if parent.type in GUARDS:
+            head = [
+                t
+                for c in parent.children
+                if c.id != path.id
+                and c.type not in ("compound_statement", "else_clause")
+                and not c.type.endswith("_statement")
+                for t in cppsource.tokens(c)
+            ]
+            parts.append(f"{parent.type}:{cppsource.shown(head)}")
+        path, parent = parent, parent.parent
+    return list(reversed(parts))
 
 
 EXITS = frozenset({"return_statement", "throw_statement", "goto_statement", "co_return_statement"})
