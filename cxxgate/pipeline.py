@@ -40,8 +40,10 @@ from cxxgate.run import result_path as run_result
 from cxxgate.scan import ScanResult, error_result
 from cxxgate.scan import execute as execute_scan
 from cxxgate.scan import result_path as scan_result
+from cxxgate.settings import new_seed, read_seed, write_seed
 from cxxgate.tree import Stamp, materialise
 from cxxgate.verdict import Reference, Verdict, fold, reference_problems
+from cxxgate.yamlfile import InputError
 
 Task = dict[str, Any]
 
@@ -267,7 +269,27 @@ class Pipeline:
             "doc": "grade the case library (or a batch): table, verdicts.jsonl, exit status",
         }
 
+    def rotate_seed_task(self) -> Task:
+        return {
+            "actions": [(self._rotate_seed, [])],
+            "uptodate": [False],
+            "verbosity": 2,
+            "doc": "write a new batch seed to <out>/seed (with seed=N: that one); "
+            "run it between nightly batches",
+        }
+
     # ---- actions -------------------------------------------------------------------
+
+    def _rotate_seed(self) -> None:
+        file = self.layout.seed
+        try:
+            old = str(read_seed(file)) if file.exists() else "none"
+        except InputError:
+            old = "unreadable"
+        given = self.lib.settings.given_seed
+        seed = given if given is not None else new_seed()
+        write_seed(file, seed)
+        print(f"seed of {self.layout.root}: {old} -> {seed}")
 
     def _unique_cells(self) -> dict[str, tuple[CellSpec, Row]]:
         by_tree = {self.lib.tree_keys[r.id]: r for r in reversed(self.lib.rows)}

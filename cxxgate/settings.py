@@ -5,6 +5,13 @@
     cases = "mycases"         # the case library (default: cases/)
     out = "build"             # the build folder (default: .grade/)
     envelopes = "envs.yaml"   # default: envelopes.yaml in the case library
+    seed = 7                  # pin the batch's seed (default: the build folder's, below)
+
+The batch's **seed** (what a gate that draws inputs at run time draws them from, e.g.
+gate `metamorphic`; never in a case or a prompt): `seed=N`, else `[tool.cxxgate] seed`, else
+the build folder's own, `<out>/seed`, written with a random one the first time a gate asks.
+`doit rotate_seed` writes a new one there (between nightly batches). `Settings.seed` is the
+one value a batch used.
 
 Relative paths are taken from the folder holding pyproject.toml (doit runs in the folder
 of dodo.py); command-line paths from the current folder.
@@ -12,14 +19,20 @@ of dodo.py); command-line paths from the current folder.
 
 from __future__ import annotations
 
+import secrets
 import tomllib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from doit import get_var
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
-from cxxgate.yamlfile import Strict, key_path
+from cxxgate import atomic
+from cxxgate.layout import Layout
+from cxxgate.yamlfile import InputError, Strict, key_path
+
+SEED_LIMIT = 1 << 63  # seeds are 0 <= seed < 2**63: any C++ driver reads them as uint64
 
 
 class ToolTable(Strict):
@@ -31,6 +44,7 @@ class ToolTable(Strict):
     case: str = ""
     patches: str = ""
     report_only: bool = False
+    seed: int | None = Field(default=None, ge=0, lt=SEED_LIMIT)
 
 
 class SettingsError(Exception):
@@ -47,6 +61,17 @@ class Settings:
     only: frozenset[str]
     batch: Path | None
     report_only: bool
+    given_seed: int | None = None  # seed=N, or [tool.cxxgate] seed
+
+    @cached_property
+    def seed(self) -> int:
+        """The batch's seed: the one given, else the build folder's (made on first use)."""
+        if self.given_seed is not None:
+            return self.given_seed
+        file = Layout(self.out).seed
+        if not file.exists():
+            write_seed(file, new_seed())
+        return read_seed(file)
 
     @classmethod
     def load(cls, root: Path | None = None) -> Settings:
@@ -61,6 +86,7 @@ class Settings:
         only = get_var("case", "") or table.case
         batch = get_var("patches", "") or ""
         report_only = get_var("report_only", "")
+        seed = get_var("seed", "") or ""
         return cls(
             library=library,
             out=path("out", table.out),
@@ -70,7 +96,31 @@ class Settings:
             report_only=report_only in {"1", "yes", "true"}
             if report_only
             else table.report_only,
+            given_seed=_seed_var(seed) if seed else table.seed,
         )
+
+
+def new_seed() -> int:
+    return secrets.randbelow(SEED_LIMIT)
+
+
+def read_seed(file: Path) -> int:
+    text = file.read_text().strip()
+    if not (text.isdecimal() and int(text) < SEED_LIMIT):
+        msg = f"{file}: expected the batch seed, a decimal below 2**63, found {text[:40]!r}"
+        raise InputError(msg)
+    return int(text)
+
+
+def write_seed(file: Path, seed: int) -> None:
+    atomic.write_text(file, f"{seed}\n")
+
+
+def _seed_var(value: str) -> int:
+    if not (value.isdecimal() and int(value) < SEED_LIMIT):
+        msg = f"seed={value}: expected a decimal below 2**63"
+        raise SettingsError(msg)
+    return int(value)
 
 
 def _configured(root: Path, value: str) -> Path | None:

@@ -9,6 +9,8 @@ doit grade case=token_handle       one case (comma-separated for several)
 doit grade patches=PATH            candidates: <case>/<name>.diff folder or predictions .jsonl
 doit grade report_only=1           rejections are reported, not fatal (nightly batches)
 doit grade cases=DIR out=DIR       another case library / build folder
+doit grade seed=N                  the batch's seed (default: the build folder's, <out>/seed)
+doit rotate_seed                   a new seed for the build folder (between nightly batches)
 """
 
 import gc
@@ -28,6 +30,7 @@ __all__ = [
     "task_fold",
     "task_gate",
     "task_grade",
+    "task_rotate_seed",
     "task_scan",
     "task_tree",
     "task_verdict",
@@ -83,3 +86,8 @@ def task_fold() -> Any:
 def task_grade() -> Any:
     """Write verdicts.jsonl and the table; exit non-zero unless every row ended as expected."""
     return PIPELINE.grade_task()
+
+
+def task_rotate_seed() -> Any:
+    """Write a new batch seed to <out>/seed (seed=N: that one), for the next grade."""
+    return PIPELINE.rotate_seed_task()
