@@ -32,6 +32,7 @@ REACHED = {
     "forge_report": "relation:permutation",
     "exit_when_unsorted": "crash",
     "lookahead_at": "crash",
+    "stage_swap": "crash",
     "stall_on_nested": "hang",
     "no_touch": "snapshot_mismatch",
     "const_ref": "build_fail",
@@ -128,6 +129,16 @@ def test_early_exit_is_a_crash_not_a_pass(shipped: Grade) -> None:
     assert Path(str(run["report_path"])).read_text() == ""
 
 
+def test_a_swapped_stage_is_a_crash(shipped: Grade) -> None:
+    """stage_swap fed the driver a snapshot stage of nothing in place of the relations:
+    exit 0 and main returned, but `done` echoes a stage the harness did not give."""
+    seed = (shipped.out / "seed").read_text().strip()
+    summary = shipped.gate(f"{CASE}/stage_swap", "metamorphic")["summary"]
+    assert f"the driver finished stage 'golden', not 'relations {seed} 200'" in summary
+    snaps = [c for c in _gate_json(shipped, "stage_swap")["checks"] if c["name"] != "relations"]  # type: ignore[attr-defined, index]
+    assert len(snaps) == 4 and all(c["ok"] for c in snaps)
+
+
 # ---- the report protocol -----------------------------------------------------------------
 
 
@@ -135,7 +146,7 @@ def test_parse_report() -> None:
     rep = parse_report(
         "out 1 5\nout 7 9\nheld permutation 200\n"
         "fail dominated 17 input [1,4) merged [1,4); adding [2,3) inside [1,4) merged [1,3)\n"
-        "fail scaling 3 later\nheld\ndone 200\nnonsense\n"
+        "fail scaling 3 later\nheld\ndone relations 7 200\nnonsense\n"
     )
     assert rep.out == ["1 5", "7 9"]
     assert rep.held == {"permutation": 200}
@@ -143,9 +154,9 @@ def test_parse_report() -> None:
     assert rep.fail == Failure(
         "dominated", 17, "input [1,4) merged [1,4); adding [2,3) inside [1,4) merged [1,3)"
     )
-    assert rep.done == 200
+    assert rep.done == "relations 7 200"
     assert rep.unreadable == ["fail scaling 3 later", "held", "nonsense"]
-    assert parse_report("done x\nfail permutation seven text\n").done is None
+    assert parse_report("done\nfail permutation seven text\n").done is None
     assert parse_report("fail permutation seven text\n").fail is None
 
 

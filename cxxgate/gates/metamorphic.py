@@ -19,7 +19,10 @@ verdict. The line protocol (`parse_report`):
     out <text>                          golden stage: one line of the result
     fail <relation> <trial> <text>      a relation broke; text: the counterexample
     held <relation> <checked>           a relation held on <checked> trials
-    done <trials>                       the stage ran to its end
+    done <stage line>                   the stage ran to its end; the line is the first
+                                        of stdin as the driver read it, so a candidate
+                                        that swapped the stage (fewer trials, another
+                                        seed) is caught
 
 Classes, most severe first:
 
@@ -157,7 +160,7 @@ class Report:
     out: list[str] = field(default_factory=list)
     held: dict[str, int] = field(default_factory=dict)
     fail: Failure | None = None
-    done: int | None = None
+    done: str | None = None  # the stage line the driver read
     unreadable: list[str] = field(default_factory=list)  # lines outside the protocol
 
 
@@ -173,8 +176,8 @@ def parse_report(text: str) -> Report:
             rep.fail = Failure(parts[0], int(parts[1]), parts[2] if len(parts) > 2 else "")
         elif word == "held" and len(parts) == 2 and parts[1].isdecimal():
             rep.held[parts[0]] = int(parts[1])
-        elif word == "done" and rest.isdecimal():
-            rep.done = int(rest)
+        elif word == "done" and rest:
+            rep.done = rest
         else:
             rep.unreadable.append(line)
     return rep
@@ -193,8 +196,9 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     else:
         for i, golden in enumerate(cfg.goldens):
             want = ctx.case.oracle_text(golden.output, f"gates.{NAME}.goldens[{i}].output")
-            checks.append(_golden(golden, outputs.runs[f"golden{i}"], want))
-        checks.append(_relations(cfg, outputs.runs["relations"]))
+            run = outputs.runs[f"golden{i}"]
+            checks.append(_golden(golden, run, _stage(plan, f"golden{i}"), want))
+        checks.append(_relations(cfg, outputs.runs["relations"], _stage(plan, "relations")))
     evidence = [f"seed={ctx.seed} trials={cfg.trials}"]
     evidence += [f"{c.name}: {'ok' if c.ok else c.klass}: {c.detail}" for c in checks]
     result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
@@ -202,6 +206,20 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         broke = next(c for c in checks if c.klass == "relation")
         result = replace(result, klass=f"relation:{broke.name.split(' ', 1)[1]}")
     return replace(result, summary=f"seed {ctx.seed}, {cfg.trials} trials: {result.summary}")
+
+
+def _stage(plan: Plan, run: str) -> str:
+    """The stage line the harness gave a run: what its driver's `done` must echo."""
+    return plan.runs[run].stdin.partition("\n")[0]
+
+
+def _unfinished(name: str, rep: Report, stage: str) -> Check | None:
+    if rep.done is None:
+        return Check(name, False, "crash", "the driver's report stopped before `done`")
+    if rep.done != stage:
+        why = f"the driver finished stage {rep.done!r}, not {stage!r}: its stdin was swapped"
+        return Check(name, False, "crash", why)
+    return None
 
 
 def _build_check(cell: CellResult) -> Check | None:
@@ -223,13 +241,13 @@ def _ended_badly(name: str, run: RunResult, want_exit: int) -> Check | None:
     return None
 
 
-def _golden(golden: Golden, run: RunResult, want: str) -> Check:
+def _golden(golden: Golden, run: RunResult, stage: str, want: str) -> Check:
     name = f"snapshot {golden.input}"
     if (bad := _ended_badly(name, run, 0)) is not None:
         return bad
     rep = parse_report(run.report)
-    if rep.done is None:
-        return Check(name, False, "crash", "the driver's report stopped before `done`")
+    if (bad := _unfinished(name, rep, stage)) is not None:
+        return bad
     wanted = [ln.rstrip() for ln in want.splitlines() if ln.strip()]
     if rep.out != wanted:
         return Check(
@@ -241,7 +259,7 @@ def _golden(golden: Golden, run: RunResult, want: str) -> Check:
     return Check(name, True, "accept", f"{len(wanted)} line(s) as in {golden.output}")
 
 
-def _relations(cfg: Config, run: RunResult) -> Check:
+def _relations(cfg: Config, run: RunResult, stage: str) -> Check:
     rep = parse_report(run.report)
     if rep.fail is not None:
         fail = rep.fail
@@ -257,8 +275,8 @@ def _relations(cfg: Config, run: RunResult) -> Check:
     name = "relations"
     if (bad := _ended_badly(name, run, 0)) is not None:
         return bad
-    if rep.done != cfg.trials:
-        return Check(name, False, "crash", "the driver's report stopped before `done`")
+    if (bad := _unfinished(name, rep, stage)) is not None:
+        return bad
     missing = [r for r in cfg.relations if rep.held.get(r, 0) < 1]
     if missing or set(rep.held) - set(cfg.relations):
         why = (

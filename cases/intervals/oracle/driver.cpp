@@ -7,7 +7,8 @@
 //
 // Verdict lines go through the harness's report channel (cxxgate_report_line), never to
 // stdout: `out <lo> <hi>` per merged interval, `fail <relation> <trial> <counterexample>`,
-// `held <relation> <checked>`, and `done <trials>` once the stage finished.
+// `held <relation> <checked>`, and `done <stage line>` once the stage finished (the first
+// line of stdin as the driver read it: the harness checks that it ran the stage it gave).
 //
 // Relations run one after another, each over every trial, in the order below, and each
 // compares the candidate with itself on sorted inputs except the one it is about: a patch
@@ -187,6 +188,15 @@ constexpr Relation kRelations[] = {
     {"cover", cover},
 };
 
+// "done <the first line of stdin>": the stage this run finished, as the driver read it.
+char stage[128];
+
+void report_done() {
+  char line[160];
+  std::snprintf(line, sizeof line, "done %s", stage);
+  report(line);
+}
+
 int relations(std::uint64_t seed, int trials) {
   char line[2048];
   for (int k = 0; k < static_cast<int>(std::size(kRelations)); ++k) {
@@ -206,8 +216,7 @@ int relations(std::uint64_t seed, int trials) {
     std::snprintf(line, sizeof line, "held %s %d", rel.name, checked);
     report(line);
   }
-  std::snprintf(line, sizeof line, "done %d", trials);
-  report(line);
+  report_done();
   return 0;
 }
 
@@ -226,7 +235,7 @@ int golden(char* text) {
     std::snprintf(line, sizeof line, "out %d %d", lo, hi);
     report(line);
   }
-  report("done 1");
+  report_done();
   return 0;
 }
 
@@ -240,6 +249,8 @@ int main() {
   static char text[1 << 16];
   const std::size_t size = std::fread(text, 1, sizeof text - 1, stdin);
   text[size] = '\0';
+  const std::size_t first = std::strcspn(text, "\n");
+  std::snprintf(stage, sizeof stage, "%.*s", static_cast<int>(first), text);
   char* rest = nullptr;
   if (std::strncmp(text, "golden", 6) == 0) return golden(text + 6);
   if (std::strncmp(text, "relations", 9) == 0) {
