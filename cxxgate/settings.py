@@ -106,7 +106,7 @@ def new_seed() -> int:
 
 def read_seed(file: Path) -> int:
     text = file.read_text().strip()
-    if not (text.isdecimal() and int(text) < SEED_LIMIT):
+    if not _is_seed(text):
         msg = f"{file}: expected the batch seed, a decimal below 2**63, found {text[:40]!r}"
         raise InputError(msg)
     return int(text)
@@ -117,10 +117,14 @@ def write_seed(file: Path, seed: int) -> None:
 
 
 def _seed_var(value: str) -> int:
-    if not (value.isdecimal() and int(value) < SEED_LIMIT):
+    if not _is_seed(value):
         msg = f"seed={value}: expected a decimal below 2**63"
         raise SettingsError(msg)
     return int(value)
+
+
+def _is_seed(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 19 and int(text) < SEED_LIMIT
 
 
 def _configured(root: Path, value: str) -> Path | None:
