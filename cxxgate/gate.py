@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from cxxgate.envelope import Envelope, Envelopes
 
 
+def _no_seed() -> int:
+    msg = "this context was made without the batch's seed (Context.batch_seed)"
+    raise RuntimeError(msg)
+
+
 @dataclass(frozen=True)
 class Context:
     """One (case, tree) a gate is asked about."""
@@ -29,6 +34,13 @@ class Context:
     tree_key: str
     envelopes: Envelopes
     reference_tree_key: str  # the case's reference state, for gates that measure against it
+    # The batch's seed (cxxgate/settings.py Settings.seed), asked for only by the gates that
+    # draw inputs at run time: the build folder's seed file is made on first use.
+    batch_seed: Callable[[], int] = field(default=_no_seed, compare=False)
+
+    @property
+    def seed(self) -> int:
+        return self.batch_seed()
 
     def envelope(self, name: str, key: str) -> Envelope:
         """A named envelope, with the case's language standard; `key` is the case.yaml key

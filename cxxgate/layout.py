@@ -78,6 +78,11 @@ class Layout:
         return self.root / "grade.json"
 
     @property
+    def seed(self) -> Path:
+        """The build folder's batch seed (cxxgate/settings.py)."""
+        return self.root / "seed"
+
+    @property
     def verdicts(self) -> Path:
         return self.root / "verdicts.jsonl"
 

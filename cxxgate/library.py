@@ -156,7 +156,7 @@ class Library:
         reference = self.tree_keys[f"{case.id}/reference"]
         plans: dict[tuple[str, str, str], Plan] = {}
         for row in rows:
-            ctx = Context(case, self.tree_keys[row.id], self.envelopes, reference)
+            ctx = self._context(case, self.tree_keys[row.id], reference)
             for gate_name in case.enabled_gates():
                 if (case.id, ctx.tree_key, gate_name) not in plans:
                     plans[case.id, ctx.tree_key, gate_name] = registry.gates()[gate_name].plan(ctx)
@@ -164,7 +164,13 @@ class Library:
 
     def context(self, row: Row) -> Context:
         reference = self.tree_keys[f"{row.case}/reference"]
-        return Context(self.cases[row.case], self.tree_keys[row.id], self.envelopes, reference)
+        return self._context(self.cases[row.case], self.tree_keys[row.id], reference)
+
+    def _context(self, case: Case, tree_key: str, reference: str) -> Context:
+        return Context(case, tree_key, self.envelopes, reference, self._seed)
+
+    def _seed(self) -> int:
+        return self.settings.seed
 
 
 @cache

@@ -45,8 +45,10 @@ from cxxgate.run import result_path as run_result
 from cxxgate.scan import ScanResult, error_result
 from cxxgate.scan import execute as execute_scan
 from cxxgate.scan import result_path as scan_result
+from cxxgate.settings import new_seed, read_seed, write_seed
 from cxxgate.tree import Stamp, materialise
 from cxxgate.verdict import Reference, Verdict, fold, reference_problems
+from cxxgate.yamlfile import InputError
 
 Task = dict[str, Any]
 DEFAULT_KEEP = 5  # grades `doit prune` keeps when not told keep=N
@@ -325,6 +327,15 @@ class Pipeline:
             "doc": f"delete what no grade of the last keep=N (default {DEFAULT_KEEP}) refers to",
         }
 
+    def rotate_seed_task(self) -> Task:
+        return {
+            "actions": [(self._rotate_seed, [])],
+            "uptodate": [False],
+            "verbosity": 2,
+            "doc": "write a new batch seed to <out>/seed (with seed=N: that one); "
+            "run it between nightly batches",
+        }
+
     # ---- actions -------------------------------------------------------------------
 
     def _write_prompts(self) -> TaskFailed | None:
@@ -374,6 +385,17 @@ class Pipeline:
                 library, lock.Lock(dict(sorted(cases.items())), dict(sorted(grader_files.items())))
             )
         return None
+
+    def _rotate_seed(self) -> None:
+        file = self.layout.seed
+        try:
+            old = str(read_seed(file)) if file.exists() else "none"
+        except InputError:
+            old = "unreadable"
+        given = self.lib.settings.given_seed
+        seed = given if given is not None else new_seed()
+        write_seed(file, seed)
+        print(f"seed of {self.layout.root}: {old} -> {seed}")
 
     def _unique_cells(self) -> dict[str, tuple[CellSpec, Row]]:
         by_tree = {self.lib.tree_keys[r.id]: r for r in reversed(self.lib.rows)}

@@ -22,6 +22,13 @@ A binary linked with the harness entry (cxxgate/templates/entry/entry.cpp; its c
 must prove it returned from its own main: each execution hands it a fresh random nonce on
 one pipe, and the entry copies it to another only after main returned. The nonce is never
 stored; a result records `returned` (yes or no), so results stay cacheable.
+
+A spec with `report` gives the program a report channel its stdout cannot forge (a
+grader-owned driver's verdict lines, cxxgate/templates/metamorphic/report.cpp): a fresh
+nonce waits in one inherited pipe, and a file opened by the harness outside /work is
+inherited as another descriptor (CXXGATE_REPORT_FDS="R,W"). Only the lines written there
+that begin with the nonce are kept, without it, in `report_path`: anything the program
+prints, however spelt, is not a report line.
 """
 
 from __future__ import annotations
@@ -73,6 +80,7 @@ class RunSpec:
     wrapper: tuple[str, ...] = ()  # a system tool put in front of the binary (valgrind ...)
     keep: tuple[str, ...] = ()  # names (globs) of files the run leaves in its work folder
     # that are kept in `kept/` (callgrind profiles, .gcda counts) before the folder goes
+    report: bool = False  # give the program a report channel (see the module doc)
 
     @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
@@ -86,6 +94,8 @@ class RunSpec:
             "caps": asdict(self.caps),
             "code": codehash.of_modules("run", "process", "sandbox"),
         }
+        if self.report:
+            blob["report"] = True
         if self.measured:
             blob["measure"] = [
                 self.meter,
@@ -131,6 +141,8 @@ class RunResult:
     # Built with the harness entry: did the program return from its main? None: not asked.
     returned: bool | None = None
     kept: str = ""  # the folder holding the files RunSpec.keep named (a single run only)
+    # The report channel's lines, nonce removed (RunSpec.report); "" when none was asked.
+    report_path: str = ""
 
     @classmethod
     def without_run(cls, key: str, label: str, status: RunStatus, detail: str = "") -> RunResult:
@@ -149,6 +161,10 @@ class RunResult:
     @property
     def stderr(self) -> str:
         return Path(self.stderr_path).read_text(errors="replace") if self.stderr_path else ""
+
+    @property
+    def report(self) -> str:
+        return Path(self.report_path).read_text(errors="replace") if self.report_path else ""
 
     def output_tail(self) -> str:
         """The last line of the stream that carried a failure: stderr, else stdout (where
@@ -243,6 +259,7 @@ class Sample:
     stderr_path: str
     detail: str = ""  # the cap that stopped the run, if one did
     returned: bool | None = None  # see RunResult.returned
+    report_path: str = ""  # see RunResult.report_path
 
 
 def _execute_one(
@@ -263,6 +280,7 @@ def _execute_one(
     work.mkdir()
     report_r, report_w = os.pipe() if meter is not None else (-1, -1)
     nonce = _Nonce() if entry else None
+    channel = _Report(out / f"report{suffix}") if spec.report else None
     try:
         with _run_uid() as uid:
             if uid is not None:
@@ -274,11 +292,18 @@ def _execute_one(
             outcome = bounded(
                 argv,
                 cwd=work,
-                env={**BASE_ENV, **dict(spec.env), **(nonce.env if nonce else {})},
+                env={
+                    **BASE_ENV,
+                    **dict(spec.env),
+                    **(nonce.env if nonce else {}),
+                    **(channel.env if channel else {}),
+                },
                 stdin=spec.stdin.encode(),
                 timeout=spec.timeout,
                 output_cap=spec.output_cap,
-                pass_fds=((report_w,) if meter is not None else ()) + (nonce.fds if nonce else ()),
+                pass_fds=((report_w,) if meter is not None else ())
+                + (nonce.fds if nonce else ())
+                + (channel.fds if channel else ()),
                 caps=spec.caps,
             )
     finally:
@@ -286,8 +311,11 @@ def _execute_one(
             os.close(report_w)
         if nonce is not None:
             nonce.close_child_ends()
+        if channel is not None:
+            channel.close_child_ends()
     report = _read_report(report_r) if meter is not None else {}
     returned = nonce.came_back() if nonce is not None else None
+    report_path = channel.keep(spec.output_cap) if channel is not None else ""
     (out / f"stdout{suffix}").write_bytes(outcome.stdout)
     (out / f"stderr{suffix}").write_bytes(outcome.stderr)
     # The evidence is written: what the run left in its folder (up to file_mib per file)
@@ -324,6 +352,7 @@ def _execute_one(
         stderr_path=str(out / f"stderr{suffix}"),
         detail=_cap_detail(outcome, report, spec.caps, sandbox),
         returned=returned,
+        report_path=report_path,
     )
 
 
@@ -447,6 +476,40 @@ class _Nonce:
         finally:
             os.close(self._out_r)
         return data == self.value
+
+
+class _Report:
+    """One execution's report channel (RunSpec.report): the nonce in a pipe, as for the
+    entry, and a file the program appends its lines to through an inherited descriptor.
+    The file lives in the run's folder, outside the sandbox's view: the program knows it
+    only by that descriptor."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.raw = path.with_name(path.name + ".raw")
+        self.value = secrets.token_hex(16)
+        self._in_r, in_w = os.pipe()
+        os.write(in_w, self.value.encode())
+        os.close(in_w)
+        self._file = os.open(self.raw, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        self.fds = (self._in_r, self._file)
+        self.env = {"CXXGATE_REPORT_FDS": f"{self._in_r},{self._file}"}
+
+    def close_child_ends(self) -> None:
+        os.close(self._in_r)
+        os.close(self._file)
+
+    def keep(self, cap: int) -> str:
+        """Write the lines that carry the nonce, without it, to `path`; drop the raw file.
+        The nonce is never stored, so the result is the same from one execution to the
+        next."""
+        with self.raw.open("rb") as raw:
+            data = raw.read(cap).decode(errors="replace")
+        self.raw.unlink()
+        mark = self.value + " "
+        kept = [ln[len(mark) :] for ln in data.splitlines() if ln.startswith(mark)]
+        self.path.write_text("".join(f"{ln}\n" for ln in kept))
+        return str(self.path)
 
 
 def _read_report(fd: int) -> dict[str, float]:

@@ -5,6 +5,13 @@
     cases = "mycases"         # the case library (default: cases/)
     out = "build"             # the build folder (default: .grade/)
     envelopes = "envs.yaml"   # default: envelopes.yaml in the case library
+    seed = 7                  # pin the batch's seed (default: the build folder's, below)
+
+The batch's **seed** (what a gate that draws inputs at run time draws them from, e.g.
+gate `metamorphic`; never in a case or a prompt): `seed=N`, else `[tool.cxxgate] seed`, else
+the build folder's own, `<out>/seed`, written with a random one the first time a gate asks.
+`doit rotate_seed` writes a new one there (between nightly batches). `Settings.seed` is the
+one value a batch used.
 
 Relative paths are taken from the folder holding pyproject.toml (doit runs in the folder
 of dodo.py); command-line paths from the current folder.
@@ -12,14 +19,20 @@ of dodo.py); command-line paths from the current folder.
 
 from __future__ import annotations
 
+import secrets
 import tomllib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from doit import get_var
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
-from cxxgate.yamlfile import Strict, key_path
+from cxxgate import atomic
+from cxxgate.layout import Layout
+from cxxgate.yamlfile import InputError, Strict, key_path
+
+SEED_LIMIT = 1 << 63  # seeds are 0 <= seed < 2**63: any C++ driver reads them as uint64
 
 
 class ToolTable(Strict):
@@ -32,6 +45,7 @@ class ToolTable(Strict):
     patches: str = ""
     report_only: bool = False
     keep: int = 0  # prune after each grade, keeping what the last N grades refer to
+    seed: int | None = Field(default=None, ge=0, lt=SEED_LIMIT)
 
 
 class SettingsError(Exception):
@@ -54,6 +68,17 @@ class Settings:
     shard: tuple[int, int] | None = None  # `shard=I/N`: grade the I-th of N slices of the cases
     merge_from: tuple[Path, ...] = ()  # `doit merge from=DIR,DIR`: shard build folders
     verbosity: int | None = None  # `verbosity=2`: doit's -v 2, every task listed
+    given_seed: int | None = None  # seed=N, or [tool.cxxgate] seed
+
+    @cached_property
+    def seed(self) -> int:
+        """The batch's seed: the one given, else the build folder's (made on first use)."""
+        if self.given_seed is not None:
+            return self.given_seed
+        file = Layout(self.out).seed
+        if not file.exists():
+            write_seed(file, new_seed())
+        return read_seed(file)
 
     @classmethod
     def load(cls, root: Path | None = None) -> Settings:
@@ -78,6 +103,7 @@ class Settings:
         if verbosity not in {"", "0", "1", "2"}:
             msg = f"verbosity={verbosity}: expected 0, 1 or 2 (as doit's -v)"
             raise SettingsError(msg)
+        seed = get_var("seed", "") or ""
         return cls(
             library=library,
             out=path("out", table.out),
@@ -93,6 +119,7 @@ class Settings:
             shard=shard,
             merge_from=merge_from,
             verbosity=int(verbosity) if verbosity else None,
+            given_seed=_seed_var(seed) if seed else table.seed,
         )
 
 
@@ -103,6 +130,33 @@ def _shard(value: str) -> tuple[int, int] | None:
     if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
         raise SettingsError(f"shard={value}: expected I/N with 1 <= I <= N, e.g. shard=2/4")
     return int(index), int(count)
+
+
+def new_seed() -> int:
+    return secrets.randbelow(SEED_LIMIT)
+
+
+def read_seed(file: Path) -> int:
+    text = file.read_text().strip()
+    if not _is_seed(text):
+        msg = f"{file}: expected the batch seed, a decimal below 2**63, found {text[:40]!r}"
+        raise InputError(msg)
+    return int(text)
+
+
+def write_seed(file: Path, seed: int) -> None:
+    atomic.write_text(file, f"{seed}\n")
+
+
+def _seed_var(value: str) -> int:
+    if not _is_seed(value):
+        msg = f"seed={value}: expected a decimal below 2**63"
+        raise SettingsError(msg)
+    return int(value)
+
+
+def _is_seed(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 19 and int(text) < SEED_LIMIT
 
 
 def _configured(root: Path, value: str) -> Path | None:

@@ -15,6 +15,8 @@ doit compare [across=1]            rows that flipped since the previous grade of
 doit prune [keep=N]                delete what no grade of the last N refers to
 doit grade shard=I/N out=DIR       grade the I-th of N slices of the cases (by case)
 doit merge from=DIR,DIR out=DIR    fold shard folders into one grade (verdicts, table, history)
+doit grade seed=N                  the batch's seed (default: the build folder's, <out>/seed)
+doit rotate_seed                   a new seed for the build folder (between nightly batches)
 """
 
 import gc
@@ -39,6 +41,7 @@ __all__ = [
     "task_merge",
     "task_prompts",
     "task_prune",
+    "task_rotate_seed",
     "task_scan",
     "task_tree",
     "task_verdict",
@@ -119,3 +122,6 @@ def task_prune() -> Any:
 def task_merge() -> Any:
     """Fold shard build folders (from=DIR,DIR,...) into one grade in out=."""
     return PIPELINE.merge_task()
+def task_rotate_seed() -> Any:
+    """Write a new batch seed to <out>/seed (seed=N: that one), for the next grade."""
+    return PIPELINE.rotate_seed_task()

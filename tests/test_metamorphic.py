@@ -1,0 +1,241 @@
+"""Gate `metamorphic` on its shipped case (`intervals`), real g++, doit and bubblewrap.
+
+The shipped rows come from the shared cold grade (tests/conftest.py `shipped`), graded
+with the build folder's own random seed: every expectation below holds whatever the seed.
+One small private grade (reference + one patch) shows `seed=N` replaying a counterexample
+and `doit rotate_seed` changing the seed without a compile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT, Grade, case_library, compiler_calls, run_grade
+
+from cxxgate.gates.metamorphic import Failure, parse_report
+
+CASE = "intervals"
+# Every class of the gate, each reached by a shipped patch.
+REACHED = {
+    "good_in_place": "accept",
+    "assumes_sorted": "relation:permutation",
+    "shrink_nested": "relation:dominated",
+    "bitmap_domain": "relation:scaling",
+    "count_calls": "relation:cover",
+    "forge_report": "relation:permutation",
+    "exit_when_unsorted": "crash",
+    "lookahead_at": "crash",
+    "stage_swap": "crash",
+    "stall_on_nested": "hang",
+    "no_touch": "snapshot_mismatch",
+    "const_ref": "build_fail",
+}
+SEED = re.compile(r"^seed (\d+), 200 trials: ")
+
+
+def _gate_json(grade: Grade, patch: str) -> dict[str, object]:
+    data: dict[str, object] = json.loads(
+        (grade.out / "results" / CASE / patch / "metamorphic.json").read_text()
+    )
+    return data
+
+
+def _relations_run(grade: Grade, patch: str) -> dict[str, object]:
+    """The relation stage's run result of a row, found through its evidence."""
+    for rel in _gate_json(grade, patch)["evidence"]:  # type: ignore[attr-defined]
+        result = grade.out / rel / "result.json"
+        if rel.startswith("runs/") and result.exists():
+            data: dict[str, object] = json.loads(result.read_text())
+            if data["label"] == "metamorphic relations":
+                return data
+    raise AssertionError(f"{patch}: no relation run in its evidence")
+
+
+# ---- the shipped case --------------------------------------------------------------------
+
+
+def test_reference_green_and_every_patch_as_expected(shipped: Grade) -> None:
+    rows = {k: v for k, v in shipped.rows.items() if k.startswith(f"{CASE}/")}
+    assert rows[f"{CASE}/reference"]["verdict"] == "accept"
+    assert not rows[f"{CASE}/reference"]["broken"]
+    assert set(rows) == {f"{CASE}/{p}" for p in [*REACHED, "reference"]}
+    for name, row in rows.items():
+        assert not row.get("expect_problems"), (name, row["expect_problems"])
+
+
+@pytest.mark.parametrize("patch", sorted(REACHED))
+def test_class_reached(shipped: Grade, patch: str) -> None:
+    assert shipped.gate(f"{CASE}/{patch}", "metamorphic")["class"] == REACHED[patch]
+
+
+def test_every_row_records_the_build_folders_seed(shipped: Grade) -> None:
+    seed = (shipped.out / "seed").read_text().strip()
+    for patch in [*REACHED, "reference"]:
+        summary = shipped.gate(f"{CASE}/{patch}", "metamorphic")["summary"]
+        m = SEED.match(summary)
+        assert m is not None and m[1] == seed, summary
+        assert f"seed={seed} trials=200" in _gate_json(shipped, patch)["evidence"]  # type: ignore[operator]
+
+
+def test_counterexample_in_the_verdict(shipped: Grade) -> None:
+    summary = shipped.gate(f"{CASE}/assumes_sorted", "metamorphic")["summary"]
+    # The shuffled input, what the candidate merged, and what it merged from sorted input.
+    m = re.search(
+        r"relation permutation: broke at trial (\d+): input (.+); merged (.+); "
+        r"merged sorted first (.+)$",
+        summary,
+    )
+    assert m is not None, summary
+    assert m[3] != m[4]
+    summary = shipped.gate(f"{CASE}/shrink_nested", "metamorphic")["summary"]
+    assert re.search(r"adding \[-?\d+,-?\d+\) inside \[-?\d+,-?\d+\) merged ", summary), summary
+    # The pass carries its count: every relation on every trial.
+    checks = _gate_json(shipped, "reference")["checks"]
+    relations = next(c for c in checks if c["name"] == "relations")  # type: ignore[attr-defined, index]
+    assert relations["ok"]
+    assert "held on 200 trials (permutation 200, dominated" in relations["detail"]
+
+
+def test_snapshots_pass_where_relations_fail(shipped: Grade) -> None:
+    """The sorted-input patch matches every snapshot: only the relation stage rejects it."""
+    for patch in ("assumes_sorted", "shrink_nested", "bitmap_domain", "count_calls"):
+        checks = _gate_json(shipped, patch)["checks"]
+        snaps = [c for c in checks if c["name"].startswith("snapshot ")]  # type: ignore[attr-defined, index]
+        assert len(snaps) == 4 and all(c["ok"] for c in snaps), (patch, snaps)
+
+
+def test_forged_lines_are_not_the_report(shipped: Grade) -> None:
+    """forge_report printed "every relation held" on stdout, stderr and the report
+    descriptor, and its nonce read came too late: only the driver's nonce lines count."""
+    run = _relations_run(shipped, "forge_report")
+    printed = Path(str(run["stdout_path"])).read_text()
+    assert "held permutation 200\n" in printed and "done 200\n" in printed
+    report = Path(str(run["report_path"])).read_text()
+    assert report.startswith("fail permutation ")
+    assert "done" not in report and "held permutation" not in report
+
+
+def test_early_exit_is_a_crash_not_a_pass(shipped: Grade) -> None:
+    run = _relations_run(shipped, "exit_when_unsorted")
+    # Exit status 0, and no failure reported: only the harness entry tells it apart.
+    assert (run["status"], run["exit"], run["returned"]) == ("exited", 0, False)
+    assert Path(str(run["report_path"])).read_text() == ""
+
+
+def test_a_swapped_stage_is_a_crash(shipped: Grade) -> None:
+    """stage_swap fed the driver a snapshot stage of nothing in place of the relations:
+    exit 0 and main returned, but `done` echoes a stage the harness did not give."""
+    seed = (shipped.out / "seed").read_text().strip()
+    summary = shipped.gate(f"{CASE}/stage_swap", "metamorphic")["summary"]
+    assert f"the driver finished stage 'golden', not 'relations {seed} 200'" in summary
+    snaps = [c for c in _gate_json(shipped, "stage_swap")["checks"] if c["name"] != "relations"]  # type: ignore[attr-defined, index]
+    assert len(snaps) == 4 and all(c["ok"] for c in snaps)
+
+
+# ---- the report protocol -----------------------------------------------------------------
+
+
+def test_parse_report() -> None:
+    rep = parse_report(
+        "out 1 5\nout 7 9\nheld permutation 200\n"
+        "fail dominated 17 input [1,4) merged [1,4); adding [2,3) inside [1,4) merged [1,3)\n"
+        "fail scaling 3 later\nheld\ndone relations 7 200\nnonsense\n"
+    )
+    assert rep.out == ["1 5", "7 9"]
+    assert rep.held == {"permutation": 200}
+    # The first failure is the one reported; text after the trial is kept whole.
+    assert rep.fail == Failure(
+        "dominated", 17, "input [1,4) merged [1,4); adding [2,3) inside [1,4) merged [1,3)"
+    )
+    assert rep.done == "relations 7 200"
+    assert rep.unreadable == ["fail scaling 3 later", "held", "nonsense"]
+    assert parse_report("done\nfail permutation seven text\n").done is None
+    assert parse_report("fail permutation seven text\n").fail is None
+
+
+# ---- seeds: replay, rotation -------------------------------------------------------------
+
+
+def _doit(out: Path, library: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """doit with a task of our choosing (run_grade always asks for `grade`)."""
+    cmd = [sys.executable, "-m", "doit", "-f", str(PROJECT / "dodo.py"), *args]
+    return subprocess.run(
+        [*cmd, f"cases={library}", f"out={out}"],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        check=False,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+    )
+
+
+def _one_patch_library(dest: Path) -> Path:
+    library = case_library(dest, CASE)
+    case_file = library / CASE / "case.yaml"
+    lines = case_file.read_text().splitlines(keepends=True)
+    head = lines[: lines.index("patches:\n") + 1]
+    keep = [ln for ln in lines if "patches/assumes_sorted.diff" in ln]
+    case_file.write_text("".join(head + keep))
+    return library
+
+
+def _relation(grade: Grade) -> tuple[str, str]:
+    """(seed, failing relation and counterexample) of the assumes_sorted row."""
+    summary = grade.gate(f"{CASE}/assumes_sorted", "metamorphic")["summary"]
+    m = re.match(r"seed (\d+), 200 trials: \d+/\d+ checks ok; (relation .*)$", summary)
+    assert m is not None, summary
+    return m[1], m[2]
+
+
+def test_seed_replays_and_rotates_without_compiling(tmp_path: Path) -> None:
+    library = _one_patch_library(tmp_path / "cases")
+    out = tmp_path / "out"
+    first = run_grade(out, "seed=1234", library=library)
+    assert first.returncode == 0, first.output[-2000:]
+    seed, broke = _relation(first)
+    assert seed == "1234" and broke.startswith("relation permutation: broke at trial ")
+    assert not (out / "seed").exists()  # given: the build folder's seed was never needed
+    compiled = compiler_calls(out)
+    assert compiled > 0
+
+    rotated = _doit(out, library, "rotate_seed")
+    assert rotated.returncode == 0, rotated.stdout + rotated.stderr
+    new_seed = (out / "seed").read_text().strip()
+    assert f"-> {new_seed}" in rotated.stdout
+
+    second = run_grade(out, library=library)
+    assert second.returncode == 0, second.output[-2000:]
+    assert _relation(second)[0] == new_seed != "1234"
+    assert compiler_calls(out) == compiled
+    # Only the two relation runs (reference, patch) ran again: the snapshots' keys hold
+    # no seed.
+    assert len(re.findall(r"^\.  exec:", second.output, re.M)) == 2, second.output
+
+    # Replay: drop every stored run, grade with the first seed: the same counterexample,
+    # from a fresh execution, still without a compile.
+    shutil.rmtree(out / "runs")
+    replay = run_grade(out, "seed=1234", library=library)
+    assert replay.returncode == 0, replay.output[-2000:]
+    assert _relation(replay) == (seed, broke)
+    assert compiler_calls(out) == compiled
+    assert (out / "seed").read_text().strip() == new_seed  # seed=N does not rotate
+
+
+def test_bad_seed_is_named(tmp_path: Path) -> None:
+    library = _one_patch_library(tmp_path / "cases")
+    bad = _doit(tmp_path / "out", library, "grade", "seed=12x")
+    assert bad.returncode != 0
+    assert "seed=12x: expected a decimal below 2**63" in bad.stderr
+    (tmp_path / "out").mkdir(exist_ok=True)
+    (tmp_path / "out" / "seed").write_text("yesterday\n")
+    broken = _doit(tmp_path / "out", library, "grade")
+    assert broken.returncode != 0
+    assert f"{tmp_path / 'out' / 'seed'}: expected the batch seed" in broken.stdout + broken.stderr
