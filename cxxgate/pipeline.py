@@ -514,7 +514,13 @@ class Pipeline:
             evidence_roots=evidence_roots,
         )
         rows = [json.loads(line) for line in self.layout.verdicts.read_text().splitlines()]
-        grade = history.record(self.layout.history, rows, exit_status=1 if failed else 0)
+        seed = self.lib.settings.seed_used()
+        grade = history.record(
+            self.layout.history,
+            rows,
+            exit_status=1 if failed else 0,
+            seed="" if seed is None else str(seed),
+        )
         for line in history.summary(grade, before, flips):
             print(line)
         if self.lib.settings.keep:

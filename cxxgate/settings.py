@@ -80,6 +80,13 @@ class Settings:
             write_seed(file, new_seed())
         return read_seed(file)
 
+    def seed_used(self) -> int | None:
+        """The seed this grade's gates drew from, if any asked (the history records it)."""
+        if self.given_seed is not None:
+            return self.given_seed
+        file = Layout(self.out).seed
+        return read_seed(file) if file.exists() else None
+
     @classmethod
     def load(cls, root: Path | None = None) -> Settings:
         root = (root or Path.cwd()).resolve()

@@ -133,15 +133,32 @@ def shipped(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Grade:
     file lock, the others read its result. A test that grades again into its folder grades
     the whole library (warm), so its verdicts.jsonl and cells.txt always hold every row."""
     if worker_id == "master":  # not under xdist
-        return run_grade(tmp_path_factory.mktemp("shipped"), "-n", "2")
+        return _grade_shipped(tmp_path_factory.mktemp("shipped"))
     shared = tmp_path_factory.getbasetemp().parent  # one folder for every worker
     record = shared / "shipped.json"
     with FileLock(str(shared / "shipped.lock")):
         if not record.exists():
-            grade = run_grade(shared / "shipped", "-n", "2")
+            grade = _grade_shipped(shared / "shipped")
             record.write_text(json.dumps([grade.returncode, grade.output]))
     returncode, output = json.loads(record.read_text())
     return Grade(returncode, output, shared / "shipped")
+
+
+SHIPPED_SEED = "20261130"
+
+
+def _grade_shipped(out: Path) -> Grade:
+    """The build folder's batch seed is set first, so the metamorphic gate's draws (and the
+    counterexamples the reports quote) are the same on every run of the suite."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "seed").write_text(SHIPPED_SEED + "\n")
+    return run_grade(out, "-n", "2")
+
+
+def exclusive(grade: Grade) -> FileLock:
+    """Hold this while running doit on a shared grade's folder: doit takes the folder's
+    lock and another worker's doit on it would stop at once."""
+    return FileLock(str(grade.out.parent / f"{grade.out.name}.use.lock"))
 
 
 def case_library(dest: Path, *cases: str) -> Path:

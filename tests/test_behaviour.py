@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import Grade, compiler_calls, run_grade
+from conftest import Grade
 
 from cxxgate.gates import coverage, gcovjson, hunks, slope
 from cxxgate.run import RunSpec, _keep
@@ -127,31 +127,6 @@ def test_tamper_and_not_applicable(shipped: Grade) -> None:
     assert shipped.gate("port/plus_sign", "coverage")["class"] == "zero_hit"
     ref = _result(shipped, "port/reference", "coverage")
     assert re.search(r"\d+ executable lines of 1 tree files scored", str(ref["evidence"]))
-
-
-def test_warm_rerun_builds_and_runs_nothing(shipped: Grade) -> None:
-    """Callgrind profiles, wall series and coverage runs of both cases are cached like
-    every run: a warm grade compiles nothing and rewrites none of their results."""
-    ours = [r for r in shipped.rows if r.split("/")[0] in {"dedupe", "port"}]
-    runs = {
-        str(e)
-        for r in ours
-        for e in shipped.rows[r]["evidence"]  # type: ignore[attr-defined]
-        if str(e).startswith("runs/")
-    }
-    assert len(runs) > 20
-    stamps = {r: (shipped.out / r / "result.json").stat().st_mtime_ns for r in runs}
-    calls = compiler_calls(shipped.out)
-    before = {name: row["gates"] for name, row in shipped.rows.items()}
-    again = run_grade(shipped.out, "-n", "2")
-    assert again.returncode == 0, again.output[-2000:]
-    assert compiler_calls(shipped.out) == calls
-    assert {r: (shipped.out / r / "result.json").stat().st_mtime_ns for r in runs} == stamps
-    executed = {
-        ln.split(":", 1)[1] for ln in again.output.splitlines() if ln.startswith(".  exec:")
-    }
-    assert not executed & {r.rsplit("/", 1)[1] for r in runs}
-    assert {name: row["gates"] for name, row in again.rows.items()} == before
 
 
 # ---- pure parts ------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT, SHIPPED, Grade
+from conftest import PROJECT, SHIPPED, Grade, exclusive
 
 from cxxgate.envelope import Envelope, identify
 from cxxgate.gates import census, cppsource, survive, witness
@@ -123,9 +123,10 @@ def test_warm_grade_scans_nothing(shipped: Grade) -> None:
     cmd = [sys.executable, "-m", "doit", "-f", str(PROJECT / "dodo.py"), "list", "--all"]
     cmd += ["--status", f"cases={SHIPPED}", f"out={shipped.out}", "case=witness,answer_key"]
     env = {**os.environ, "PYTHONPATH": str(PROJECT)}
-    listed = subprocess.run(
-        cmd, capture_output=True, text=True, cwd=PROJECT, env=env, check=True, timeout=300
-    ).stdout.splitlines()
+    with exclusive(shipped):
+        listed = subprocess.run(
+            cmd, capture_output=True, text=True, cwd=PROJECT, env=env, check=True, timeout=300
+        ).stdout.splitlines()
     scans = [line.split()[:2] for line in listed if " scan:" in line]
     assert len(scans) >= 15  # witness: 13 trees; answer_key: 4 trees' sources, the oracle
     assert {status for status, _ in scans} == {"U"}, scans

@@ -14,6 +14,7 @@ from conftest import (
     Grade,
     binary_runs,
     compiler_calls,
+    exclusive,
     project_copy,
     run_doit,
     run_grade,
@@ -145,7 +146,8 @@ def test_warm_rerun_compiles_nothing_and_gives_the_same_verdicts(cold: Grade) ->
     first = (cold.out / "verdicts.jsonl").read_text()
     results = sorted((cold.out).glob("*/*/*/result.json"))
     stamps = [p.stat().st_mtime_ns for p in results]
-    warm = run_grade(cold.out, "-n", "2")
+    with exclusive(cold):
+        warm = run_grade(cold.out, "-n", "2")
     assert warm.returncode == 0, warm.output
     assert (compiler_calls(cold.out), binary_runs(cold.out)) == before
     assert (cold.out / "verdicts.jsonl").read_text() == first

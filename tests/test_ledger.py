@@ -371,13 +371,13 @@ def test_warm_rerun_parses_nothing(tmp_path: Path) -> None:
     ]
     (case / "case.yaml").write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
-    cold = run_grade(out, "-n", "2", library=lib)
+    cold = run_grade(out, "-n", "2", "-v", "2", library=lib)  # -v 2: every task named
     assert cold.returncode == 0, cold.output[-3000:]
     assert any(line.startswith(".  scan:") for line in cold.output.splitlines())
     stamps, calls = _scan_stamps(out), compiler_calls(out)
     # reference, two patches: three trees parsed, and the ledger read once.
     assert len(stamps) == 4
-    warm = run_grade(out, library=lib)
+    warm = run_grade(out, "-v", "2", library=lib)
     assert warm.returncode == 0, warm.output[-3000:]
     assert _scan_stamps(out) == stamps
     assert compiler_calls(out) == calls
@@ -385,7 +385,7 @@ def test_warm_rerun_parses_nothing(tmp_path: Path) -> None:
     # A ledger edit re-reads the ledger and re-classifies; no tree is parsed again.
     ledger = case / "assumptions.yaml"
     ledger.write_text(ledger.read_text().replace("no_new_static_storage: true", "") + "\n")
-    edited = run_grade(out, library=lib)
+    edited = run_grade(out, "-v", "2", library=lib)
     assert edited.returncode == 0, edited.output[-3000:]
     changed = [p for p, t in _scan_stamps(out).items() if stamps.get(p) != t]
     assert len(changed) == 1

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -211,7 +212,7 @@ def test_seed_replays_and_rotates_without_compiling(tmp_path: Path) -> None:
     new_seed = (out / "seed").read_text().strip()
     assert f"-> {new_seed}" in rotated.stdout
 
-    second = run_grade(out, library=library)
+    second = run_grade(out, "-v", "2", library=library)  # -v 2: every executed task named
     assert second.returncode == 0, second.output[-2000:]
     assert _relation(second)[0] == new_seed != "1234"
     assert compiler_calls(out) == compiled
@@ -227,6 +228,10 @@ def test_seed_replays_and_rotates_without_compiling(tmp_path: Path) -> None:
     assert _relation(replay) == (seed, broke)
     assert compiler_calls(out) == compiled
     assert (out / "seed").read_text().strip() == new_seed  # seed=N does not rotate
+    # The history keeps the seed of each grade, for the nightly batches it compares.
+    with sqlite3.connect(out / "history.sqlite3") as db:
+        seeds = [s for (s,) in db.execute("select seed from grades order by id")]
+    assert seeds == ["1234", new_seed, "1234"]
 
 
 def test_bad_seed_is_named(tmp_path: Path) -> None:

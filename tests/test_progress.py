@@ -64,7 +64,14 @@ def grade_in_a_terminal(out: Path, library: Path) -> tuple[int, str]:
         stdin=slave,
         stdout=slave,
         stderr=slave,
-        env={**os.environ, "PYTHONPATH": str(PROJECT), "TERM": "xterm-256color"},
+        # COLUMNS and LINES beat the terminal's size for rich; pytest's may be in os.environ.
+        env={
+            **os.environ,
+            "PYTHONPATH": str(PROJECT),
+            "TERM": "xterm-256color",
+            "COLUMNS": "200",
+            "LINES": "50",
+        },
     )
     os.close(slave)
     chunks = []

@@ -1,13 +1,14 @@
-"""Does the slope gate give the same class for every shipped patch, run after run, with
-the machine's other core busy?
+"""Does a measuring gate (slope, budget) give the same class for every shipped patch, run
+after run, with the machine's other core busy?
 
-One cold grade of the slope case(s) builds the cells; then, `--runs` times, the run
+One cold grade of the case builds the cells; then, `--runs` times, the run
 results are deleted (cells kept: compiles are not what is measured) and the case graded
 again, so every callgrind profile and every wall series runs afresh while a busy-loop
-process holds a core. Prints, per patch, its class on each run and the spread of the
-fitted exponent, and exits non-zero when a patch's class changed between runs.
+process holds a core. Prints, per patch, its class on each run (for slope, the spread of
+the fitted exponent), and exits non-zero when a patch's class changed between runs.
 
-    python bench/slope_stability.py [--runs 10] [--case dedupe] [--no-load]
+    python bench/stability.py [--runs 10] [--case dedupe] [--gate slope] [--no-load]
+    python bench/stability.py --case hot_path --gate budget
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ EXPONENT = re.compile(r"exponent ([\d.]+) \(r\^2 ([\d.]+)\)")
 WALL = re.compile(r"ratio ([\d.]+)")
 
 
-def grade(out: Path, case: str) -> tuple[float, dict[str, dict[str, str]]]:
+def grade(out: Path, case: str, gate_name: str) -> tuple[float, dict[str, dict[str, str]]]:
     start = time.perf_counter()
     proc = subprocess.run(
         [
@@ -58,10 +59,10 @@ def grade(out: Path, case: str) -> tuple[float, dict[str, dict[str, str]]]:
     rows = {}
     for line in (out / "verdicts.jsonl").read_text().splitlines():
         row = json.loads(line)
-        if "slope" in row["gates"]:
-            gate = dict(row["gates"]["slope"])
+        if gate_name in row["gates"]:
+            gate = dict(row["gates"][gate_name])
             # An accepted row's summary only counts checks: its fit is in the evidence.
-            result = out / "results" / row["case"] / row["patch"] / "slope.json"
+            result = out / "results" / row["case"] / row["patch"] / f"{gate_name}.json"
             evidence = json.loads(result.read_text())["evidence"] if result.exists() else []
             gate["fit"] = next((e for e in evidence if e.startswith("exponent")), "")
             gate["wall"] = next((e for e in evidence if e.startswith("wall")), "")
@@ -78,12 +79,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--case", default="dedupe")
+    parser.add_argument("--gate", default="slope")
     parser.add_argument("--no-load", action="store_true", help="leave the other core idle")
     args = parser.parse_args()
-    out = Path(tempfile.mkdtemp(prefix="cxxgate-slope-bench."))
+    out = Path(tempfile.mkdtemp(prefix="cxxgate-stability-bench."))
     load = None if args.no_load else busy_core()
     try:
-        cold, _ = grade(out, args.case)
+        cold, _ = grade(out, args.case, args.gate)
         print(f"cold grade (compiles + first runs): {cold:.1f} s; busy core: {load is not None}")
         classes: dict[str, list[str]] = defaultdict(list)
         exponents: dict[str, list[float]] = defaultdict(list)
@@ -91,7 +93,7 @@ def main() -> int:
         walls = []
         for i in range(args.runs):
             shutil.rmtree(out / "runs", ignore_errors=True)
-            seconds, rows = grade(out, args.case)
+            seconds, rows = grade(out, args.case, args.gate)
             walls.append(seconds)
             for patch, gate in rows.items():
                 classes[patch].append(gate["class"])
