@@ -73,3 +73,12 @@ def of_templates() -> str:
 def of_text(text: str | bytes) -> str:
     data = text.encode() if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()
+
+
+def of_reports() -> str:
+    """The code and template that render report.md, report.html and findings.sarif."""
+    h = hashlib.sha256(of_modules("report_md", "report_html", "sarif", "evidence").encode())
+    for path in sorted((PACKAGE / "report_templates").rglob("*")):
+        if path.is_file():
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]

@@ -28,6 +28,7 @@ from cxxgate import atomic, codehash
 from cxxgate.case import Case
 from cxxgate.envelope import Envelope
 from cxxgate.prompt import TEMPLATE
+from cxxgate.yamlfile import parse
 
 FILE = "identity.lock"
 FORMAT = 1
@@ -144,7 +145,7 @@ def read(library: Path) -> Lock | None:
     path = library / FILE
     if not path.is_file():
         return None
-    data = yaml.safe_load(path.read_text())
+    data = parse(path.read_text())
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{path}: format: expected {FORMAT} (write it with `doit freeze`)")
     for key in ("cases", "grader_files"):

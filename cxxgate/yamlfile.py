@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
@@ -42,9 +42,19 @@ def key_path(loc: tuple[str | int, ...]) -> str:
     return out or "(top level)"
 
 
+def parse(text: str) -> Any:
+    """YAML's safe subset, through libyaml where PyYAML has it: a nightly batch loads every
+    case file, ledger and the identity lock, and the pure-Python parser took most of a
+    warm grade's second (0.95 s of 4.2 s for 1,000 predictions)."""
+    return yaml.load(text, Loader=_LOADER)  # a safe loader, chosen below
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_model(path: Path, model: type[M]) -> M:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = parse(path.read_text())
     except OSError as exc:
         msg = f"{path}: cannot read: {exc.strerror}"
         raise InputError(msg) from exc
