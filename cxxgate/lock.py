@@ -19,6 +19,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -119,9 +120,15 @@ def _grader_files(gates: Iterable[str], gate_files: Mapping[str, Iterable[Path]]
     for gate in gates:
         paths.update(gate_files[gate])
     return {
-        (p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p)): _sha(p.read_bytes())
+        (p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p)): _code_sha(p)
         for p in sorted(paths)
     }
+
+
+@cache
+def _code_sha(path: Path) -> str:
+    """Harness files are read once per process, not once per case."""
+    return _sha(path.read_bytes())
 
 
 def _sha(data: bytes) -> str:
