@@ -53,7 +53,7 @@ WHERE = {
     "using_std": ("using_namespace_header", "include/size_cache.hpp", "using namespace std;"),
     "new_static": ("static_storage", "src/size_cache.cpp", "static std::size_t last"),
     "invented_helper": ("new_symbol", "src/size_cache.cpp", "bool ensure_ready("),
-    "broken_syntax": ("unparsed", "src/size_cache.cpp", "cached_ = n"),
+    "broken_syntax": ("unparsed", "src/size_cache.cpp", "held_ = n"),
     "ndebug_mutex": ("skipped_code", "src/size_cache.cpp", "#ifdef NDEBUG"),
 }
 

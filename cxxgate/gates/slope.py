@@ -224,10 +224,10 @@ def profiler_references(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     for path in sorted(p for p in tree.rglob("*") if p.is_file()):
         if path.suffix.lower() not in hunks.CODE_SUFFIXES:
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for index, ttype, value in CppLexer().get_tokens_unprocessed(text):
+        source = path.read_bytes().decode("utf-8", "replace")
+        for index, ttype, value in CppLexer().get_tokens_unprocessed(source):
             if hunks.significant(ttype, value) and _PROFILER.search(value):
-                line = text.count("\n", 0, index) + 1
+                line = source.count("\n", 0, index) + 1
                 found.append([path.relative_to(tree).as_posix(), line, value.strip()[:80]])
     return {"found": found}
 

@@ -7,10 +7,10 @@ class SizeCache {
 public:
     void store(std::size_t n) noexcept;
     void touch() noexcept;
-    std::size_t size() const noexcept { return cached_; }
+    std::size_t size() const noexcept { return held_; }
     std::size_t hits() const noexcept { return hits_; }
 
 private:
-    std::size_t cached_ = 0;
+    std::size_t held_ = 0;
     std::size_t hits_ = 0;
 };

@@ -1,7 +1,7 @@
 #include "size_cache.hpp"
 
 void SizeCache::store(std::size_t n) noexcept {
-    cached_ = n;
+    held_ = n;
 }
 
 void SizeCache::touch() noexcept {
