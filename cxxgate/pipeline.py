@@ -184,7 +184,7 @@ class Pipeline:
         # What a gate's verdict depends on besides its cells: its code and its config.
         signature = {
             (case.id, gate_name): {
-                "engine": codehash.of_modules("gate", "result", "diagnostics"),
+                "engine": codehash.of_modules("gate", "result", "diagnostics", "program"),
                 "code": gates[gate_name].code,
                 "templates": codehash.of_templates(),
                 "config": case.gate_config(gate_name).model_dump(mode="json"),

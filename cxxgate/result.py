@@ -43,6 +43,9 @@ class Check:
     klass: str  # the gate's class word for this check ("accept" when ok)
     detail: str = ""
     fail_to_pass: bool = False  # must fail on the base tree, pass on the reference
+    # Fail-to-pass checks of one group (the checks made of one program) fail on the base
+    # tree together: one failing is enough. Empty: the check is its own group.
+    group: str = ""
     incomplete: bool = False  # could not be decided (missing compiler, missing oracle)
 
 

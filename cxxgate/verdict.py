@@ -92,22 +92,30 @@ def reference_problems(gates: list[str], ref: Reference) -> dict[str, dict[str, 
             broken[gate] = {"class": base.klass, "why": why}
             undecided = True
             continue
+        # A fail-to-pass group (one check, or every check made of one program) must have
+        # a failing check on the base tree: a program that prints the wrong answer fails
+        # its stdout check while its sanitizer check passes.
+        f2p_failed: dict[str, bool] = {}
         for check in base.checks:
             f2p_total += check.fail_to_pass
             if check.incomplete or gate in broken:
                 continue
-            if check.fail_to_pass and check.ok:
-                why = (
-                    f"fail-to-pass check '{check.name}' already passes on the base tree, "
-                    "so it cannot see the change"
-                )
-                broken[gate] = {"class": BASELINE_RED, "why": why}
-            elif not check.fail_to_pass and not check.ok:
+            if check.fail_to_pass:
+                group = check.group or check.name
+                f2p_failed[group] = f2p_failed.get(group, False) or not check.ok
+            elif not check.ok:
                 why = (
                     f"pass-to-pass check '{check.name}' fails on the base tree: "
                     f"{check.klass}: {check.detail}"
                 )
                 broken[gate] = {"class": BASELINE_RED, "why": why}
+        passing = [g for g, failed in f2p_failed.items() if not failed]
+        if passing and gate not in broken:
+            why = (
+                f"fail-to-pass check '{passing[0]}' already passes on the base tree, "
+                "so it cannot see the change"
+            )
+            broken[gate] = {"class": BASELINE_RED, "why": why}
     if f2p_total == 0 and not undecided:
         no_proof = _all(
             gates, "the case declares a reference patch but no fail_to_pass check proves it"

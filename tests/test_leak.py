@@ -133,8 +133,8 @@ def _library(tmp_path: Path, edit: str, add: str) -> Library:
 def test_a_hidden_file_named_where_a_candidate_sees_it_is_refused(tmp_path: Path) -> None:
     lib = _library(
         tmp_path,
-        "      - {unit: probes/visible_main.cpp, stdout: goldens/visible.stdout}\n",
-        "      - {unit: hidden/hidden_main.cpp, stdout: hidden/hidden.stdout}\n",
+        "      - {units: [probes/visible_main.cpp], stdout_file: goldens/visible.stdout}\n",
+        "      - {units: [hidden/hidden_main.cpp], stdout_file: hidden/hidden.stdout}\n",
     )
     assert lib.cases == {}
     assert len(lib.errors) == 1

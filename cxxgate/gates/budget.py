@@ -35,15 +35,15 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from cxxgate import probe
+from cxxgate import probe, program
 from cxxgate.cellspec import CellSpec, Unit
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import lanes
-from cxxgate.gates.lanes import Program
+from cxxgate.program import Program
 from cxxgate.result import Check, GateResult
 from cxxgate.run import RunSpec
-from cxxgate.yamlfile import InputError, Strict
+from cxxgate.yamlfile import Strict
 
 NAME = "budget"
 SEVERITY = (
@@ -90,15 +90,13 @@ class Config(Strict):
 def plan(ctx: Context) -> Plan:
     cfg: Config = ctx.case.gate_config(NAME)
     key = f"gates.{NAME}"
-    if cfg.program.stdout is None:
-        msg = f"{ctx.case.file}: {key}.program.stdout: the contract needs a golden stdout file"
-        raise InputError(msg)
-    lanes.golden(ctx, cfg.program.stdout, f"{key}.program.stdout")
+    prog = cfg.program
+    program.check(ctx, prog, f"{key}.program", need_stdout=True)
     env = ctx.envelope(cfg.envelope, f"{key}.envelope")
-    unit = lanes.unit_of(ctx, cfg.program.unit, f"{key}.program.unit")
-    label = f"{NAME} {cfg.program.unit}"
-    candidate = lanes.program_cell(ctx, ctx.tree_key, unit, env, label)
-    reference = lanes.program_cell(ctx, ctx.reference_tree_key, unit, env, label)
+    label = f"{NAME} {prog.name}"
+    candidate = program.cell(ctx, prog, f"{key}.program", env, label)
+    # `stdout_of: reference` needs no run of its own: the series runs the reference.
+    reference = program.cell(ctx, prog, f"{key}.program", env, label, ctx.reference_tree_key)
     # The meter does not depend on the tree; keying it on the reference tree builds it
     # once per case (it must hang off some tree, and that one always exists).
     meter = CellSpec(
@@ -114,14 +112,14 @@ def plan(ctx: Context) -> Plan:
     limits = ctx.case.spec.limits
     series = RunSpec(
         cell_key=candidate.key,
-        args=tuple(cfg.program.args),
-        stdin=cfg.program.stdin,
+        args=tuple(prog.args),
+        stdin=program.stdin(ctx, prog, f"{key}.program"),
         env=env.run_env,
         timeout=cfg.timeout or limits.run_seconds,
         output_cap=limits.output_bytes,
         # The meter's own `memory_mib` limit sits under the case's cap: the tighter holds.
         caps=limits.caps(env.flags),
-        label=f"{NAME} series {cfg.program.unit}",
+        label=f"{NAME} series {prog.name}",
         meter=meter.key,
         memory_mib=cfg.memory_mib,
         reference=reference.key,
@@ -137,8 +135,6 @@ def plan(ctx: Context) -> Plan:
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     cfg: Config = ctx.case.gate_config(NAME)
     prog = cfg.program
-    want = lanes.golden(ctx, prog.stdout, f"gates.{NAME}.program.stdout") or b""
-    want_sha = hashlib.sha256(want).hexdigest()
     for name in ("meter", "reference", "candidate"):
         cell = outputs.cells[name]
         if cell.status in lanes.MISSING or (name != "candidate" and cell.status != "ok"):
@@ -148,23 +144,42 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             )
     cand_cell = outputs.cells["candidate"]
     if cand_cell.status != "ok":
-        check = Check(prog.unit, False, "build_fail", why_failed(cand_cell))
-        return GateResult.from_checks(NAME, [check], SEVERITY, [])
+        check = Check(prog.name, False, "build_fail", why_failed(cand_cell))
+        return _result(prog, [check], [])
     series = outputs.runs["series"]
     samples = series.samples
     evidence = [_sample_line(i, s) for i, s in enumerate(samples)]
     cand = [s for s in samples if s["side"] == "candidate"]
     ref = [s for s in samples if s["side"] == "reference"]
-    checks = _contract(prog, cand, want_sha)
+    want_sha, shown = _want(ctx, prog, ref)
+    if want_sha is None:
+        why = f"{shown}: the reference's runs in this series did not all print the same bytes"
+        return _result(prog, [Check("reference", False, "incomplete", why, incomplete=True)], [])
+    checks = _contract(prog, cand, want_sha, shown)
     ref_problem = _reference_problem(prog, ref, want_sha, cfg)
     if ref_problem is not None:
         checks.append(Check("reference", False, "incomplete", ref_problem, incomplete=True))
     elif all(c.ok for c in checks):
         checks += _caps(cfg, cand, ref, evidence)
+    return _result(prog, checks, evidence)
+
+
+def _result(prog: Program, checks: list[Check], evidence: list[str]) -> GateResult:
+    checks = program.tagged(prog, f"gates.{NAME}.program", checks)
     return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
 
 
-def _contract(prog: Program, cand: list[dict[str, Any]], want_sha: str) -> list[Check]:
+def _want(ctx: Context, prog: Program, ref: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """The sha of the stdout the contract wants, and how messages name it. The reference's
+    own stdout comes from its runs in this series (they must agree)."""
+    if prog.stdout_of == "reference":
+        shas = {s["stdout_sha"] for s in ref}
+        return (shas.pop() if len(shas) == 1 else None), "the reference's stdout"
+    want = program.expected(ctx, prog, f"gates.{NAME}.program", Outputs({}, {}), "")
+    return hashlib.sha256(want.stdout or b"").hexdigest(), want.shown
+
+
+def _contract(prog: Program, cand: list[dict[str, Any]], want_sha: str, shown: str) -> list[Check]:
     if not cand:
         return [Check("runs", False, "incomplete", "no candidate run was made", incomplete=True)]
     for s in cand:
@@ -195,10 +210,10 @@ def _contract(prog: Program, cand: list[dict[str, Any]], want_sha: str) -> list[
         detail = f"{len(shas)} different stdouts over {len(cand)} runs with the same input"
         checks.append(Check("stdout", False, "unstable_stdout", detail))
     elif shas != {want_sha}:
-        detail = f"stdout sha {next(iter(shas))[:12]}, golden {prog.stdout} is {want_sha[:12]}"
+        detail = f"stdout sha {next(iter(shas))[:12]}, {shown} is {want_sha[:12]}"
         checks.append(Check("stdout", False, "stdout_mismatch", detail))
     else:
-        checks.append(Check("stdout", True, "accept", f"golden stdout on all {len(cand)} runs"))
+        checks.append(Check("stdout", True, "accept", f"{shown} on all {len(cand)} runs"))
     return checks
 
 

@@ -30,12 +30,14 @@ import re
 
 from pydantic import Field
 
+from cxxgate import program
 from cxxgate.cellspec import CellResult, CellSpec, Unit
 from cxxgate.diagnostics import Diagnostic, first_error, parse
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import surface
+from cxxgate.program import Expected, Program
 from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
-from cxxgate.run import RunResult, RunSpec
+from cxxgate.run import RunResult
 from cxxgate.yamlfile import InputError, Strict, TreePath
 
 NAME = "consumer"
@@ -52,7 +54,8 @@ SEVERITY = (
 
 
 class Config(Strict):
-    program: str  # the consumer, a file of the case outside tree/
+    # The consumer: its units are files of the case outside tree/ (a stranger has no tree).
+    program: Program
     namespaces: list[str] = Field(
         min_length=1
     )  # the library's own; the consumer must not open them
@@ -60,25 +63,65 @@ class Config(Strict):
     # library sources (globs in the tree); default: the case's `sources`
     sources: list[TreePath] | None = None
     envelope: str | None = None
-    args: list[str] = Field(default_factory=list)
-    stdin: str = ""
-    stdout: str  # golden stdout, exact
-    exit: int = 0
+
+
+KEY = f"gates.{NAME}.program"
 
 
 def plan(ctx: Context) -> Plan:
     case = ctx.case
     cfg: Config = case.gate_config(NAME)
+    prog = cfg.program
+    units = _units(ctx, cfg)
+    program.check(ctx, prog, KEY, need_stdout=True)
+    out = Plan()
+    trees = [("", ctx.tree_key)]
+    if prog.stdout_of == "reference":  # the reference row's own cells and run
+        trees.append((program.REFERENCE, ctx.reference_tree_key))
+    for suffix, tree_key in trees:
+        archive, consumer = _cells(ctx, cfg, units, tree_key)
+        out.cells["archive" + suffix] = archive
+        out.cells["consumer" + suffix] = consumer
+        env = consumer.envelope
+        out.runs["run" + suffix] = program.run(
+            ctx, consumer, prog, KEY, env.run_env, f"{NAME} run {prog.name}"
+        )
+    return out
+
+
+def _units(ctx: Context, cfg: Config) -> tuple[Unit, ...]:
+    """The consumer's units under their own file names, checked for what would hide a
+    missing declaration."""
+    units: list[Unit] = []
+    for j, ref in enumerate(cfg.program.units):
+        where = f"{KEY}.units[{j}]"
+        if ref.oracle is None:
+            msg = (
+                f"{ctx.case.file}: {where}.tree: a consumer is built as a stranger, without "
+                "the tree: its units are files beside tree/"
+            )
+            raise InputError(msg)
+        path = ctx.case.oracle(ref.oracle, f"{where}.oracle")
+        if any(u.name == path.name for u in units):
+            msg = f"{ctx.case.file}: {where}.oracle: a second unit named {path.name!r}"
+            raise InputError(msg)
+        text = ctx.case.oracle_text(ref.oracle, f"{where}.oracle")
+        check_program(ctx, cfg, ref.oracle, text)
+        units.append(Unit(path.name, text))
+    return tuple(units)
+
+
+def _cells(
+    ctx: Context, cfg: Config, units: tuple[Unit, ...], tree_key: str
+) -> tuple[CellSpec, CellSpec]:
+    case = ctx.case
     env = ctx.gate_envelope(NAME, cfg.envelope)
-    program = case.oracle(cfg.program, f"gates.{NAME}.program")
-    text = program.read_text()
-    check_program(ctx, cfg, text)
     product = surface.library_name(ctx, NAME, cfg.library)
     sources = surface.library_sources(ctx, NAME, cfg.sources)
     limits = case.spec.limits
     archive = CellSpec(
         kind="archive",
-        tree_key=ctx.tree_key,
+        tree_key=tree_key,
         units=(),
         tree_sources=sources,
         include_dirs=tuple(case.spec.include_dirs),
@@ -89,39 +132,35 @@ def plan(ctx: Context) -> Plan:
     )
     consumer = CellSpec(
         kind="consumer",
-        tree_key=ctx.tree_key,
-        units=(Unit(program.name, text),),
+        tree_key=tree_key,
+        units=units,
         tree_sources=(),
         include_dirs=(),  # the stranger sees only the published headers
         envelope=env,
         compile_seconds=limits.compile_seconds,
-        label=f"{NAME} stranger build {cfg.program}",
+        label=f"{NAME} stranger build {cfg.program.name}",
         needs=(archive.key,),
         publish=tuple((h, case.header_include(h)) for h in case.spec.public_headers),
         product=product,
     )
-    run = RunSpec(
-        cell_key=consumer.key,
-        args=tuple(cfg.args),
-        stdin=cfg.stdin,
-        env=env.run_env,
-        timeout=limits.run_seconds,
-        output_cap=limits.output_bytes,
-        caps=limits.caps(env.flags),
-        label=f"{NAME} run {cfg.program}",
-    )
-    return Plan(cells={"archive": archive, "consumer": consumer}, runs={"run": run})
+    return archive, consumer
 
 
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     cfg: Config = ctx.case.gate_config(NAME)
-    check = _check(cfg, outputs.cells["archive"], outputs.cells["consumer"], outputs.runs["run"])
+    prog = cfg.program
+    want = program.expected(ctx, prog, KEY, outputs, "run")
+    check = _check(
+        prog, want, outputs.cells["archive"], outputs.cells["consumer"], outputs.runs["run"]
+    )
     # The pipeline adds every planned cell's and run's folder as evidence.
-    return GateResult.from_checks(NAME, [check], SEVERITY, [])
+    return GateResult.from_checks(NAME, program.tagged(prog, KEY, [check]), SEVERITY, [])
 
 
-def _check(cfg: Config, archive: CellResult, consumer: CellResult, run: RunResult) -> Check:
-    name = f"stranger {cfg.program}"
+def _check(
+    prog: Program, want: Expected, archive: CellResult, consumer: CellResult, run: RunResult
+) -> Check:
+    name = f"stranger {prog.name}"
     for cell in (archive, consumer):
         if cell.status == TOOLCHAIN_MISSING:
             return Check(name, False, TOOLCHAIN_MISSING, cell.detail, incomplete=True)
@@ -153,20 +192,23 @@ def _check(cfg: Config, archive: CellResult, consumer: CellResult, run: RunResul
         return Check(name, False, "behavior_mismatch", f"killed by signal {run.signal}")
     if run.status != "exited":
         return Check(name, False, "behavior_mismatch", f"did not run: {run.status}")
-    stdout = run.stdout.decode(errors="replace")
-    if run.exit != cfg.exit or stdout != cfg.stdout:
+    if want.problem:
+        return program.undecided(name, want)
+    if run.exit != prog.exit or program.stdout_problem(run.stdout, want) is not None:
+        stdout = run.stdout.decode(errors="replace")
+        golden = (want.stdout or b"").decode(errors="replace")
         return Check(
             name,
             False,
             "behavior_mismatch",
-            f"exit {run.exit} (golden {cfg.exit}), stdout {stdout[:80]!r} (golden {cfg.stdout!r})",
+            f"exit {run.exit} (golden {prog.exit}), stdout {stdout[:80]!r} (golden {golden!r})",
         )
     return Check(name, True, "accept", "compiled, linked and ran as a stranger")
 
 
-def check_program(ctx: Context, cfg: Config, text: str) -> None:
+def check_program(ctx: Context, cfg: Config, rel: str, text: str) -> None:
     """Refuse a consumer that could hide the very failures this gate exists to see."""
-    key = f"{ctx.case.file}: gates.{NAME}.program ({cfg.program})"
+    key = f"{ctx.case.file}: {KEY} ({rel})"
     code = _strip_comments_and_strings(text)
     scope = _file_scope(code)
     for ns in cfg.namespaces:

@@ -31,12 +31,12 @@ from typing import Any
 
 from pydantic import Field
 
+from cxxgate import program
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import gcovjson, hunks, lanes
-from cxxgate.gates.lanes import Program
+from cxxgate.program import Program
 from cxxgate.result import Check, Finding, GateResult
-from cxxgate.run import RunSpec
 from cxxgate.scan import ScanSpec
 from cxxgate.yamlfile import InputError, Strict
 
@@ -64,33 +64,29 @@ def plan(ctx: Context) -> Plan:
             f"{list(MUST_HAVE)} (missing {missing}, family {env.toolchain.family!r})"
         )
         raise InputError(msg)
-    limits = ctx.case.spec.limits
-    cells, runs = {}, {}
+    out = Plan()
     for i, test in enumerate(cfg.tests):
         where = f"{key}.tests[{i}]"
-        if test.stdout is not None:
-            lanes.golden(ctx, test.stdout, f"{where}.stdout")
-        unit = lanes.unit_of(ctx, test.unit, f"{where}.unit")
-        cell = lanes.program_cell(ctx, ctx.tree_key, unit, env, f"{NAME} {test.unit}")
-        cells[f"test{i}"] = cell
-        runs[f"test{i}"] = RunSpec(
-            cell_key=cell.key,
-            args=tuple(test.args),
-            stdin=test.stdin,
-            env=(*env.run_env, *GCOV_ENV),
-            timeout=limits.run_seconds,
-            output_cap=limits.output_bytes,
-            caps=limits.caps(env.flags),
-            label=f"{NAME} {test.unit}",
+        program.check(ctx, test, where)
+        cell = program.cell(ctx, test, where, env, f"{NAME} {test.name}")
+        run = program.run(
+            ctx,
+            cell,
+            test,
+            where,
+            (*env.run_env, *GCOV_ENV),
+            f"{NAME} {test.name}",
             keep=("*.gcda",),
         )
+        program.add(ctx, out, f"test{i}", test, cell, run)
     scan = ScanSpec.of(
         ctx.tree_key,
         hunks.added_lines,
         {"base": str(ctx.case.tree), "base_digest": ctx.case.tree_digest},
         label=f"{NAME} hunks",
     )
-    return Plan(cells=cells, runs=runs, scans={"hunks": scan})
+    out.scans["hunks"] = scan
+    return out
 
 
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
@@ -139,22 +135,22 @@ def _suite(
     checks: list[Check] = []
     counts = gcovjson.Counts()
     for i, test in enumerate(cfg.tests):
+        where = f"gates.{NAME}.tests[{i}]"
         cell, run = outputs.cells[f"test{i}"], outputs.runs[f"test{i}"]
         if cell.status in lanes.MISSING:
-            return [], counts, f"{test.unit}: {cell.status}: {cell.detail}"
+            return [], counts, f"{test.name}: {cell.status}: {cell.detail}"
         if cell.status != "ok":
-            checks.append(
-                Check(test.unit, False, "suite_red", f"does not build: {why_failed(cell)}")
-            )
+            failed = Check(test.name, False, "suite_red", f"does not build: {why_failed(cell)}")
+            checks += program.tagged(test, where, [failed])
             continue
-        problem = lanes.run_problem(run, test.exit)
-        golden = lanes.golden(ctx, test.stdout, f"gates.{NAME}.tests[{i}].stdout")
-        if problem is None and golden is not None and run.stdout != golden:
-            problem = f"stdout differs from {test.stdout}"
+        want = program.expected(ctx, test, where, outputs, f"test{i}")
+        if want.problem:
+            return [], counts, f"{test.name}: {want.problem}"
+        problem = program.problem(run, test, want)
         if problem:
-            checks.append(Check(test.unit, False, "suite_red", problem))
+            checks += program.tagged(test, where, [Check(test.name, False, "suite_red", problem)])
             continue
-        checks.append(Check(test.unit, True, "accept", "passed"))
+        checks += program.tagged(test, where, [Check(test.name, True, "accept", "passed")])
         compiler = plan.cells[f"test{i}"].envelope.toolchain.path or ""
         gcov = gcovjson.gcov_for(compiler)
         if gcov is None:

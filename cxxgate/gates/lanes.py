@@ -1,9 +1,5 @@
-"""What the runtime gates (sanitizer, matrix, budget) share: programs built from the
-case's tree plus a grader-owned driver unit, in named envelopes, and sanitizer reports.
-
-The cell specs are built here, in one way, so that the same (tree, unit, envelope) asked
-for by two gates is the same CellSpec, hence the same key, built once. The same goes for
-plain runs: identical argv, stdin, environment and limits give one run.
+"""What the runtime gates share besides the program model (cxxgate/program.py): cells
+of drivers the harness renders itself, and sanitizer reports.
 
 Every program is linked with the harness entry (cxxgate/cell.py ENTRY_SOURCE): a run that
 ends without returning from its unit's main (a static initialiser calling _exit) fails,
@@ -16,23 +12,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field
-
+from cxxgate import program
 from cxxgate.cellspec import NEUTRAL_TREE, UNIT_NAME, CellSpec, Unit
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context
-from cxxgate.run import RunResult, RunSpec
-from cxxgate.yamlfile import Strict
-
-
-class Program(Strict):
-    """A grader-owned driver unit, linked with the case's `sources`, and how to run it."""
-
-    unit: str
-    args: list[str] = Field(default_factory=list)
-    stdin: str = ""
-    stdout: str | None = None  # golden stdout: a file in the case folder, outside tree/
-    exit: int = 0
 
 
 def unit_of(ctx: Context, rel: str, key: str) -> Unit:
@@ -40,11 +23,9 @@ def unit_of(ctx: Context, rel: str, key: str) -> Unit:
     return Unit(UNIT_NAME, ctx.case.oracle_text(rel, key))
 
 
-def golden(ctx: Context, rel: str | None, key: str) -> bytes | None:
-    return None if rel is None else ctx.case.oracle(rel, key).read_bytes()
-
-
 def program_cell(ctx: Context, tree_key: str, unit: Unit, env: Envelope, label: str) -> CellSpec:
+    """A driver the harness renders itself (slope, metamorphic); a case's programs are
+    built by cxxgate/program.py, to the same key when they are one oracle unit."""
     case = ctx.case
     return CellSpec(
         kind="exe",
@@ -56,26 +37,6 @@ def program_cell(ctx: Context, tree_key: str, unit: Unit, env: Envelope, label: 
         compile_seconds=case.spec.limits.compile_seconds,
         label=label,
         entry=True,
-    )
-
-
-def program_run(
-    ctx: Context,
-    cell: CellSpec,
-    prog: Program,
-    env: tuple[tuple[str, str], ...],
-    label: str,
-) -> RunSpec:
-    limits = ctx.case.spec.limits
-    return RunSpec(
-        cell_key=cell.key,
-        args=tuple(prog.args),
-        stdin=prog.stdin,
-        env=env,
-        timeout=limits.run_seconds,
-        output_cap=limits.output_bytes,
-        caps=limits.caps(cell.envelope.flags),
-        label=label,
     )
 
 
@@ -142,21 +103,6 @@ def _shown(file: str, tree_root: str) -> str:
     return path.name
 
 
-def run_problem(run: RunResult, want_exit: int) -> str | None:
-    """Why a run did not end as a clean exit with `want_exit`; None when it did."""
-    if run.status == "not_built":
-        return "not built"
-    if run.status == "hang":
-        return "killed at the time limit"
-    if run.status == "output_overflow":
-        return "killed at the output cap"
-    if run.status == "signaled":
-        return run.detail or f"killed by signal {run.signal}"
-    if run.exit != want_exit:
-        return f"exit {run.exit} (expected {want_exit}): {run.detail or run.output_tail()}"
-    if run.returned is False:
-        return f"exited before main returned (exit {run.exit}): {run.output_tail()}"
-    return None
-
+run_problem = program.run_problem
 
 MISSING = ("toolchain_missing", "no_tree", "harness_error")

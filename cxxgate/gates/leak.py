@@ -40,11 +40,12 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from cxxgate import program
 from cxxgate.cellspec import CellResult
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import cppsource, lanes, literals
-from cxxgate.gates.lanes import Program
+from cxxgate.program import Expected, Program
 from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
 from cxxgate.run import RunResult
 from cxxgate.scan import ScanSpec
@@ -102,16 +103,10 @@ def plan(ctx: Context) -> Plan:
     env = ctx.gate_envelope(NAME, cfg.envelope)
     for i, prog in enumerate(cfg.hidden):
         key = f"gates.{NAME}.hidden[{i}]"
-        if prog.stdout is None:
-            msg = f"{case.file}: {key}.stdout: a hidden program needs its golden stdout file"
-            raise InputError(msg)
-        lanes.golden(ctx, prog.stdout, f"{key}.stdout")
-        unit = lanes.unit_of(ctx, prog.unit, f"{key}.unit")
-        cell = lanes.program_cell(ctx, ctx.tree_key, unit, env, f"{NAME} hidden #{i}")
-        out.cells[f"hidden{i}"] = cell
-        out.runs[f"hidden{i}"] = lanes.program_run(
-            ctx, cell, prog, env.run_env, f"{NAME} hidden run #{i}"
-        )
+        program.check(ctx, prog, key, need_stdout=True)
+        cell = program.cell(ctx, prog, key, env, f"{NAME} hidden #{i}")
+        run = program.run(ctx, cell, prog, key, env.run_env, f"{NAME} hidden run #{i}")
+        program.add(ctx, out, f"hidden{i}", prog, cell, run)
     return out
 
 
@@ -134,7 +129,7 @@ def _visible(ctx: Context, cfg: Config) -> dict[str, str]:
 def _keep_hidden(ctx: Context, cfg: Config) -> None:
     """A hidden file the candidate sees (named in `oracle:` or in any other gate's
     section) is not hidden: an input error, before anything is graded."""
-    hidden = {p for prog in cfg.hidden for p in (prog.unit, prog.stdout) if p is not None}
+    hidden = {p for prog in cfg.hidden for p in prog.oracle_files()}
     visible = _visible(ctx, cfg)
     for rel in sorted(hidden & set(visible)):
         msg = (
@@ -200,9 +195,10 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         )
     evidence = [f"visible oracle: {', '.join(scans['oracle'].data['files']) or 'none'}"]
     for i, prog in enumerate(cfg.hidden):
+        key = f"gates.{NAME}.hidden[{i}]"
         cell, run = outputs.cells[f"hidden{i}"], outputs.runs[f"hidden{i}"]
-        want = lanes.golden(ctx, prog.stdout, f"gates.{NAME}.hidden[{i}].stdout") or b""
-        checks.append(_hidden(f"hidden #{i}", prog, cell, run, want))
+        want = program.expected(ctx, prog, key, outputs, f"hidden{i}")
+        checks += program.tagged(prog, key, [_hidden(f"hidden #{i}", prog, cell, run, want)])
         sandboxes = {s.sandbox for s in cell.steps}
         if "none" in sandboxes:
             evidence.append(f"hidden #{i}: compiled with sandbox: none (hidden files readable)")
@@ -210,19 +206,21 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     return replace(result, findings=findings)
 
 
-def _hidden(name: str, prog: Program, cell: CellResult, run: RunResult, want: bytes) -> Check:
+def _hidden(name: str, prog: Program, cell: CellResult, run: RunResult, want: Expected) -> Check:
     if cell.status == "toolchain_missing":
         return Check(name, False, TOOLCHAIN_MISSING, cell.detail, incomplete=True)
     if cell.status in lanes.MISSING:
         return Check(name, False, VACUOUS, f"{cell.status}: {cell.detail}", incomplete=True)
     if cell.status != "ok":
         return Check(name, False, "hidden_oracle_fail", f"does not build: {why_failed(cell)}")
-    problem = lanes.run_problem(run, prog.exit)
+    problem = program.run_problem(run, prog.exit)
     if problem is not None:
         return Check(name, False, "hidden_oracle_fail", problem)
+    if want.problem:
+        return program.undecided(name, want)
     got = run.stdout
-    if got != want:
-        return Check(name, False, "hidden_oracle_fail", _difference(got, want))
+    if want.stdout is not None and got != want.stdout:
+        return Check(name, False, "hidden_oracle_fail", _difference(got, want.stdout))
     return Check(name, True, "accept", "printed its hidden golden and exited as expected")
 
 

@@ -35,11 +35,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cxxgate import program
 from cxxgate.diagnostics import why_failed
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import lanes, ledger_ast, ledger_rules
-from cxxgate.gates.lanes import Program
+from cxxgate.program import Program
 from cxxgate.result import VACUOUS, Check, Finding, GateResult
 from cxxgate.scan import ScanSpec
 from cxxgate.yamlfile import InputError, Strict, key_path, load_model
@@ -125,13 +126,11 @@ def plan(ctx: Context) -> Plan:
     env = ctx.gate_envelope(NAME, cfg.envelope)
     ledger = _ledger_file(ctx, cfg)
     params = _scan_params(ctx, env)
-    unit = lanes.unit_of(ctx, cfg.program.unit, f"{key}.program.unit")
-    lanes.golden(ctx, cfg.program.stdout, f"{key}.program.stdout")
-    cell = lanes.program_cell(ctx, ctx.tree_key, unit, env, f"{NAME} {cfg.program.unit}")
-    run = lanes.program_run(ctx, cell, cfg.program, env.run_env, f"{NAME} oracle run")
-    return Plan(
-        cells={"oracle": cell},
-        runs={"oracle": run},
+    prog = cfg.program
+    program.check(ctx, prog, f"{key}.program")
+    cell = program.cell(ctx, prog, f"{key}.program", env, f"{NAME} {prog.name}")
+    run = program.run(ctx, cell, prog, f"{key}.program", env.run_env, f"{NAME} oracle run")
+    out = Plan(
         scans={
             "reference": ScanSpec.of(
                 ctx.reference_tree_key, ledger_ast.facts, params, label=f"{NAME} parse"
@@ -146,6 +145,8 @@ def plan(ctx: Context) -> Plan:
             ),
         },
     )
+    program.add(ctx, out, "oracle", prog, cell, run)
+    return out
 
 
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
@@ -192,7 +193,9 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             findings=findings,
         )
     checks = [Check("ledger", True, "accept", _counts(cand))]
-    checks.append(_behaviour(ctx, cfg.program, outputs))
+    checks += program.tagged(
+        cfg.program, f"gates.{NAME}.program", [_behaviour(ctx, cfg.program, outputs)]
+    )
     return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
 
 
@@ -211,19 +214,22 @@ def _counts(facts: dict[str, Any]) -> str:
 
 def _behaviour(ctx: Context, prog: Program, outputs: Outputs) -> Check:
     cell, run = outputs.cells["oracle"], outputs.runs["oracle"]
-    name = f"oracle {prog.unit}"
+    name = f"oracle {prog.name}"
     if cell.status in lanes.MISSING:
         why = f"oracle cell: {cell.status}" + (f": {cell.detail}" if cell.detail else "")
         return Check(name, False, cell.status, why, incomplete=True)
     if cell.status != "ok":
         return Check(name, False, "behavior_fail", f"does not build: {why_failed(cell)}")
-    problem = lanes.run_problem(run, prog.exit)
+    problem = program.run_problem(run, prog.exit)
     if problem is not None:
         return Check(name, False, "behavior_fail", problem)
-    want = lanes.golden(ctx, prog.stdout, f"gates.{NAME}.program.stdout")
-    if want is not None and run.stdout != want:
+    want = program.expected(ctx, prog, f"gates.{NAME}.program", outputs, "oracle")
+    if want.problem:
+        return program.undecided(name, want)
+    if want.stdout is not None and run.stdout != want.stdout:
         got = run.stdout[:60].decode(errors="replace")
-        return Check(name, False, "behavior_fail", f"stdout {got!r} is not {prog.stdout}")
+        shown = prog.stdout_file or want.shown
+        return Check(name, False, "behavior_fail", f"stdout {got!r} is not {shown}")
     return Check(name, True, "accept", "golden stdout and exit")
 
 

@@ -28,11 +28,12 @@ from dataclasses import replace
 
 from pydantic import Field
 
+from cxxgate import program
 from cxxgate.cellspec import CellResult
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import lanes
-from cxxgate.gates.lanes import Program
+from cxxgate.program import Expected, Program
 from cxxgate.result import Check, GateResult
 from cxxgate.run import RunResult
 from cxxgate.yamlfile import Strict
@@ -55,14 +56,12 @@ def plan(ctx: Context) -> Plan:
     ]
     for i, prog in enumerate(cfg.programs):
         key = f"gates.{NAME}.programs[{i}]"
-        unit = lanes.unit_of(ctx, prog.unit, f"{key}.unit")
-        lanes.golden(ctx, prog.stdout, f"{key}.stdout")
+        program.check(ctx, prog, key)
         for env in envs:
-            cell = lanes.program_cell(ctx, ctx.tree_key, unit, env, f"{NAME} {prog.unit}")
-            out.cells[f"{i}:{env.name}"] = cell
-            out.runs[f"{i}:{env.name}"] = lanes.program_run(
-                ctx, cell, prog, env.run_env, f"{NAME} run {prog.unit} [{env.name}]"
-            )
+            cell = program.cell(ctx, prog, key, env, f"{NAME} {prog.name}")
+            label = f"{NAME} run {prog.name} [{env.name}]"
+            run = program.run(ctx, cell, prog, key, env.run_env, label)
+            program.add(ctx, out, f"{i}:{env.name}", prog, cell, run)
     return out
 
 
@@ -71,18 +70,23 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     checks: list[Check] = []
     evidence: list[str] = []
     for i, prog in enumerate(cfg.programs):
-        want = lanes.golden(ctx, prog.stdout, f"gates.{NAME}.programs[{i}].stdout")
+        key = f"gates.{NAME}.programs[{i}]"
+        mine: list[Check] = []
         clean: dict[str, bytes] = {}
+        wants: dict[str, Expected] = {}
         for env in cfg.envelopes:
             cell = outputs.cells[f"{i}:{env}"]
             run = outputs.runs[f"{i}:{env}"]
             check, report = _cell_check(prog, env, cell, run)
             evidence.append(_record(prog, env, cell, run, report))
             if check is not None:
-                checks.append(check)
+                mine.append(check)
             else:
                 clean[env] = run.stdout
-        checks += _agreement(prog, clean, want)
+                # The reference's stdout in the same envelope: the same key as its own run.
+                wants[env] = program.expected(ctx, prog, key, outputs, f"{i}:{env}")
+        mine += _agreement(prog, clean, wants)
+        checks += program.tagged(prog, key, mine)
     result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
     if result.status == "fail" and result.klass in {"compile_fail", "run_fail"}:
         failed = {c.name.rsplit(" ", 1)[-1] for c in checks if c.klass == result.klass}
@@ -94,7 +98,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
 def _cell_check(
     prog: Program, env: str, cell: CellResult, run: RunResult
 ) -> tuple[Check | None, lanes.Report | None]:
-    name = f"{prog.unit} {env}"
+    name = f"{prog.name} {env}"
     if cell.status in lanes.MISSING:
         why = f"cell missing: {cell.status}" + (f": {cell.detail}" if cell.detail else "")
         return Check(name, False, "incomplete", why, incomplete=True), None
@@ -103,14 +107,14 @@ def _cell_check(
     report = lanes.sanitizer_report(run.stderr, cell.tree_root)
     if report is not None:
         return Check(name, False, "run_fail", f"sanitizer: {report.brief()}"), report
-    problem = lanes.run_problem(run, prog.exit)
+    problem = program.run_problem(run, prog.exit)
     if problem is not None:
         return Check(name, False, "run_fail", problem), None
     return None, None
 
 
-def _agreement(prog: Program, clean: dict[str, bytes], want: bytes | None) -> list[Check]:
-    """Clean cells must print the same bytes (and the golden's, when there is one)."""
+def _agreement(prog: Program, clean: dict[str, bytes], wants: dict[str, Expected]) -> list[Check]:
+    """Clean cells must print the same bytes (and the expected ones, when there are)."""
     if not clean:
         return []
     # In the order the envelopes are listed, not a set's (which varies between processes).
@@ -118,21 +122,29 @@ def _agreement(prog: Program, clean: dict[str, bytes], want: bytes | None) -> li
     if len(outputs) > 1:
         groups = {out: [e for e, o in clean.items() if o == out] for out in outputs}
         shown = " vs ".join(f"{'+'.join(envs)} {_excerpt(out)}" for out, envs in groups.items())
-        return [Check(f"{prog.unit} agreement", False, "disagreement", shown)]
+        return [Check(f"{prog.name} agreement", False, "disagreement", shown)]
     (only,) = outputs
-    if want is not None and only != want:
-        return [
-            Check(
-                f"{prog.unit} {env}",
-                False,
-                "run_fail",
-                f"every envelope printed {_excerpt(only)}; golden {prog.stdout} has "
-                f"{_excerpt(want)}",
-            )
-            for env in clean
-        ]
-    what = "the golden stdout" if want is not None else "the same stdout"
-    return [Check(f"{prog.unit} agreement", True, "accept", f"{len(clean)} envelopes: {what}")]
+    undecided = [
+        program.undecided(f"{prog.name} {env}", want) for env, want in wants.items() if want.problem
+    ]
+    if undecided:
+        return undecided
+    wrong = [
+        Check(
+            f"{prog.name} {env}",
+            False,
+            "run_fail",
+            f"every envelope printed {_excerpt(only)}; {want.shown} has "
+            f"{_excerpt(want.stdout or b'')}",
+        )
+        for env, want in wants.items()
+        if program.stdout_problem(only, want) is not None
+    ]
+    if wrong:
+        return wrong
+    checked = any(w.stdout is not None for w in wants.values())
+    what = f"{next(iter(wants.values())).shown}" if checked else "the same stdout"
+    return [Check(f"{prog.name} agreement", True, "accept", f"{len(clean)} envelopes: {what}")]
 
 
 def _record(
@@ -140,7 +152,7 @@ def _record(
 ) -> str:
     ran = "-" if run.status == "not_built" else f"{run.status}:{run.exit}"
     return (
-        f"{prog.unit} [{env}] compile={cell.status} run={ran} "
+        f"{prog.name} [{env}] compile={cell.status} run={ran} "
         f"stdout={run.stdout_sha[:12] or '-'} sanitizer={report.brief() if report else '-'}"
     )
 
