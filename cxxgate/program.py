@@ -249,10 +249,22 @@ def undecided(name: str, want: Expected) -> Check:
     return Check(name, False, BASELINE_RED, want.problem, incomplete=True)
 
 
-def stdout_problem(got: bytes, want: Expected) -> str | None:
+def stdout_problem(got: bytes, want: Expected, width: int = 60) -> str | None:
     if want.stdout is None or got == want.stdout:
         return None
-    return f"printed {excerpt(got)}, {want.shown} has {excerpt(want.stdout)}"
+    where, mine, theirs = parting(got, want.stdout)
+    return f"{where}printed {excerpt(mine, width)}, {want.shown} has {excerpt(theirs, width)}"
+
+
+def parting(got: bytes, want: bytes) -> tuple[str, bytes, bytes]:
+    """Both outputs from the first line where they part ('line N: ' when N > 1), so a
+    message shows the difference, not a shared first line."""
+    mine, theirs = got.splitlines(keepends=True), want.splitlines(keepends=True)
+    n = 0
+    while n < min(len(mine), len(theirs)) and mine[n] == theirs[n]:
+        n += 1
+    where = f"line {n + 1}: " if n else ""
+    return where, b"".join(mine[n:]), b"".join(theirs[n:])
 
 
 def problem(run: RunResult, prog: Program, want: Expected) -> str | None:

@@ -129,17 +129,15 @@ def _agreement(prog: Program, clean: dict[str, bytes], wants: dict[str, Expected
     ]
     if undecided:
         return undecided
-    wrong = [
-        Check(
-            f"{prog.name} {env}",
-            False,
-            "run_fail",
-            f"every envelope printed {_excerpt(only)}; {want.shown} has "
-            f"{_excerpt(want.stdout or b'')}",
+    wrong = []
+    for env, want in wants.items():
+        if program.stdout_problem(only, want) is None:
+            continue
+        where, mine, theirs = program.parting(only, want.stdout or b"")
+        detail = (
+            f"every envelope printed {where}{_excerpt(mine)}; {want.shown} has {_excerpt(theirs)}"
         )
-        for env, want in wants.items()
-        if program.stdout_problem(only, want) is not None
-    ]
+        wrong.append(Check(f"{prog.name} {env}", False, "run_fail", detail))
     if wrong:
         return wrong
     checked = any(w.stdout is not None for w in wants.values())
