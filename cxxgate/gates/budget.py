@@ -1,8 +1,8 @@
 """Gate `budget`: a resource contract; same stdout is not the same program.
 
-A contract per case: a grader-owned driver unit (linked with the case's sources), argv
-and stdin (in case.yaml, so a candidate cannot shrink the workload), the golden stdout
-(a file beside the tree) and exit status, warm-up and timed rounds, and caps on peak RSS
+A contract per case: a program (cxxgate/program.py: units linked with the case's sources,
+argv and stdin in the case, so a candidate cannot shrink the workload, the expected stdout
+and exit status), warm-up and timed rounds, and caps on peak RSS
 and wall time. Caps are relative by default, because absolute figures do not survive a
 noisy or different machine: the reference build is measured in the same task, rounds
 interleaved (reference, candidate, reference, ...), and the candidate's median must stay

@@ -3,7 +3,8 @@
 The case's library sources become a static archive; its consumer program, which includes
 only the public headers, is compiled in a fresh folder holding just those headers and the
 archive (`-Iinclude`, `-l<library>`, no tree, no prefix header, a pinned environment), then
-linked and run against a golden exit status and stdout. Classes, most severe first:
+linked and run against its expected exit status and stdout (cxxgate/program.py; its units
+are files beside the tree). Classes, most severe first:
 
 | class                  | meaning                                                         |
 | ---------------------- | --------------------------------------------------------------- |
