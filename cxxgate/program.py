@@ -99,6 +99,12 @@ class Program(Strict):
 def check(ctx: Context, prog: Program, key: str, need_stdout: bool = False) -> None:
     """Every file the program names exists where it must, before anything is built.
     `key` is the program's case.yaml key (`gates.matrix.programs[0]`)."""
+    if prog.fail_to_pass and ctx.case.spec.reference is None:
+        msg = (
+            f"{ctx.case.file}: {key}.fail_to_pass: the case has no `reference:` patch, so its "
+            "base tree is its reference: no check can fail on one and pass on the other"
+        )
+        raise InputError(msg)
     if need_stdout and not prog.checks_stdout:
         msg = (
             f"{ctx.case.file}: {key}: this gate compares stdout: give 'stdout', "

@@ -93,6 +93,11 @@ def _errors(tmp_path: Path, old: str, new: str) -> list[str]:
             "case.yaml: gates.matrix.programs[0].units[0].tree: 'tests/absent.cpp' is not a file "
             "of the base tree",
         ),
+        (
+            "reference: patches/reference.diff\n",
+            "",
+            "case.yaml: gates.matrix.programs[1].fail_to_pass: the case has no `reference:` patch",
+        ),
     ],
     ids=[
         "stdin-twice",
@@ -102,6 +107,7 @@ def _errors(tmp_path: Path, old: str, new: str) -> list[str]:
         "absent-stdin-file",
         "writable-tree-unit",
         "absent-tree-unit",
+        "fail-to-pass-without-reference",
     ],
 )
 def test_a_malformed_program_names_the_file_and_the_key(
