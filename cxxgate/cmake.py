@@ -10,9 +10,11 @@ at NEUTRAL_TREE and the build folder at NEUTRAL_BUILD, so a build folder does no
 where its cell lives: a `cmake` cell that needs another (the reference's build of the same
 spec) starts from a copy of that build folder, and Ninja rebuilds what differs. Ninja
 decides by mtimes, so before building, every file of this tree gets the seed tree's mtime
-when its bytes equal the seed's, and a time newer than every seed output when they differ
-(or it is new): the incremental build is then the full build, never less. Without a
-sandbox the paths are real and every cell configures from scratch.
+when its bytes equal the seed's, and a time newer than every seed output when they
+differ; a file the seed's tree lacks means no seed (a new header can shadow one that
+unchanged units found elsewhere, include/gtest/gtest.h, and no dependency file knows it).
+The incremental build is then the full build, never less. Without a sandbox the paths
+are real and every cell configures from scratch.
 
 The compiler runs behind a launcher (CMAKE_CXX_COMPILER_LAUNCHER, a shell script in the
 build folder) that notes each object it is asked for; after the build each is written to
@@ -167,15 +169,20 @@ def _seed(spec: CellSpec, layout: Layout, src: Path, build_dir: Path) -> bool:
     seed_build = seed / "build"
     if not (seed_build / "build.ninja").is_file() or not cell_result(layout, seed.name).is_file():
         return False
+    seed_src = seed / "trees" / "src"
+    if any(not (seed_src / p.relative_to(src)).exists() for p in src.rglob("*") if p.is_file()):
+        # A new file may stand in for a header that unchanged units found elsewhere
+        # (include/gtest/gtest.h): Ninja's dependencies do not know it. Build afresh.
+        return False
     # Testing/ is the seed's ctest cell's, possibly being written right now.
     shutil.copytree(seed_build, build_dir, symlinks=True, ignore=shutil.ignore_patterns("Testing"))
     newest = max((p.stat().st_mtime for p in build_dir.rglob("*") if p.is_file()), default=0.0)
-    _align(src, seed / "trees" / "src", max(time.time(), newest + 2.0))
+    _align(src, seed_src, max(time.time(), newest + 2.0))
     return True
 
 
 def _align(src: Path, seed_src: Path, fresh: float) -> None:
-    """Same bytes as the seed's tree: the seed's mtime; other bytes or new: `fresh`."""
+    """Same bytes as the seed's tree: the seed's mtime; other bytes: `fresh`."""
     for path in src.rglob("*"):
         if not path.is_file():
             continue

@@ -163,6 +163,16 @@ def make_repo(root: Path) -> tuple[Path, str, dict[str, str]]:
     patches["test"] = _diff(repo, "tests/test_calc.cpp", tests + added)
     for name, (body, _) in CANDIDATES.items():
         patches[name] = _diff(repo, "src/parse.cpp", source.replace(PARSE_BODY, body))
+    # Fixes nothing; a gtest/gtest.h of its own, found first on the library's include path,
+    # turns every EXPECT_EQ into nothing (GoogleTest's own report then says passed).
+    shadow = "#pragma once\n#include_next <gtest/gtest.h>\n#undef EXPECT_EQ\n"
+    shadow += "#define EXPECT_EQ(a, b) static_cast<void>(0)\n"
+    (repo / "include/gtest").mkdir()
+    (repo / "include/gtest/gtest.h").write_text(shadow)
+    _git(repo, "add", "-N", "include/gtest/gtest.h")
+    patches["shadows_gtest"] = _git(repo, "diff", "--", "include/gtest/gtest.h") + "\n"
+    _git(repo, "reset", "-q", "--", "include/gtest/gtest.h")
+    shutil.rmtree(repo / "include/gtest")
     # Fixes parse() and deletes the failing test's neighbour: the tests are not the patch's.
     fix = _diff(
         repo,
@@ -187,6 +197,7 @@ def make_case(library: Path, repo: Path, base: str, patches: dict[str, str]) -> 
         folder = case if name in {"gold", "test"} else case / "patches"
         (folder / f"{name}.patch").write_text(text)
     known = [("good", "accept", "accept"), ("edits_tests", "reject", "path_violation")]
+    known += [("shadows_gtest", "reject", "path_violation")]
     known += [(n, "reject", c) for n, (_, c) in CANDIDATES.items() if n != "good"]
     lines = [
         "summary: calc::parse of an empty text",
@@ -257,6 +268,13 @@ def test_every_class_is_reached(graded: Graded) -> None:
         assert rows[f"{CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
         assert rows[f"{CASE}/{name}"]["expect_problems"] == []
     assert rows[f"{CASE}/edits_tests"]["class"] == "path_violation"
+    shadow = rows[f"{CASE}/shadows_gtest"]["gates"]["tests"]
+    assert shadow["class"] == "path_violation"
+    assert "include/gtest/gtest.h" in shadow["summary"]
+    # ...and the cheat is real: every listed test passed, GoogleTest's report included.
+    result = graded.grade.out / "results" / CASE / "shadows_gtest" / "tests.json"
+    checks = json.loads(result.read_text())["checks"]
+    assert [c["name"] for c in checks if not c["ok"]] == ["shadowed_headers"]
     assert "tests/test_calc.cpp" in rows[f"{CASE}/edits_tests"]["gates"]["tests"]["summary"]
     assert "error" in rows[f"{CASE}/no_compile"]["gates"]["tests"]["summary"]
     # Hostile: every test process exits 0 before GoogleTest runs; ctest's JUnit says
@@ -280,6 +298,8 @@ def test_one_file_patch_rebuilds_one_object(graded: Graded) -> None:
     assert builds("reference") == [["add.cpp.o", "mul.cpp.o", "parse.cpp.o", "test_calc.cpp.o"]]
     for name in ("base", *(n for n in CANDIDATES if n != "edits_tests")):
         assert builds(name) == [["parse.cpp.o"]], name
+    # A new file (a header that may shadow another) is built afresh, not from the seed.
+    assert builds("shadows_gtest") == builds("reference")
     assert builds("edits_tests") == []  # its test patch does not apply: nothing to build
 
 

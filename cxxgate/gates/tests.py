@@ -16,7 +16,8 @@ Classes, most severe first:
 
 | class              | meaning                                                         |
 | ------------------ | --------------------------------------------------------------- |
-| path_violation     | the patch changes a test file (`test_files`)                    |
+| path_violation     | the patch changes a test file (`test_files`), or adds a file    |
+|                    | whose path ends in a system header's (include/gtest/gtest.h)    |
 | build_fail         | configure or build failed (the first diagnostic is the summary) |
 | hang               | a listed test ran into its time limit, or the suite did         |
 | test_missing       | a listed test did not run (absent, skipped, disabled)           |
@@ -30,7 +31,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pathspec
@@ -92,7 +93,8 @@ def plan(ctx: Context) -> Plan:
         extra_flags=("--timeout", f"{limits.run_seconds:g}", "-j", "1"),
     )
     globs = list(cfg.test_files) or _touched_by(text)
-    touched = ScanSpec.of(ctx.tree_key, touched_tests, {"globs": globs}, label="test files")
+    params = {"globs": globs, "base": str(ctx.case.tree), "toolchain": env.id}
+    touched = ScanSpec.of(ctx.tree_key, touched_tests, params, label="test files")
     return Plan(cells={"build": built, "suite": suite}, scans={"test_files": touched})
 
 
@@ -106,10 +108,42 @@ def _touched_by(patch_text: str) -> list[str]:
 
 
 def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """The test files the patch of this tree changed, from its intake stamp."""
+    """The test files the patch of this tree changed, from its intake stamp; and the files
+    it added whose path ends in a system header's (include/gtest/gtest.h): found first on
+    a project include path, such a file stands in for the header the tests include."""
     stamp = json.loads(tree.with_name(f"{tree.name}.json").read_text())
+    changed: list[str] = stamp.get("changed", [])
     spec = pathspec.GitIgnoreSpec.from_lines(params["globs"])
-    return {"touched": [p for p in stamp.get("changed", []) if spec.match_file(p)]}
+    base = Path(params["base"])
+    added = [p for p in changed if (tree / p).is_file() and not (base / p).exists()]
+    shadows = [p for p in added if _system_header(p)]
+    return {"touched": [p for p in changed if spec.match_file(p)], "shadows": shadows}
+
+
+# The system include folders of the Debian toolchains (GCC's and clang's search lists).
+_SYSTEM_INCLUDES = (
+    "/usr/include",
+    "/usr/local/include",
+    "/usr/include/c++/*",
+    "/usr/include/*-linux-gnu",
+    "/usr/include/*-linux-gnu/c++/*",
+)
+
+
+@cache
+def _system_folders() -> tuple[Path, ...]:
+    return tuple(p for g in _SYSTEM_INCLUDES for p in Path("/").glob(g.lstrip("/")) if p.is_dir())
+
+
+def _system_header(rel: str) -> str:
+    """The system header `rel` would shadow through some include folder, or ""."""
+    parts = PurePosixPath(rel).parts
+    for i in range(len(parts)):
+        tail = "/".join(parts[i:])
+        for folder in _system_folders():
+            if (folder / tail).is_file():
+                return str(folder / tail)
+    return ""
 
 
 def outcomes(junit: Path) -> dict[str, tuple[str, float]]:
@@ -149,6 +183,10 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     if touched:
         detail = f"the patch changes test files: {', '.join(touched)}"
         checks.append(Check("test_files", False, "path_violation", detail))
+    shadows = outputs.scans["test_files"].data.get("shadows", [])
+    if shadows:
+        detail = f"the patch adds files named like system headers: {', '.join(shadows)}"
+        checks.append(Check("shadowed_headers", False, "path_violation", detail))
     built = outputs.cells["build"]
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
