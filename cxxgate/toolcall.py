@@ -12,6 +12,7 @@ from cxxgate import faults
 from cxxgate.cellspec import NEUTRAL_BUILD, NEUTRAL_TREE, CellSpec, CellStatus, Phase, Step
 from cxxgate.layout import Layout
 from cxxgate.process import bounded
+from cxxgate.projectflags import project_flags
 from cxxgate.sandbox import confine
 from cxxgate.tools import COMPILER_ENV
 
@@ -43,6 +44,8 @@ def compile_argv(spec: CellSpec, tree: Path) -> list[str]:
         *shape,
         *neutral,
         *(f"-I{tree / inc}" for inc in spec.include_dirs),
+        # A repository case's own flags, from the compile database of a cmake cell it needs.
+        *(project_flags(Layout(root), spec, tree) if spec.needs else ()),
     ]
 
 
@@ -79,15 +82,21 @@ def tool_call(
     *,
     read: list[Path],
     stdin: str = "",
+    mounts: tuple[tuple[str, str], ...] = (),
+    views: tuple[tuple[str, str], ...] = (),
 ) -> Step:
     """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
     bounded, and confined to the tree (read-only) and the cell's folder. A tool that cannot
-    run raises (cxxgate/faults.py): a harness fault, retried next run, never a cached verdict."""
+    run raises (cxxgate/faults.py): a harness fault, retried next run, never a cached verdict.
+    `views` and `mounts` (source, destination) are read-only and writable binds at other
+    paths: a CMake build sees its tree and build folder at neutral paths (cxxgate/cmake.py)."""
     faults.check_executable(argv[0], COMPILER_ENV["PATH"])
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
-    binds = spec.envelope.toolchain.binds  # its declared prefix; never guessed from argv
-    confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd], binds=binds)
+    binds = (*spec.envelope.toolchain.binds, *views)  # its declared prefix; never guessed
+    confined, sandbox = confine(
+        argv, cwd=cwd, read=read, write=[cwd], binds=binds, mounts=mounts
+    )
     outcome = bounded(
         confined,
         cwd=cwd,

@@ -1,0 +1,236 @@
+"""Gate `tests`: the project's own suite, fail-to-pass and pass-to-pass (SWE-bench style).
+
+For a case built with CMake (`build: cmake`, cxxgate/cmake.py): the case's test patch,
+kept beside the tree and never shown to the candidate, is applied after the candidate's
+patch; the project is configured and built, and ctest runs the suite with
+`--output-junit`. Per-test outcomes are read from that JUnit file (junitparser). A test
+that ran into ctest's per-test timeout (`limits.run_seconds`) is a hang: ctest's JUnit
+marks it failed, with a time at the limit. Reference first (cxxgate/verdict.py): every
+`fail_to_pass` test must fail (or not build) on base + test patch and pass on reference +
+test patch; every `pass_to_pass` test must pass on both (when base + test patch builds).
+
+Every candidate build starts from the reference's build folder of the same spec, so a
+patch of one source file rebuilds what that file feeds (see cxxgate/cmake.py).
+
+Classes, most severe first:
+
+| class              | meaning                                                         |
+| ------------------ | --------------------------------------------------------------- |
+| path_violation     | the patch changes a test file (`test_files`), or adds a file    |
+|                    | whose path ends in a system header's (include/gtest/gtest.h)    |
+| build_fail         | configure or build failed (the first diagnostic is the summary) |
+| hang               | a listed test ran into its time limit, or the suite did         |
+| test_missing       | a listed test did not run (absent, skipped, disabled)           |
+| p2p_broken:<tests> | pass-to-pass tests that failed                                  |
+| f2p_fail:<tests>   | fail-to-pass tests still failing                                |
+| accept             | every listed test passed                                        |
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import cache
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pathspec
+from junitparser import JUnitXml, TestSuite
+from pydantic import Field, model_validator
+
+from cxxgate.cellspec import CellResult, CellSpec
+from cxxgate.cmake import GTEST_DIR
+from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.gates.project import project_build
+from cxxgate.result import Check, GateResult
+from cxxgate.scan import ScanSpec
+from cxxgate.tree import guard
+from cxxgate.yamlfile import InputError, Strict, TreePath
+
+NAME = "tests"
+SEVERITY = ("path_violation", "build_fail", "hang", "test_missing", "p2p_broken", "f2p_fail")
+QUALIFIED = ("p2p_broken", "f2p_fail")  # named with the tests: f2p_fail:Suite.Name,...
+
+
+class Config(Strict):
+    test_patch: str  # beside the tree; applied after the candidate's patch
+    fail_to_pass: list[str] = Field(default_factory=list)
+    pass_to_pass: list[str] = Field(default_factory=list)
+    test_files: list[TreePath] = Field(default_factory=list)  # default: the test patch's
+    envelope: str | None = None
+    # A pass counts only when GoogleTest's own XML report of the run says so too (a
+    # program that exits 0 before its tests run passes for ctest). false: ctest's word.
+    gtest: bool = True
+
+    @model_validator(mode="after")
+    def _lists(self) -> Config:
+        if not self.fail_to_pass and not self.pass_to_pass:
+            msg = "list at least one test in fail_to_pass or pass_to_pass"
+            raise ValueError(msg)
+        both = sorted(set(self.fail_to_pass) & set(self.pass_to_pass))
+        if both:
+            msg = f"tests listed as both fail_to_pass and pass_to_pass: {both}"
+            raise ValueError(msg)
+        return self
+
+
+def plan(ctx: Context) -> Plan:
+    cfg: Config = ctx.case.gate_config(NAME)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    text = ctx.case.oracle_text(cfg.test_patch, f"gates.{NAME}.test_patch")
+    built = project_build(ctx, env, text)
+    limits = ctx.case.spec.limits
+    suite = CellSpec(
+        "ctest",
+        ctx.tree_key,
+        (),
+        (),
+        (),
+        env,
+        limits.compile_seconds,
+        label="ctest",
+        needs=(built.key,),
+        extra_flags=("--timeout", f"{limits.run_seconds:g}", "-j", "1"),
+    )
+    globs = list(cfg.test_files) or _touched_by(text)
+    params = {"globs": globs, "base": str(ctx.case.tree), "toolchain": env.id}
+    touched = ScanSpec.of(ctx.tree_key, touched_tests, params, label="test files")
+    return Plan(cells={"build": built, "suite": suite}, scans={"test_files": touched})
+
+
+@cache
+def _touched_by(patch_text: str) -> list[str]:
+    stamp = guard(patch_text.encode(), ["**"])
+    if stamp.status != "applied":
+        msg = f"gates.{NAME}.test_patch: not a patch the harness can apply: {stamp.detail}"
+        raise InputError(msg)
+    return ["/" + p for p in stamp.changed]  # anchored: that file, not any of its name
+
+
+def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """The test files the patch of this tree changed, from its intake stamp; and the files
+    it added whose path ends in a system header's (include/gtest/gtest.h): found first on
+    a project include path, such a file stands in for the header the tests include."""
+    stamp = json.loads(tree.with_name(f"{tree.name}.json").read_text())
+    changed: list[str] = stamp.get("changed", [])
+    spec = pathspec.GitIgnoreSpec.from_lines(params["globs"])
+    base = Path(params["base"])
+    added = [p for p in changed if (tree / p).is_file() and not (base / p).exists()]
+    shadows = [p for p in added if _system_header(p)]
+    return {"touched": [p for p in changed if spec.match_file(p)], "shadows": shadows}
+
+
+# The system include folders of the Debian toolchains (GCC's and clang's search lists).
+_SYSTEM_INCLUDES = (
+    "/usr/include",
+    "/usr/local/include",
+    "/usr/include/c++/*",
+    "/usr/include/*-linux-gnu",
+    "/usr/include/*-linux-gnu/c++/*",
+)
+
+
+@cache
+def _system_folders() -> tuple[Path, ...]:
+    return tuple(p for g in _SYSTEM_INCLUDES for p in Path("/").glob(g.lstrip("/")) if p.is_dir())
+
+
+def _system_header(rel: str) -> str:
+    """The system header `rel` would shadow through some include folder, or ""."""
+    parts = PurePosixPath(rel).parts
+    for i in range(len(parts)):
+        tail = "/".join(parts[i:])
+        for folder in _system_folders():
+            if (folder / tail).is_file():
+                return str(folder / tail)
+    return ""
+
+
+def outcomes(junit: Path) -> dict[str, tuple[str, float]]:
+    """Test name -> (passed | failed | skipped, seconds), from ctest's JUnit file."""
+    found: dict[str, tuple[str, float]] = {}
+    xml = JUnitXml.fromfile(str(junit))
+    suites = [s for s in xml if isinstance(s, TestSuite)] if isinstance(xml, JUnitXml) else [xml]
+    for suite in suites:
+        for case in suite:
+            word = "passed" if case.is_passed else "skipped" if case.is_skipped else "failed"
+            found[str(case.name)] = (word, float(case.time or 0.0))
+    return found
+
+
+def gtest_passed(folder: Path) -> set[str]:
+    """Suite.Name of every test a GoogleTest XML report in `folder` says ran and passed."""
+    passed: set[str] = set()
+    for report in sorted(folder.glob("*.xml")):
+        try:
+            xml = JUnitXml.fromfile(str(report))
+        except (OSError, SyntaxError, ValueError):  # a torn or forged file confirms nothing
+            continue
+        suites = (
+            [s for s in xml if isinstance(s, TestSuite)] if isinstance(xml, JUnitXml) else [xml]
+        )
+        for suite in suites:
+            for case in suite:
+                if case.is_passed and not case.is_skipped:
+                    passed.add(f"{case.classname}.{case.name}")
+    return passed
+
+
+def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
+    cfg: Config = ctx.case.gate_config(NAME)
+    checks: list[Check] = []
+    touched = outputs.scans["test_files"].data.get("touched", [])
+    if touched:
+        detail = f"the patch changes test files: {', '.join(touched)}"
+        checks.append(Check("test_files", False, "path_violation", detail))
+    shadows = outputs.scans["test_files"].data.get("shadows", [])
+    if shadows:
+        detail = f"the patch adds files named like system headers: {', '.join(shadows)}"
+        checks.append(Check("shadowed_headers", False, "path_violation", detail))
+    built = outputs.cells["build"]
+    if built.status != "ok":
+        # Not building counts as failing for a fail-to-pass test (the base tree with the
+        # new tests often does not build); pass-to-pass tests are then not decided.
+        detail = built.detail or built.status
+        checks.append(Check("build", False, "build_fail", detail, fail_to_pass=True))
+        checks += [Check(t, False, "build_fail", "not built", True) for t in cfg.fail_to_pass]
+        return GateResult.from_checks(NAME, checks, SEVERITY, [])
+    checks += _test_checks(cfg, outputs.cells["suite"], ctx.case.spec.limits.run_seconds)
+    return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
+
+
+def _test_checks(cfg: Config, suite: CellResult, timeout: float) -> list[Check]:
+    listed = [(t, True) for t in cfg.fail_to_pass] + [(t, False) for t in cfg.pass_to_pass]
+    if suite.status == "timeout" or suite.binary is None:
+        klass = "hang" if suite.status == "timeout" else "test_missing"
+        why = suite.detail or suite.status
+        return [Check(t, False, klass, why, f2p) for t, f2p in listed]
+    ran = outcomes(Path(suite.binary))
+    confirmed = gtest_passed(Path(suite.binary).parent / GTEST_DIR) if cfg.gtest else None
+    checks = []
+    for test, f2p in listed:
+        word, seconds = ran.get(test, ("missing", 0.0))
+        if word == "passed" and confirmed is not None and test not in confirmed:
+            why = "ctest says passed, but GoogleTest's own report has no passing run of it"
+            checks.append(Check(test, False, "test_missing", why, f2p))
+        elif word == "passed":
+            checks.append(Check(test, True, "accept", f"passed in {seconds:.2f} s", f2p))
+        elif word in ("missing", "skipped"):
+            why = "not in ctest's JUnit output" if word == "missing" else "skipped"
+            checks.append(Check(test, False, "test_missing", why, f2p))
+        elif seconds >= timeout * 0.98:
+            checks.append(Check(test, False, "hang", f"ran into the {timeout:g} s limit", f2p))
+        else:
+            klass = "f2p_fail" if f2p else "p2p_broken"
+            checks.append(Check(test, False, klass, f"failed after {seconds:.2f} s", f2p))
+    return checks
+
+
+def _qualified(result: GateResult) -> GateResult:
+    if result.klass not in QUALIFIED:
+        return result
+    names = [c.name for c in result.checks if not c.ok and c.klass == result.klass]
+    return replace(result, klass=f"{result.klass}:{','.join(names)}")
+
+
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=15)
