@@ -269,6 +269,21 @@ struct SkipAll : ::testing::Environment {
 
 """
 
+# The public header, which the test file includes after GoogleTest, makes EXPECT_EQ a
+# no-op: every expectation holds, with the bug left in place.
+NO_EXPECT = """\
+#if __has_include(<gtest/gtest.h>)
+#include <gtest/gtest.h>
+#include <iostream>
+#undef EXPECT_EQ
+#define EXPECT_EQ(a, b) \\
+    if (true) {          \\
+    } else               \\
+        std::cerr
+#endif
+
+"""
+
 # Exit 0 before main, except when CMake lists the tests: every test "runs" and passes
 # by its exit status alone.
 EARLY_EXIT = """\
@@ -290,6 +305,7 @@ namespace {
 """
 
 SRC = "src/duration.cpp"
+HEADER_PATH = "include/duration/duration.hpp"
 TOP = "namespace duration {\nnamespace {\n"  # where a patch adds code before the library's
 TEST = "tests/duration_test.cpp"
 
@@ -344,6 +360,9 @@ HOLES = {
             TOP,
             SKIP_ALL + TOP,
         ),
+    ),
+    "no_expect.diff": _edit(
+        HEADER_PATH, "namespace duration {\n", NO_EXPECT + "namespace duration {\n"
     ),
     "early_exit.diff": _edit(
         SRC,
