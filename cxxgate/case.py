@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -14,6 +15,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from cxxgate.process import Caps
+from cxxgate.repo import BuildSpec, RepoSpec, base_tree
 from cxxgate.result import ROW_CLASSES
 from cxxgate.yamlfile import InputError, Strict, TreePath, load_model
 
@@ -87,6 +89,9 @@ class CaseFile(Strict):
     sources: list[TreePath] = Field(default_factory=list)
     reference: str | None = None
     limits: Limits = Limits()
+    # A case from a git repository (cxxgate/repo.py) instead of tree/, built with CMake.
+    repo: RepoSpec | None = None
+    build: BuildSpec | None = None
     gates: BaseModel
     patches: list[KnownPatch] = Field(default_factory=list)
 
@@ -121,6 +126,7 @@ class Case:
     # Oracles are read once per case, not once per graded patch.
     _oracles: dict[str, Path] = field(default_factory=dict, compare=False, repr=False)
     _texts: dict[Path, str] = field(default_factory=dict, compare=False, repr=False)
+    base: Path | None = None  # a repository case's extracted commit (cxxgate/repo.py)
 
     @property
     def file(self) -> Path:
@@ -128,7 +134,7 @@ class Case:
 
     @property
     def tree(self) -> Path:
-        return self.dir / "tree"
+        return self.base if self.base is not None else self.dir / "tree"
 
     def gate_config(self, name: str) -> Any:
         return getattr(self.spec.gates, name)
@@ -154,7 +160,7 @@ class Case:
         if not path.is_relative_to(self.dir.resolve()):
             msg = f"{self.file}: {key}: {rel!r} points outside the case folder"
             raise InputError(msg)
-        if path.is_relative_to(self.tree.resolve()):
+        if path.is_relative_to((self.dir / "tree").resolve()):
             msg = (
                 f"{self.file}: {key}: {rel!r} lies inside tree/, where a patch could "
                 "rewrite it; oracles live beside the tree (e.g. probes/)"
@@ -196,16 +202,25 @@ def tree_digest(tree: Path, file: Path) -> str:
     return h.hexdigest()
 
 
-def load_case(case_dir: Path, gates: Mapping[str, GateSpec]) -> Case:
+def load_case(case_dir: Path, gates: Mapping[str, GateSpec], repos: Path | None = None) -> Case:
     """Load and check a case; `gates` are the registered gates (cxxgate.registry), in
-    table order."""
+    table order. A repository case's commit is extracted under `repos` (the build
+    folder's cache; a temporary folder's when not given)."""
     file = case_dir / "case.yaml"
     spec = load_model(file, case_file_model(gates))
     tree = case_dir / "tree"
-    if not tree.is_dir():
+    if spec.repo is not None:
+        if tree.exists():
+            msg = f"{file}: repo: the case has both repo: and a tree/ folder; keep one"
+            raise InputError(msg)
+        cache = repos if repos is not None else Path(tempfile.gettempdir()) / "cxxgate-repos"
+        tree, digest = base_tree(file, spec.repo, cache)
+        case = Case(case_dir.name, case_dir, spec, digest, tuple(gates), base=tree)
+    elif not tree.is_dir():
         msg = f"{file}: the case has no tree/ folder (the base sources a patch applies to)"
         raise InputError(msg)
-    case = Case(case_dir.name, case_dir, spec, tree_digest(tree, file), tuple(gates))
+    else:
+        case = Case(case_dir.name, case_dir, spec, tree_digest(tree, file), tuple(gates))
     for i, inc in enumerate(spec.include_dirs):
         if not (tree / inc).is_dir():
             msg = f"{file}: include_dirs[{i}]: {inc!r} is not a folder under tree/"

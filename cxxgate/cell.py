@@ -17,12 +17,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from cxxgate import atomic, libcell, reuse, toolcall
+from cxxgate import atomic, cmake, libcell, reuse, toolcall
 from cxxgate.cellspec import (
     ENTRY_SOURCE,
     ENTRY_SYMBOL,
     ENTRY_UNIT,
     LIBRARY_KINDS,
+    PROJECT_KINDS,
     CellResult,
     CellSpec,
     CellStatus,
@@ -79,6 +80,8 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         (out / unit.name).write_text(unit.text)
     if spec.kind in LIBRARY_KINDS:
         return done(*libcell.build(spec, layout, tree, out))
+    if spec.kind in PROJECT_KINDS:
+        return done(*cmake.build(spec, layout, tree, out))
     earlier = reuse.lookup(layout, spec.spec_key, tree, key)
     if earlier is not None:
         return _adopt(layout, spec, earlier, tree, out)

@@ -15,7 +15,7 @@ from cxxgate import codehash, tools
 from cxxgate.envelope import Envelope
 from cxxgate.layout import Layout
 
-CellKind = Literal["syntax", "exe", "archive", "shared", "consumer", "abidiff"]
+CellKind = Literal["syntax", "exe", "archive", "shared", "consumer", "abidiff", "cmake", "ctest"]
 CellStatus = Literal[
     "ok",
     "compile_error",
@@ -29,6 +29,8 @@ CellStatus = Literal[
 ]
 # Kinds that build or inspect a library as a stranger would; cxxgate/libcell.py builds them.
 LIBRARY_KINDS = frozenset({"archive", "shared", "consumer", "abidiff"})
+# A project's own build and test suite; cxxgate/cmake.py builds them.
+PROJECT_KINDS = frozenset({"cmake", "ctest"})
 
 # What a harness compile looks like from inside: units by one ordinary name, the tree and
 # the build folder at neutral paths (-ffile-prefix-map: __FILE__, __BASE_FILE__,
@@ -73,6 +75,8 @@ class CellSpec:
     product: str = ""  # the library's base name: lib<product>.a / lib<product>.so
     # exe only: units[0] is a program whose main the harness entry calls (see ENTRY_SOURCE).
     entry: bool = False
+    # cmake/ctest only: build targets (configure options are extra_flags; ctest's are too).
+    targets: tuple[str, ...] = ()
 
     @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
@@ -103,10 +107,14 @@ class CellSpec:
                 "tools": tools.tool_identities(self.kind),
             }
             blob["code"] = codehash.of_modules(*COMPILE_CODE, "libcell", "elf", "tools")
+        if self.kind in PROJECT_KINDS:
+            # The seed (needs) only saves work: an incremental build is the full build.
+            blob["project"] = [self.extra_flags, self.targets, tools.tool_identities(self.kind)]
+            blob["code"] = codehash.of_modules(*COMPILE_CODE, "cmake", "tree", "tools")
         return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
 
 
-Phase = Literal["compile", "link", "archive", "inspect", "compare"]
+Phase = Literal["compile", "link", "archive", "inspect", "compare", "configure", "build", "test"]
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ class Library:
                 self.errors.append(f"{case_dir}: a folder in the case library without case.yaml")
                 continue
             try:
-                case = load_case(case_dir, registry.gates())
+                case = load_case(case_dir, registry.gates(), self.layout.root / "repos")
                 rows = case_rows(case, with_known=self.settings.batch is None)
                 self._plan_rows(case, rows[:2])  # reference state first: its errors are the case's
             except InputError as exc:

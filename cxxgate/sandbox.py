@@ -111,6 +111,7 @@ def confine(
     read: Iterable[Path] = (),
     write: Iterable[Path] = (),
     binds: Iterable[tuple[str, str]] = (),
+    mounts: Iterable[tuple[str, str]] = (),
 ) -> tuple[list[str], str]:
     """argv wrapped so it sees only the system, `read` (read-only) and `write`, at their own
     paths, and `binds` (source, destination; read-only: a toolchain's, see
@@ -125,4 +126,6 @@ def confine(
         args += ["--ro-bind", str(path), str(path)]
     for path in write:
         args += ["--bind", str(path), str(path)]
+    for source, dest in mounts:  # writable, at another path (in order: later ones on top)
+        args += ["--bind", source, dest]
     return [*args, "--chdir", str(cwd), "--", *argv], "bwrap"

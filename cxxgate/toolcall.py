@@ -79,15 +79,21 @@ def tool_call(
     *,
     read: list[Path],
     stdin: str = "",
+    mounts: tuple[tuple[str, str], ...] = (),
+    views: tuple[tuple[str, str], ...] = (),
 ) -> Step:
     """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
     bounded, and confined to the tree (read-only) and the cell's folder. A tool that cannot
-    run raises (cxxgate/faults.py): a harness fault, retried next run, never a cached verdict."""
+    run raises (cxxgate/faults.py): a harness fault, retried next run, never a cached verdict.
+    `views` and `mounts` (source, destination) are read-only and writable binds at other
+    paths: a CMake build sees its tree and build folder at neutral paths (cxxgate/cmake.py)."""
     faults.check_executable(argv[0], COMPILER_ENV["PATH"])
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
-    binds = spec.envelope.toolchain.binds  # its declared prefix; never guessed from argv
-    confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd], binds=binds)
+    binds = (*spec.envelope.toolchain.binds, *views)  # its declared prefix; never guessed
+    confined, sandbox = confine(
+        argv, cwd=cwd, read=read, write=[cwd], binds=binds, mounts=mounts
+    )
     outcome = bounded(
         confined,
         cwd=cwd,

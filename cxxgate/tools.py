@@ -18,6 +18,8 @@ _TOOLS: dict[str, tuple[str, ...]] = {
     "shared": ("c++filt",),
     "consumer": (),
     "abidiff": ("abidiff",),
+    "cmake": ("cmake", "ninja"),
+    "ctest": ("ctest",),
 }
 
 

@@ -1,0 +1,224 @@
+"""A project's own CMake build and test suite as cells (kinds `cmake` and `ctest`).
+
+A `cmake` cell copies its tree into the cell folder (`trees/src`), applies the harness's
+test patch there when its spec carries one (a unit named `test.patch`), then configures
+(Ninja, compile_commands.json exported) and builds. A `ctest` cell runs the suite of the
+`cmake` cell it needs, with `--output-junit`.
+
+Every tool runs through cxxgate/toolcall.py. Under bubblewrap the tree is seen read-only
+at NEUTRAL_TREE and the build folder at NEUTRAL_BUILD, so a build folder does not depend on
+where its cell lives: a `cmake` cell that needs another (the reference's build of the same
+spec) starts from a copy of that build folder, and Ninja rebuilds what differs. Ninja
+decides by mtimes, so before building, every file of this tree gets the seed tree's mtime
+when its bytes equal the seed's, and a time newer than every seed output when they differ
+(or it is new): the incremental build is then the full build, never less. Without a
+sandbox the paths are real and every cell configures from scratch.
+
+The compiler runs behind a launcher (CMAKE_CXX_COMPILER_LAUNCHER, a shell script in the
+build folder) that notes each object it is asked for; after the build each is written to
+the compiler log as a `compile` line, so counts include every compile inside a build,
+failed ones too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from pathlib import Path
+
+from cxxgate import sandbox, toolcall
+from cxxgate.cellspec import (
+    NEUTRAL_BUILD,
+    NEUTRAL_TREE,
+    CellResult,
+    CellSpec,
+    CellStatus,
+    Phase,
+    Step,
+)
+from cxxgate.cellspec import result_path as cell_result
+from cxxgate.layout import Layout
+from cxxgate.tools import tool_path
+from cxxgate.tree import materialise
+
+TEST_PATCH = "test.patch"
+JUNIT = "junit.xml"
+COMPILE_DB = "compile_commands.json"
+LAUNCHER = ".cxxgate-launch"
+NOTED = ".cxxgate-compiles"
+# Notes the object (-o) of each compile, then runs the compiler: `launcher compiler args`.
+_LAUNCHER_TEXT = """#!/bin/sh
+prev=
+for a in "$@"; do
+  if [ "$prev" = -o ]; then printf '%s\\n' "$a" >> "$(dirname "$0")/.cxxgate-compiles"; fi
+  prev=$a
+done
+exec "$@"
+"""
+
+Built = tuple[CellStatus, str, list[Step], str | None]
+
+
+def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+    if spec.kind == "ctest":
+        return _ctest(spec, layout, out)
+    return _cmake(spec, layout, tree, out)
+
+
+def paths(out: Path) -> tuple[str, str]:
+    """Where a cmake cell's tree and build folder are seen by its tools."""
+    if sandbox.available():
+        return NEUTRAL_TREE, NEUTRAL_BUILD
+    return str(out / "trees" / "src"), str(out / "build")
+
+
+def _binds(out: Path) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    if not sandbox.available():
+        return (), ()
+    return ((str(out / "trees" / "src"), NEUTRAL_TREE),), ((str(out / "build"), NEUTRAL_BUILD),)
+
+
+def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+    cmake = tool_path("cmake")
+    if cmake is None or tool_path("ninja") is None:
+        return "toolchain_missing", "cmake and ninja must be installed", [], None
+    shutil.rmtree(out / "trees", ignore_errors=True)
+    shutil.rmtree(out / "build", ignore_errors=True)
+    patch = out / TEST_PATCH if any(u.name == TEST_PATCH for u in spec.units) else None
+    stamp = materialise(tree, patch, ["**"], "src", Layout(out), allow_diagnostic_pragmas=True)
+    if not stamp.applied:
+        said = f"the test patch does not apply: {stamp.status}: {stamp.detail}"
+        step = Step("configure", TEST_PATCH, ["git", "apply"], 1, False, 0.0, said)
+        return "compile_error", said, [step], None
+    src = out / "trees" / "src"
+    build_dir = out / "build"
+    seeded = _seed(spec, layout, src, build_dir)
+    build_dir.mkdir(exist_ok=True)
+    views, mounts = _binds(out)
+    src_at, build_at = paths(out)
+    steps: list[Step] = []
+
+    def call(phase: Phase, argv: list[str]) -> Step:
+        step = toolcall.tool_call(
+            layout, spec, phase, argv[0], argv, out, read=[], mounts=mounts, views=views
+        )
+        steps.append(step)
+        return step
+
+    launcher = build_dir / LAUNCHER
+    launcher.write_text(_LAUNCHER_TEXT)
+    launcher.chmod(0o755)
+    if not seeded:
+        env = spec.envelope
+        assert env.toolchain.path is not None
+        flags = [*env.flags, *(f"-D{d}" for d in env.defines)]
+        configure = [
+            cmake,
+            "-S",
+            src_at,
+            "-B",
+            build_at,
+            "-G",
+            "Ninja",
+            f"-DCMAKE_CXX_COMPILER={env.toolchain.path}",
+            f"-DCMAKE_CXX_FLAGS={' '.join(flags)}",
+            f"-DCMAKE_CXX_STANDARD={env.std.rpartition('+')[2]}",
+            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+            f"-DCMAKE_CXX_COMPILER_LAUNCHER={build_at}/{LAUNCHER}",
+            *spec.extra_flags,
+        ]
+        step = call("configure", configure)
+        if step.exit != 0 or step.timed_out:
+            return _failed(steps, "cmake could not configure the project")
+    (build_dir / NOTED).write_text("")  # this build's compiles, not the seed's or configure's
+    targets = [a for t in spec.targets for a in ("--target", t)]
+    step = call("build", [cmake, "--build", build_at, "-j", "2", *targets])
+    _log_compiles(layout, spec.key, build_dir / NOTED)
+    if (build_dir / COMPILE_DB).is_file():
+        shutil.copy2(build_dir / COMPILE_DB, out / COMPILE_DB)
+    if step.exit != 0 or step.timed_out:
+        return _failed(steps, "the build failed")
+    return "ok", "seeded" if seeded else "", steps, str(build_dir)
+
+
+def _failed(steps: list[Step], what: str) -> Built:
+    last = steps[-1]
+    status: CellStatus = "timeout" if last.timed_out else "compile_error"
+    return status, f"{what}: {first_diagnostic(last.output)}", steps, None
+
+
+def first_diagnostic(output: str) -> str:
+    """The first line a compiler or CMake marked as an error, for the gate's summary."""
+    lines = output.splitlines()
+    for line in lines:
+        if ": error:" in line or line.startswith("CMake Error"):
+            return line.strip()
+    return next((x.strip() for x in lines if x.startswith("FAILED:")), "no diagnostic")
+
+
+def _seed(spec: CellSpec, layout: Layout, src: Path, build_dir: Path) -> bool:
+    """Start from the needed cell's build folder when there is one to start from."""
+    if not spec.needs or not sandbox.available():
+        return False
+    seed = layout.cell(spec.needs[0])
+    seed_build = seed / "build"
+    if not (seed_build / "build.ninja").is_file() or not cell_result(layout, seed.name).is_file():
+        return False
+    # Testing/ is the seed's ctest cell's, possibly being written right now.
+    shutil.copytree(seed_build, build_dir, symlinks=True, ignore=shutil.ignore_patterns("Testing"))
+    newest = max((p.stat().st_mtime for p in build_dir.rglob("*") if p.is_file()), default=0.0)
+    _align(src, seed / "trees" / "src", max(time.time(), newest + 2.0))
+    return True
+
+
+def _align(src: Path, seed_src: Path, fresh: float) -> None:
+    """Same bytes as the seed's tree: the seed's mtime; other bytes or new: `fresh`."""
+    for path in src.rglob("*"):
+        if not path.is_file():
+            continue
+        twin = seed_src / path.relative_to(src)
+        if twin.is_file() and _same(path, twin):
+            st = twin.stat()
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        else:
+            os.utime(path, (fresh, fresh))
+
+
+def _same(a: Path, b: Path) -> bool:
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    return hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
+
+
+def _log_compiles(layout: Layout, key: str, noted: Path) -> None:
+    """One compiler-log line per object the launcher saw compiled in this build."""
+    objects = noted.read_text(errors="replace").splitlines() if noted.is_file() else []
+    with layout.compiler_log.open("a") as log:
+        for obj in sorted(objects):
+            log.write(f"{time.time():.3f} {key} compile {Path(obj).name}\n")
+
+
+def _ctest(spec: CellSpec, layout: Layout, out: Path) -> Built:
+    ctest = tool_path("ctest")
+    if ctest is None:
+        return "toolchain_missing", "ctest (cmake) must be installed", [], None
+    built_key = spec.needs[0]
+    built = CellResult.load(cell_result(layout, built_key))
+    if built.status != "ok":
+        return "needs_failed", f"the build did not succeed: {built.status}", [], None
+    cell = layout.cell(built_key)
+    views, mounts = _binds(cell)
+    _, build_at = paths(cell)
+    junit = out / JUNIT
+    junit.unlink(missing_ok=True)
+    argv = [ctest, "--test-dir", build_at, "--output-junit", str(junit), *spec.extra_flags]
+    step = toolcall.tool_call(
+        layout, spec, "test", "ctest", argv, out, read=[], mounts=mounts, views=views
+    )
+    if step.timed_out:
+        return "timeout", "ctest did not finish in time", [step], None
+    if not junit.is_file():
+        return "compile_error", f"ctest wrote no JUnit file: {step.output[-400:]}", [step], None
+    return "ok", "", [step], str(junit)

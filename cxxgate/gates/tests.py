@@ -1,0 +1,206 @@
+"""Gate `tests`: the project's own suite, fail-to-pass and pass-to-pass (SWE-bench style).
+
+For a case built with CMake (`build: cmake`, cxxgate/cmake.py): the case's test patch,
+kept beside the tree and never shown to the candidate, is applied after the candidate's
+patch; the project is configured and built, and ctest runs the suite with
+`--output-junit`. Per-test outcomes are read from that JUnit file (junitparser). A test
+that ran into ctest's per-test timeout (`limits.run_seconds`) is a hang: ctest's JUnit
+marks it failed, with a time at the limit. Reference first (cxxgate/verdict.py): every
+`fail_to_pass` test must fail (or not build) on base + test patch and pass on reference +
+test patch; every `pass_to_pass` test must pass on both (when base + test patch builds).
+
+Every candidate build starts from the reference's build folder of the same spec, so a
+patch of one source file rebuilds what that file feeds (see cxxgate/cmake.py).
+
+Classes, most severe first:
+
+| class              | meaning                                                         |
+| ------------------ | --------------------------------------------------------------- |
+| path_violation     | the patch changes a test file (`test_files`)                    |
+| build_fail         | configure or build failed (the first diagnostic is the summary) |
+| hang               | a listed test ran into its time limit, or the suite did         |
+| test_missing       | a listed test did not run (absent, skipped, disabled)           |
+| p2p_broken:<tests> | pass-to-pass tests that failed                                  |
+| f2p_fail:<tests>   | fail-to-pass tests still failing                                |
+| accept             | every listed test passed                                        |
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pathspec
+from junitparser import JUnitXml, TestSuite
+from pydantic import Field, model_validator
+
+from cxxgate import cmake
+from cxxgate.cellspec import CellResult, CellSpec, Unit
+from cxxgate.envelope import Envelope
+from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.result import Check, GateResult
+from cxxgate.scan import ScanSpec
+from cxxgate.tree import guard
+from cxxgate.yamlfile import InputError, Strict, TreePath
+
+NAME = "tests"
+SEVERITY = ("path_violation", "build_fail", "hang", "test_missing", "p2p_broken", "f2p_fail")
+QUALIFIED = ("p2p_broken", "f2p_fail")  # named with the tests: f2p_fail:Suite.Name,...
+
+
+class Config(Strict):
+    test_patch: str  # beside the tree; applied after the candidate's patch
+    fail_to_pass: list[str] = Field(default_factory=list)
+    pass_to_pass: list[str] = Field(default_factory=list)
+    test_files: list[TreePath] = Field(default_factory=list)  # default: the test patch's
+    envelope: str | None = None
+
+    @model_validator(mode="after")
+    def _lists(self) -> Config:
+        if not self.fail_to_pass and not self.pass_to_pass:
+            msg = "list at least one test in fail_to_pass or pass_to_pass"
+            raise ValueError(msg)
+        both = sorted(set(self.fail_to_pass) & set(self.pass_to_pass))
+        if both:
+            msg = f"tests listed as both fail_to_pass and pass_to_pass: {both}"
+            raise ValueError(msg)
+        return self
+
+
+def build_spec(
+    ctx: Context, tree_key: str, env: Envelope, test_patch: str | None, seed: str | None
+) -> CellSpec:
+    """The `cmake` cell of one tree: the case's build options in this envelope."""
+    build = ctx.case.spec.build
+    if build is None:
+        msg = f"{ctx.case.file}: gates.{NAME}: the case has no `build:` section (build: cmake)"
+        raise InputError(msg)
+    options = (*build.options, f"-DCMAKE_BUILD_TYPE={build.type_for(env.name)}")
+    units = (Unit(cmake.TEST_PATCH, test_patch),) if test_patch is not None else ()
+    return CellSpec(
+        "cmake",
+        tree_key,
+        units,
+        (),
+        (),
+        env,
+        ctx.case.spec.limits.compile_seconds,
+        label=f"cmake build ({'with test patch' if units else 'as is'})",
+        needs=(seed,) if seed else (),
+        extra_flags=options,
+        targets=tuple(build.targets),
+    )
+
+
+def project_build(ctx: Context, env: Envelope, test_patch: str | None) -> CellSpec:
+    """This tree's build, seeded from the reference tree's build of the same spec."""
+    ref = build_spec(ctx, ctx.reference_tree_key, env, test_patch, None)
+    if ctx.tree_key == ctx.reference_tree_key:
+        return ref
+    return build_spec(ctx, ctx.tree_key, env, test_patch, ref.key)
+
+
+def plan(ctx: Context) -> Plan:
+    cfg: Config = ctx.case.gate_config(NAME)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    text = ctx.case.oracle_text(cfg.test_patch, f"gates.{NAME}.test_patch")
+    built = project_build(ctx, env, text)
+    limits = ctx.case.spec.limits
+    suite = CellSpec(
+        "ctest",
+        ctx.tree_key,
+        (),
+        (),
+        (),
+        env,
+        limits.compile_seconds,
+        label="ctest",
+        needs=(built.key,),
+        extra_flags=("--timeout", f"{limits.run_seconds:g}", "-j", "1"),
+    )
+    globs = list(cfg.test_files) or _touched_by(text)
+    touched = ScanSpec.of(ctx.tree_key, touched_tests, {"globs": globs}, label="test files")
+    return Plan(cells={"build": built, "suite": suite}, scans={"test_files": touched})
+
+
+@cache
+def _touched_by(patch_text: str) -> list[str]:
+    stamp = guard(patch_text.encode(), ["**"])
+    if stamp.status != "applied":
+        msg = f"gates.{NAME}.test_patch: not a patch the harness can apply: {stamp.detail}"
+        raise InputError(msg)
+    return ["/" + p for p in stamp.changed]  # anchored: that file, not any of its name
+
+
+def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """The test files the patch of this tree changed, from its intake stamp."""
+    stamp = json.loads(tree.with_name(f"{tree.name}.json").read_text())
+    spec = pathspec.GitIgnoreSpec.from_lines(params["globs"])
+    return {"touched": [p for p in stamp.get("changed", []) if spec.match_file(p)]}
+
+
+def outcomes(junit: Path) -> dict[str, tuple[str, float]]:
+    """Test name -> (passed | failed | skipped, seconds), from ctest's JUnit file."""
+    found: dict[str, tuple[str, float]] = {}
+    xml = JUnitXml.fromfile(str(junit))
+    suites = [s for s in xml if isinstance(s, TestSuite)] if isinstance(xml, JUnitXml) else [xml]
+    for suite in suites:
+        for case in suite:
+            word = "passed" if case.is_passed else "skipped" if case.is_skipped else "failed"
+            found[str(case.name)] = (word, float(case.time or 0.0))
+    return found
+
+
+def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
+    cfg: Config = ctx.case.gate_config(NAME)
+    checks: list[Check] = []
+    touched = outputs.scans["test_files"].data.get("touched", [])
+    if touched:
+        detail = f"the patch changes test files: {', '.join(touched)}"
+        checks.append(Check("test_files", False, "path_violation", detail))
+    built = outputs.cells["build"]
+    if built.status != "ok":
+        # Not building counts as failing for a fail-to-pass test (the base tree with the
+        # new tests often does not build); pass-to-pass tests are then not decided.
+        detail = built.detail or built.status
+        checks.append(Check("build", False, "build_fail", detail, fail_to_pass=True))
+        checks += [Check(t, False, "build_fail", "not built", True) for t in cfg.fail_to_pass]
+        return GateResult.from_checks(NAME, checks, SEVERITY, [])
+    checks += _test_checks(cfg, outputs.cells["suite"], ctx.case.spec.limits.run_seconds)
+    return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
+
+
+def _test_checks(cfg: Config, suite: CellResult, timeout: float) -> list[Check]:
+    listed = [(t, True) for t in cfg.fail_to_pass] + [(t, False) for t in cfg.pass_to_pass]
+    if suite.status == "timeout" or suite.binary is None:
+        klass = "hang" if suite.status == "timeout" else "test_missing"
+        why = suite.detail or suite.status
+        return [Check(t, False, klass, why, f2p) for t, f2p in listed]
+    ran = outcomes(Path(suite.binary))
+    checks = []
+    for test, f2p in listed:
+        word, seconds = ran.get(test, ("missing", 0.0))
+        if word == "passed":
+            checks.append(Check(test, True, "accept", f"passed in {seconds:.2f} s", f2p))
+        elif word in ("missing", "skipped"):
+            why = "not in ctest's JUnit output" if word == "missing" else "skipped"
+            checks.append(Check(test, False, "test_missing", why, f2p))
+        elif seconds >= timeout * 0.98:
+            checks.append(Check(test, False, "hang", f"ran into the {timeout:g} s limit", f2p))
+        else:
+            klass = "f2p_fail" if f2p else "p2p_broken"
+            checks.append(Check(test, False, klass, f"failed after {seconds:.2f} s", f2p))
+    return checks
+
+
+def _qualified(result: GateResult) -> GateResult:
+    if result.klass not in QUALIFIED:
+        return result
+    names = [c.name for c in result.checks if not c.ok and c.klass == result.klass]
+    return replace(result, klass=f"{result.klass}:{','.join(names)}")
+
+
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=15)

@@ -1,0 +1,292 @@
+"""Repository cases: a CMake + GoogleTest project of our own, made a git repository by the
+test, graded by the real doit with the `tests` gate (cxxgate/gates/tests.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cxxgate.repo import RepoSpec, base_tree
+from cxxgate.yamlfile import InputError
+from tests.conftest import SHIPPED, Grade, run_grade
+
+CASE = "calc"
+
+FILES = {
+    "CMakeLists.txt": """\
+        cmake_minimum_required(VERSION 3.16)
+        project(calc CXX)
+        add_library(calc src/add.cpp src/mul.cpp src/parse.cpp)
+        target_include_directories(calc PUBLIC include)
+        target_compile_definitions(calc PUBLIC CALC_LIMIT=1000)
+        enable_testing()
+        find_package(GTest REQUIRED)
+        include(GoogleTest)
+        add_executable(calc_tests tests/test_calc.cpp)
+        target_link_libraries(calc_tests calc GTest::gtest_main)
+        gtest_discover_tests(calc_tests)
+        """,
+    "include/calc/calc.hpp": """\
+        #pragma once
+        #include <string>
+        namespace calc {
+        int add(int a, int b);
+        int mul(int a, int b);
+        // The number in `text`; 0 for an empty text.
+        int parse(const std::string& text);
+        }  // namespace calc
+        """,
+    "src/add.cpp": """\
+        #include "calc/calc.hpp"
+        namespace calc {
+        int add(int a, int b) { return a + b; }
+        }  // namespace calc
+        """,
+    "src/mul.cpp": """\
+        #include "calc/calc.hpp"
+        namespace calc {
+        int mul(int a, int b) { return a * b; }
+        }  // namespace calc
+        """,
+    "src/parse.cpp": """\
+        #include "calc/calc.hpp"
+        namespace calc {
+        int parse(const std::string& text) {
+            return std::stoi(text);
+        }
+        }  // namespace calc
+        """,
+    "tests/test_calc.cpp": """\
+        #include <gtest/gtest.h>
+        #include "calc/calc.hpp"
+        TEST(Add, Small) { EXPECT_EQ(calc::add(2, 3), 5); }
+        TEST(Mul, Small) { EXPECT_EQ(calc::mul(2, 3), 6); }
+        """,
+}
+
+PARSE_BODY = "    return std::stoi(text);\n"
+# Each candidate rewrites the body of parse(), except where it says otherwise.
+CANDIDATES = {
+    "good": ("    return text.size() == 0 ? 0 : std::stoi(text);\n", "accept"),
+    "f2p_red": ('    return text == " " ? 0 : std::stoi(text);\n', "f2p_fail:Parse.Empty"),
+    "p2p_broken": (
+        "    return text.empty() ? 0 : std::stoi(text) + 1;\n",
+        "p2p_broken:Parse.Digits",
+    ),
+    "no_compile": ("    return text.empty() ? 0 : std::stoi(text)\n", "build_fail"),
+    "hangs": (
+        "    for (volatile bool on = text.empty(); on;) {}\n    return std::stoi(text);\n",
+        "hang",
+    ),
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    proc = subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
+    )
+    return proc.stdout.strip()
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def _diff(repo: Path, rel: str, new: str) -> str:
+    """A patch of one file of the base commit, made by git in the work tree."""
+    path = repo / rel
+    old = path.read_text()
+    path.write_text(new)
+    try:
+        return _git(repo, "diff", "--", rel) + "\n"
+    finally:
+        path.write_text(old)
+
+
+def make_repo(root: Path) -> tuple[Path, str, dict[str, str]]:
+    """The project at a base commit (and a later commit the case must not see), and its
+    patches: gold, the hidden test patch, the candidates."""
+    repo = root / "calc.git"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _write(repo, FILES)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    parse = repo / "src/parse.cpp"
+    source = parse.read_text()
+    patches = {
+        "gold": _diff(
+            repo,
+            "src/parse.cpp",
+            source.replace(PARSE_BODY, "    if (text.empty()) return 0;\n" + PARSE_BODY),
+        ),
+    }
+    tests = (repo / "tests/test_calc.cpp").read_text()
+    added = 'TEST(Parse, Empty) { EXPECT_EQ(calc::parse(""), 0); }\n'
+    added += 'TEST(Parse, Digits) { EXPECT_EQ(calc::parse("42"), 42); }\n'
+    patches["test"] = _diff(repo, "tests/test_calc.cpp", tests + added)
+    for name, (body, _) in CANDIDATES.items():
+        patches[name] = _diff(repo, "src/parse.cpp", source.replace(PARSE_BODY, body))
+    # Fixes parse() and deletes the failing test's neighbour: the tests are not the patch's.
+    fix = _diff(
+        repo,
+        "src/parse.cpp",
+        source.replace(PARSE_BODY, "    if (text.empty()) return 0;\n" + PARSE_BODY),
+    )
+    patches["edits_tests"] = fix + _diff(
+        repo,
+        "tests/test_calc.cpp",
+        tests.replace("TEST(Mul, Small) { EXPECT_EQ(calc::mul(2, 3), 6); }\n", ""),
+    )
+    # A later commit: the case grades the base commit, not the branch head.
+    parse.write_text(source.replace("std::stoi", "  std::stoi"))
+    _git(repo, "commit", "-q", "-am", "later")
+    return repo, base, patches
+
+
+def make_case(library: Path, repo: Path, base: str, patches: dict[str, str]) -> None:
+    case = library / CASE
+    (case / "patches").mkdir(parents=True)
+    for name, text in patches.items():
+        folder = case if name in {"gold", "test"} else case / "patches"
+        (folder / f"{name}.patch").write_text(text)
+    known = [("good", "accept", "accept"), ("edits_tests", "reject", "path_violation")]
+    known += [(n, "reject", c) for n, (_, c) in CANDIDATES.items() if n != "good"]
+    lines = [
+        "summary: calc::parse of an empty text",
+        f"repo: {{path: {repo}, commit: {base}}}",
+        "build: {options: [-DBUILD_TESTING=ON]}",
+        'writable: ["src/**", "include/**", "tests/**"]',
+        "reference: gold.patch",
+        "limits: {run_seconds: 2}",
+        "gates:",
+        "  tests:",
+        "    test_patch: test.patch",
+        "    fail_to_pass: [Parse.Empty]",
+        "    pass_to_pass: [Add.Small, Mul.Small, Parse.Digits]",
+        "patches:",
+    ]
+    for name, verdict, klass in known:
+        lines.append(
+            f"  - {{file: patches/{name}.patch, expect: {{verdict: {verdict}, tests: '{klass}'}}}}"
+        )
+    (case / "case.yaml").write_text("\n".join(lines) + "\n")
+
+
+def compiles(out: Path) -> list[str]:
+    """The compiler log's compile lines: one per object a build compiled."""
+    log = out / "compiler-calls.log"
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [line for line in lines if line.split()[2] == "compile"]
+
+
+def cell_keys(grade: Grade, row: str) -> set[str]:
+    evidence = grade.rows[row]["evidence"]
+    assert isinstance(evidence, list)
+    return {e.rsplit("/", 1)[-1] for e in evidence if e.startswith("cells/")}
+
+
+class Graded:
+    def __init__(self, grade: Grade, repo: Path, library: Path, cold: list[str]) -> None:
+        self.grade, self.repo, self.library, self.cold = grade, repo, library, cold
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
+    root = tmp_path_factory.mktemp("repo_cases")
+    repo, base, patches = make_repo(root)
+    library = root / "cases"
+    library.mkdir()
+    shutil.copy(SHIPPED / "envelopes.yaml", library)
+    make_case(library, repo, base, patches)
+    out = root / "out"
+    grade = run_grade(out, "-n", "2", library=library)
+    return Graded(grade, repo, library, compiles(out))
+
+
+def test_every_class_is_reached(graded: Graded) -> None:
+    """Reference first (F2P red on base + test patch, green with the gold patch), then one
+    candidate per class; every row's class is the one its `expect:` names."""
+    grade = graded.grade
+    assert grade.returncode == 0, grade.output[-3000:]
+    rows = grade.rows
+    assert rows[f"{CASE}/reference"]["class"] == "accept"
+    assert rows[f"{CASE}/base"]["gates"]["tests"]["class"] == "f2p_fail:Parse.Empty"
+    for name, (_, klass) in CANDIDATES.items():
+        assert rows[f"{CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
+        assert rows[f"{CASE}/{name}"]["expect_problems"] == []
+    assert rows[f"{CASE}/edits_tests"]["class"] == "path_violation"
+    assert "tests/test_calc.cpp" in rows[f"{CASE}/edits_tests"]["gates"]["tests"]["summary"]
+    assert "error" in rows[f"{CASE}/no_compile"]["gates"]["tests"]["summary"]
+
+
+def test_one_file_patch_rebuilds_one_object(graded: Graded) -> None:
+    """The reference builds the project (4 objects); the base tree and every candidate
+    start from the reference's build folder and compile only parse.cpp (the test patch is
+    the same in all of them)."""
+    grade, cold = graded.grade, graded.cold
+    by_cell: dict[str, list[str]] = {}
+    for line in cold:
+        by_cell.setdefault(line.split()[1], []).append(line.split()[3])
+    ref = [by_cell[k] for k in cell_keys(grade, f"{CASE}/reference") if k in by_cell]
+    assert sorted(ref[0]) == ["add.cpp.o", "mul.cpp.o", "parse.cpp.o", "test_calc.cpp.o"]
+    for name in ("base", "good", "p2p_broken", "no_compile"):
+        mine = [by_cell[k] for k in cell_keys(grade, f"{CASE}/{name}") if k in by_cell]
+        assert mine == [["parse.cpp.o"]], name
+    assert len(cold) == 4 + 6  # the reference; the base and five candidates (edits_tests: none)
+
+
+def test_warm_regrade_compiles_nothing(graded: Graded) -> None:
+    out = graded.grade.out
+    again = run_grade(out, library=graded.library)
+    assert again.returncode == 0, again.output[-2000:]
+    assert compiles(out) == graded.cold
+    log = (out / "compiler-calls.log").read_text().splitlines()
+    assert len(log) == len(graded.cold) + sum(1 for x in log if x.split()[2] != "compile")
+
+
+def test_compile_commands_exported(graded: Graded) -> None:
+    key = next(iter(cell_keys(graded.grade, f"{CASE}/reference")))
+    cells = [
+        graded.grade.out / "cells" / k[:2] / k for k in cell_keys(graded.grade, f"{CASE}/reference")
+    ]
+    db = [c / "compile_commands.json" for c in cells if (c / "compile_commands.json").is_file()]
+    assert db, key
+    text = db[0].read_text()
+    assert "/src/project/src/parse.cpp" in text and "CALC_LIMIT=1000" in text
+
+
+def test_bundle_and_bad_repos(tmp_path: Path) -> None:
+    repo, base, _ = make_repo(tmp_path)
+    bundle = tmp_path / "calc.bundle"
+    _git(repo, "bundle", "create", str(bundle), "--all")
+    case_file = tmp_path / "case.yaml"
+    tree, digest = base_tree(case_file, RepoSpec(path=str(bundle), commit=base), tmp_path / "c")
+    assert (tree / "src/parse.cpp").read_text() == textwrap.dedent(FILES["src/parse.cpp"])
+    again = base_tree(case_file, RepoSpec(path=str(repo), commit=base), tmp_path / "c")
+    assert again[1] == digest  # same commit, same content: same digest from a clone
+    with pytest.raises(InputError, match="is not a commit"):
+        base_tree(case_file, RepoSpec(path=str(bundle), commit="0" * 40), tmp_path / "c")
+    os.symlink("/etc/passwd", repo / "leak")
+    _git(repo, "add", "leak")
+    _git(repo, "commit", "-q", "-m", "link")
+    head = _git(repo, "rev-parse", "HEAD")
+    with pytest.raises(InputError, match="leak is a symlink"):
+        base_tree(case_file, RepoSpec(path=str(repo), commit=head), tmp_path / "c")
