@@ -257,3 +257,51 @@ def test_repo_path_is_relative_inside_the_eval_repository(tmp_path: Path) -> Non
     assert report.failed == [] and report.imported == ["cxxgate__duration-1"]
     spec = yaml.safe_load((tmp_path / "cases/cxxgate__duration-1/case.yaml").read_text())
     assert spec["repo"]["path"] == "../../repos/duration"
+
+
+@pytest.mark.slow
+def test_predictions_graded_on_an_imported_case(tmp_path: Path) -> None:
+    """Import the shipped repository's instance under an id a folder cannot hold, with a
+    problem statement that quotes a hidden test line and names a listed test, then grade
+    SWE-style predictions: the prompt passes the oracle check (the grade loads and pins
+    the case), the reference is green, and each prediction lands on its class."""
+    library = tmp_path / "cases"
+    library.mkdir()
+    (library / "envelopes.yaml").write_text((SHIPPED / "envelopes.yaml").read_text())
+    statement = ISSUE + '    EXPECT_EQ(parse_seconds("2m5s"), 125);\nsee Parse.CompoundOrder too\n'
+    ident = "cxxgate/duration:pr-9"
+    instances = write_jsonl(
+        tmp_path / "i.jsonl", [swe_record(instance_id=ident, problem_statement=statement)]
+    )
+    out = tmp_path / "out"
+    done = run_doit(out, "import", f"instances={instances}", f"repo={BUNDLE}", library=library)
+    assert done.returncode == 0, done.output
+    assert "problem statement line 2 withheld" in done.output
+    assert "problem statement line 3 withheld" in done.output
+
+    def pred(model: str, patch: Path | str) -> dict[str, str]:
+        text = patch.read_text() if isinstance(patch, Path) else patch
+        return {"instance_id": ident, "model_name_or_path": model, "model_patch": text}
+
+    preds = write_jsonl(
+        tmp_path / "preds.jsonl",
+        [
+            pred("gold", GOLD),
+            pred("hard_coded", DURATION / "patches/hard_coded.diff"),
+            pred("no_build", DURATION / "patches/no_build.diff"),
+            pred("edits_tests", DURATION / "patches/edit_tests.diff"),
+        ],
+    )
+    grade = run_doit(out, "-n", "2", "grade", f"patches={preds}", "report_only=1", library=library)
+    assert grade.returncode == 0, grade.output
+    case = "cxxgate_duration_pr-9"
+    classes = {name: row["class"] for name, row in grade.rows.items()}
+    assert classes == {
+        f"{case}/reference": "accept",
+        f"{case}/base": "f2p_fail:Parse.Compound,Format.RoundTrip",
+        f"{case}/gold": "accept",
+        f"{case}/hard_coded": "f2p_fail:Parse.Compound,Format.RoundTrip",
+        f"{case}/no_build": "build_fail",
+        f"{case}/edits_tests": "path_violation",
+    }
+    assert grade.rows[f"{case}/gold"]["verdict"] == "accept"

@@ -274,12 +274,8 @@ struct SkipAll : ::testing::Environment {
 NO_EXPECT = """\
 #if __has_include(<gtest/gtest.h>)
 #include <gtest/gtest.h>
-#include <iostream>
 #undef EXPECT_EQ
-#define EXPECT_EQ(a, b) \\
-    if (true) {          \\
-    } else               \\
-        std::cerr
+#define EXPECT_EQ(a, b) EXPECT_TRUE(true)
 #endif
 
 """
@@ -353,14 +349,7 @@ PATCHES = {
 # Cheats the tests gate does not catch (they end `accept`): not shipped as known-bad
 # patches; `make_bundle.py --holes DIR` writes them for whoever closes the holes.
 HOLES = {
-    "skip_all.diff": _then(
-        _gold,
-        _edit(
-            SRC,
-            TOP,
-            SKIP_ALL + TOP,
-        ),
-    ),
+    "skip_all.diff": _edit(SRC, TOP, SKIP_ALL + TOP),
     "no_expect.diff": _edit(
         HEADER_PATH, "namespace duration {\n", NO_EXPECT + "namespace duration {\n"
     ),
