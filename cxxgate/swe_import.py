@@ -283,8 +283,12 @@ def open_repository(path: Path) -> Iterator[Repository]:
                 raise ImportFailure(f"repo={path}: git cannot read it as a bundle: {said}")
             yield Repository(path, bare, scratch)
             return
+        # The ceiling keeps git from taking a repository above `path` for it.
+        env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(path.resolve().parent)}
         found = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "--absolute-git-dir"], capture_output=True
+            ["git", "-C", str(path), "rev-parse", "--absolute-git-dir"],
+            capture_output=True,
+            env=env,
         )
         if not path.is_dir() or found.returncode != 0:
             raise ImportFailure(f"repo={path}: neither a git bundle file nor a git clone")

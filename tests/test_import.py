@@ -305,3 +305,12 @@ def test_predictions_graded_on_an_imported_case(tmp_path: Path) -> None:
         f"{case}/edits_tests": "path_violation",
     }
     assert grade.rows[f"{case}/gold"]["verdict"] == "accept"
+
+
+def test_a_folder_inside_another_clone_is_not_taken_for_one(tmp_path: Path) -> None:
+    """cases/duration/patches lies inside the project's own git checkout: git must not
+    climb to it and import from the project's history."""
+    instances = write_jsonl(tmp_path / "i.jsonl", [swe_record()])
+    with pytest.raises(swe_import.ImportFailure, match="neither a git bundle file nor a git"):
+        swe_import.import_instances(instances, DURATION / "patches", tmp_path / "cases")
+    assert not (tmp_path / "cases").exists()
