@@ -46,7 +46,7 @@ ENTRY_SOURCE = codehash.TEMPLATES / "entry" / "entry.cpp"
 ENTRY_UNIT = "cxxgate_entry.cpp"
 ENTRY_SYMBOL = "cxxgate_unit_main"
 # The modules whose code shapes what a compile produces: they enter every cell key.
-COMPILE_CODE = ("cellspec", "cell", "toolcall", "process", "sandbox", "reuse")
+COMPILE_CODE = ("cellspec", "cell", "toolcall", "process", "sandbox", "reuse", "projectflags")
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,8 @@ class CellSpec:
         }
         if self.entry:
             blob["entry"] = codehash.of_text(ENTRY_SOURCE.read_bytes())
+        if self.needs and self.kind not in LIBRARY_KINDS:  # flags from a project build
+            blob["needs"] = self.needs
         if self.kind in LIBRARY_KINDS:
             blob["library"] = {
                 "needs": self.needs,

@@ -40,12 +40,15 @@ from cxxgate.cellspec import (
 )
 from cxxgate.cellspec import result_path as cell_result
 from cxxgate.layout import Layout
+from cxxgate.projectflags import COMPILE_DB, paths
 from cxxgate.tools import tool_path
 from cxxgate.tree import materialise
 
 TEST_PATCH = "test.patch"
 JUNIT = "junit.xml"
-COMPILE_DB = "compile_commands.json"
+# As the only target: configure (compile_commands.json) and build nothing; no CMake
+# target can be called this.
+CONFIGURE_ONLY = "cxxgate:configure-only"
 LAUNCHER = ".cxxgate-launch"
 NOTED = ".cxxgate-compiles"
 # Notes the object (-o) of each compile, then runs the compiler: `launcher compiler args`.
@@ -65,13 +68,6 @@ def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     if spec.kind == "ctest":
         return _ctest(spec, layout, out)
     return _cmake(spec, layout, tree, out)
-
-
-def paths(out: Path) -> tuple[str, str]:
-    """Where a cmake cell's tree and build folder are seen by its tools."""
-    if sandbox.available():
-        return NEUTRAL_TREE, NEUTRAL_BUILD
-    return str(out / "trees" / "src"), str(out / "build")
 
 
 def _binds(out: Path) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
@@ -132,6 +128,10 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         step = call("configure", configure)
         if step.exit != 0 or step.timed_out:
             return _failed(steps, "cmake could not configure the project")
+    if spec.targets == (CONFIGURE_ONLY,):
+        if (build_dir / COMPILE_DB).is_file():
+            shutil.copy2(build_dir / COMPILE_DB, out / COMPILE_DB)
+        return "ok", "configured", steps, str(build_dir)
     (build_dir / NOTED).write_text("")  # this build's compiles, not the seed's or configure's
     targets = [a for t in spec.targets for a in ("--target", t)]
     step = call("build", [cmake, "--build", build_at, "-j", "2", *targets])

@@ -12,6 +12,7 @@ from cxxgate import faults
 from cxxgate.cellspec import NEUTRAL_BUILD, NEUTRAL_TREE, CellSpec, CellStatus, Phase, Step
 from cxxgate.layout import Layout
 from cxxgate.process import bounded
+from cxxgate.projectflags import project_flags
 from cxxgate.sandbox import confine
 from cxxgate.tools import COMPILER_ENV
 
@@ -43,6 +44,8 @@ def compile_argv(spec: CellSpec, tree: Path) -> list[str]:
         *shape,
         *neutral,
         *(f"-I{tree / inc}" for inc in spec.include_dirs),
+        # A repository case's own flags, from the compile database of a cmake cell it needs.
+        *(project_flags(Layout(root), spec, tree) if spec.needs else ()),
     ]
 
 

@@ -3,6 +3,7 @@ test, graded by the real doit with the `tests` gate (cxxgate/gates/tests.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -34,11 +35,15 @@ FILES = {
     "include/calc/calc.hpp": """\
         #pragma once
         #include <string>
+        #ifndef CALC_LIMIT  // the build defines it (CMakeLists.txt): probes need its flags
+        #error "CALC_LIMIT comes from the project's build"
+        #endif
+        #define CALC_API __attribute__((visibility("default")))
         namespace calc {
-        int add(int a, int b);
-        int mul(int a, int b);
+        CALC_API int add(int a, int b);
+        CALC_API int mul(int a, int b);
         // The number in `text`; 0 for an empty text.
-        int parse(const std::string& text);
+        CALC_API int parse(const std::string& text);
         }  // namespace calc
         """,
     "src/add.cpp": """\
@@ -174,9 +179,14 @@ def make_case(library: Path, repo: Path, base: str, patches: dict[str, str]) -> 
         f"repo: {{path: {repo}, commit: {base}}}",
         "build: {options: [-DBUILD_TESTING=ON]}",
         'writable: ["src/**", "include/**", "tests/**"]',
+        "include_dirs: [include]",
+        "public_headers: [include/calc/calc.hpp]",
+        'sources: ["src/*.cpp"]',
         "reference: gold.patch",
         "limits: {run_seconds: 2}",
         "gates:",
+        "  headers: {}",
+        "  symbols: {library: calc}",
         "  tests:",
         "    test_patch: test.patch",
         "    fail_to_pass: [Parse.Empty]",
@@ -245,12 +255,20 @@ def test_one_file_patch_rebuilds_one_object(graded: Graded) -> None:
     by_cell: dict[str, list[str]] = {}
     for line in cold:
         by_cell.setdefault(line.split()[1], []).append(line.split()[3])
-    ref = [by_cell[k] for k in cell_keys(grade, f"{CASE}/reference") if k in by_cell]
-    assert sorted(ref[0]) == ["add.cpp.o", "mul.cpp.o", "parse.cpp.o", "test_calc.cpp.o"]
-    for name in ("base", "good", "p2p_broken", "no_compile"):
-        mine = [by_cell[k] for k in cell_keys(grade, f"{CASE}/{name}") if k in by_cell]
-        assert mine == [["parse.cpp.o"]], name
-    assert len(cold) == 4 + 6  # the reference; the base and five candidates (edits_tests: none)
+
+    def builds(row: str) -> list[list[str]]:
+        keys = [k for k in cell_keys(grade, f"{CASE}/{row}") if _kind(grade, k) == "cmake"]
+        return [sorted(by_cell[k]) for k in keys if k in by_cell]
+
+    assert builds("reference") == [["add.cpp.o", "mul.cpp.o", "parse.cpp.o", "test_calc.cpp.o"]]
+    for name in ("base", "good", "f2p_red", "p2p_broken", "no_compile", "hangs"):
+        assert builds(name) == [["parse.cpp.o"]], name
+    assert builds("edits_tests") == []  # its test patch does not apply: nothing to build
+
+
+def _kind(grade: Grade, key: str) -> str:
+    result = json.loads((grade.out / "cells" / key[:2] / key / "result.json").read_text())
+    return str(result["kind"])
 
 
 def test_warm_regrade_compiles_nothing(graded: Graded) -> None:
@@ -271,6 +289,27 @@ def test_compile_commands_exported(graded: Graded) -> None:
     assert db, key
     text = db[0].read_text()
     assert "/src/project/src/parse.cpp" in text and "CALC_LIMIT=1000" in text
+
+
+def test_probes_compile_with_the_project_flags(graded: Graded) -> None:
+    """The header #errors without CALC_LIMIT, which only the project's CMakeLists.txt
+    defines: the header probes and the symbols gate's library compile with the flags of
+    the project's compile database (a configure-only cmake cell)."""
+    rows = graded.grade.rows
+    for row in ("reference", "good"):
+        assert rows[f"{CASE}/{row}"]["gates"]["headers"]["class"] == "accept", row
+        assert rows[f"{CASE}/{row}"]["gates"]["symbols"]["class"] == "accept", row
+    assert rows[f"{CASE}/no_compile"]["gates"]["symbols"]["class"] == "library_broken"
+    out = graded.grade.out
+    probes = [
+        json.loads((out / "cells" / k[:2] / k / "result.json").read_text())
+        for k in cell_keys(graded.grade, f"{CASE}/good")
+    ]
+    kinds = {p["kind"]: p for p in probes}
+    assert kinds["cmake"]["detail"] in {"configured", "seeded"}
+    argv = kinds["syntax"]["steps"][0]["argv"]
+    assert "-DCALC_LIMIT=1000" in argv
+    assert any(a.startswith("-I") and a.endswith("/include") for a in argv)
 
 
 def test_bundle_and_bad_repos(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from cxxgate import probe
 from cxxgate.cellspec import CellResult, CellSpec, Unit
 from cxxgate.diagnostics import Diagnostic, errors_with_notes, in_tree, parse
 from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.gates.project import configure_spec
 from cxxgate.result import TOOLCHAIN_MISSING, Check, Finding, GateResult
 from cxxgate.yamlfile import InputError, Strict
 
@@ -76,6 +77,10 @@ def plan(ctx: Context) -> Plan:
             raise InputError(msg)
     env = ctx.gate_envelope(NAME, cfg.envelope)
     out = Plan()
+    # A CMake case's probes compile with the project's own flags (cxxgate/projectflags.py).
+    project = configure_spec(ctx, ctx.tree_key, env, NAME)
+    if project is not None:
+        out.cells["cmake configure"] = project
     for i, header in enumerate(case.spec.public_headers):
         args = {"header": header, "include": case.header_include(header)}
         snippet = cfg.snippets.get(header, "")
@@ -95,6 +100,7 @@ def plan(ctx: Context) -> Plan:
             envelope=env,
             compile_seconds=case.spec.limits.compile_seconds,
             label=f"{NAME} probe {header}",
+            needs=(project.key,) if project is not None else (),
         )
     return out
 

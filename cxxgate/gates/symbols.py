@@ -40,6 +40,7 @@ from cxxgate.cellspec import CellResult, CellSpec, Unit
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import surface
+from cxxgate.gates.project import configure_spec
 from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
 from cxxgate.yamlfile import Strict, TreePath
 
@@ -76,6 +77,14 @@ def plan(ctx: Context) -> Plan:
     if cfg.golden is not None:
         case.oracle(cfg.golden, f"gates.{NAME}.golden")
     out = Plan()
+    for tree_key, name in (
+        (ctx.tree_key, "cmake configure"),
+        (ctx.reference_tree_key, "cmake ref"),
+    ):
+        # A CMake case's library compiles with the project's flags (cxxgate/projectflags.py).
+        project = configure_spec(ctx, tree_key, ctx.gate_envelope(NAME, cfg.envelope), NAME)
+        if project is not None:
+            out.cells[name] = project
     out.cells["shared"] = _shared(ctx, cfg, ctx.tree_key)
     # The reference build: the derived golden, the version-script check, abidiff's baseline.
     out.cells["reference"] = _shared(ctx, cfg, ctx.reference_tree_key)
@@ -104,6 +113,8 @@ def _shared(ctx: Context, cfg: Config, tree_key: str) -> CellSpec:
         script = case.oracle(cfg.version_script, f"gates.{NAME}.version_script")
         units = (Unit(VERSION_SCRIPT, script.read_text()),)
         link_args.append(f"-Wl,--version-script={VERSION_SCRIPT}")
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    project = configure_spec(ctx, tree_key, env, NAME)
     return CellSpec(
         kind="shared",
         tree_key=tree_key,
@@ -116,6 +127,7 @@ def _shared(ctx: Context, cfg: Config, tree_key: str) -> CellSpec:
         extra_flags=(*PINNED_FLAGS, *(f"-D{d}" for d in cfg.defines)),
         link_args=tuple(link_args),
         product=product,
+        needs=(project.key,) if project is not None else (),
     )
 
 

@@ -37,10 +37,9 @@ import pathspec
 from junitparser import JUnitXml, TestSuite
 from pydantic import Field, model_validator
 
-from cxxgate import cmake
-from cxxgate.cellspec import CellResult, CellSpec, Unit
-from cxxgate.envelope import Envelope
+from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.gates.project import project_build
 from cxxgate.result import Check, GateResult
 from cxxgate.scan import ScanSpec
 from cxxgate.tree import guard
@@ -68,39 +67,6 @@ class Config(Strict):
             msg = f"tests listed as both fail_to_pass and pass_to_pass: {both}"
             raise ValueError(msg)
         return self
-
-
-def build_spec(
-    ctx: Context, tree_key: str, env: Envelope, test_patch: str | None, seed: str | None
-) -> CellSpec:
-    """The `cmake` cell of one tree: the case's build options in this envelope."""
-    build = ctx.case.spec.build
-    if build is None:
-        msg = f"{ctx.case.file}: gates.{NAME}: the case has no `build:` section (build: cmake)"
-        raise InputError(msg)
-    options = (*build.options, f"-DCMAKE_BUILD_TYPE={build.type_for(env.name)}")
-    units = (Unit(cmake.TEST_PATCH, test_patch),) if test_patch is not None else ()
-    return CellSpec(
-        "cmake",
-        tree_key,
-        units,
-        (),
-        (),
-        env,
-        ctx.case.spec.limits.compile_seconds,
-        label=f"cmake build ({'with test patch' if units else 'as is'})",
-        needs=(seed,) if seed else (),
-        extra_flags=options,
-        targets=tuple(build.targets),
-    )
-
-
-def project_build(ctx: Context, env: Envelope, test_patch: str | None) -> CellSpec:
-    """This tree's build, seeded from the reference tree's build of the same spec."""
-    ref = build_spec(ctx, ctx.reference_tree_key, env, test_patch, None)
-    if ctx.tree_key == ctx.reference_tree_key:
-        return ref
-    return build_spec(ctx, ctx.tree_key, env, test_patch, ref.key)
 
 
 def plan(ctx: Context) -> Plan:
