@@ -178,7 +178,9 @@ def test_predictions_find_cases_by_the_import_rule(tmp_path: Path) -> None:
 # ---- `doit import` on the real repository -------------------------------------------
 
 
-def test_import_keeps_going_past_bad_records(tmp_path: Path) -> None:
+def test_import_keeps_going_past_bad_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Both spellings import; each bad record is named by line, instance and field, the
     rest still import, and the command fails."""
     # A context line the base does not hold: git apply refuses it.
@@ -239,11 +241,11 @@ def test_import_keeps_going_past_bad_records(tmp_path: Path) -> None:
     again = write_jsonl(
         tmp_path / "again.jsonl", [swe_record(), swe_record(instance_id="hand_made")]
     )
-    done = run_doit(
-        tmp_path / "out", "import", f"instances={again}", f"repo={BUNDLE}", library=library
-    )
-    assert "cxxgate__duration-1: replaced" in done.output
-    assert "hand_made exists and was not made by `doit import`; not replaced" in done.output
+    report = swe_import.import_instances(again, BUNDLE, library)
+    assert report.imported == ["cxxgate__duration-1"] and report.failed == ["hand_made"]
+    said = capsys.readouterr().out
+    assert "cxxgate__duration-1: replaced" in said
+    assert "hand_made exists and was not made by `doit import`; not replaced" in said
     assert not (library / "cxxgate__duration-1" / "stale").exists()
     assert (library / "hand_made" / "case.yaml").read_text() == "summary: mine\n"
 
