@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -316,3 +317,27 @@ def test_a_folder_inside_another_clone_is_not_taken_for_one(tmp_path: Path) -> N
     with pytest.raises(swe_import.ImportFailure, match="neither a git bundle file nor a git"):
         swe_import.import_instances(instances, DURATION / "patches", tmp_path / "cases")
     assert not (tmp_path / "cases").exists()
+
+
+def test_shipped_bundle_and_patches_rebuild_byte_for_byte(tmp_path: Path) -> None:
+    """make_bundle.py is the source of cases/duration's repository and patches: rebuilt,
+    every file is the same bytes, and the base commit is the one case.yaml pins."""
+    made = subprocess.run(
+        [sys.executable, str(DURATION / "make_bundle.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (
+        made.stdout.strip()
+        == BASE
+        == yaml.safe_load((DURATION / "case.yaml").read_text())["repo"]["commit"]
+    )
+    rebuilt = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert rebuilt == sorted(
+        p.relative_to(DURATION)
+        for p in DURATION.rglob("*")
+        if p.is_file() and p.name not in {"case.yaml", "prompt.md.j2", "make_bundle.py"}
+    )
+    for rel in rebuilt:
+        assert (tmp_path / rel).read_bytes() == (DURATION / rel).read_bytes(), rel
