@@ -473,6 +473,10 @@ def _import_one(
     if commit is None:
         msg = f"{inst.base_commit} is not a commit of {git.source}"
         raise RecordError(base_field(record), msg)
+    if git.git("cat-file", "-e", f"{commit}:CMakeLists.txt").returncode != 0:
+        # Cases build with CMake (gate tests); a Python or Makefile project cannot grade.
+        msg = f"{commit[:12]} has no CMakeLists.txt at its top: not a CMake project"
+        raise RecordError(base_field(record), msg)
     gold = gold_field(record)
     tests_touched = _paths(inst.test_patch)
     overlap = sorted(_paths(inst.gold) & tests_touched)

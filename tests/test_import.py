@@ -310,6 +310,24 @@ def test_predictions_graded_on_an_imported_case(tmp_path: Path) -> None:
     assert grade.rows[f"{case}/gold"]["verdict"] == "accept"
 
 
+def test_a_repository_without_cmake_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "py"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "setup.py").write_text("")
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(repo), *ident, "commit", "-qm", "py"], check=True)
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    instances = write_jsonl(tmp_path / "i.jsonl", [swe_record(base_commit=head)])
+    report = swe_import.import_instances(instances, repo, tmp_path / "cases")
+    assert report.failed == ["cxxgate__duration-1"] and report.imported == []
+    assert "not imported: base_commit: " in capsys.readouterr().out
+
+
 def test_a_folder_inside_another_clone_is_not_taken_for_one(tmp_path: Path) -> None:
     """cases/duration/patches lies inside the project's own git checkout: git must not
     climb to it and import from the project's history."""
