@@ -19,7 +19,8 @@ Field spellings (looked up, not guessed):
   `<org>__<repo>-<number>`, the spelling their released files use.
 
 One record that cannot be imported (a missing or mistyped field, a base commit the
-repository lacks, a patch that does not apply to its base) is reported with its line,
+repository lacks or that holds no top-level CMakeLists.txt, a patch that does not apply
+to its base) is reported with its line,
 its instance and the field, and the others still import; the command then fails.
 
 `repo.path` is written relative to the case folder when the repository lies inside the
