@@ -20,8 +20,8 @@ Field spellings (looked up, not guessed):
 
 One record that cannot be imported (a missing or mistyped field, a base commit the
 repository lacks or that holds no top-level CMakeLists.txt, a patch that does not apply
-to its base) is reported with its line,
-its instance and the field, and the others still import; the command then fails.
+to its base) is reported with its line, its instance and the field, and the others still
+import; the command then fails.
 
 `repo.path` is written relative to the case folder when the repository lies inside the
 folder that holds the case library (the eval repository: move it whole and the path
