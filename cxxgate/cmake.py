@@ -46,6 +46,7 @@ from cxxgate.tree import materialise
 
 TEST_PATCH = "test.patch"
 JUNIT = "junit.xml"
+GTEST_DIR = "gtest"
 # As the only target: configure (compile_commands.json) and build nothing; no CMake
 # target can be called this.
 CONFIGURE_ONLY = "cxxgate:configure-only"
@@ -213,7 +214,13 @@ def _ctest(spec: CellSpec, layout: Layout, out: Path) -> Built:
     _, build_at = paths(cell)
     junit = out / JUNIT
     junit.unlink(missing_ok=True)
-    argv = [ctest, "--test-dir", build_at, "--output-junit", str(junit), *spec.extra_flags]
+    # Each GoogleTest program also writes its own report (a new file per run, gtest picks
+    # the name): the gate checks ctest's word against it (cxxgate/gates/tests.py).
+    shutil.rmtree(out / GTEST_DIR, ignore_errors=True)
+    (out / GTEST_DIR).mkdir()
+    report = f"GTEST_OUTPUT=xml:{out / GTEST_DIR}/"
+    argv = ["/usr/bin/env", report, ctest, "--test-dir", build_at, "--output-junit", str(junit)]
+    argv += spec.extra_flags
     step = toolcall.tool_call(
         layout, spec, "test", "ctest", argv, out, read=[], mounts=mounts, views=views
     )

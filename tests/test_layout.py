@@ -74,7 +74,7 @@ def test_builtin_gates_are_entry_points() -> None:
 
     gates = registry.gates()
     assert list(gates) == [
-        "negcomp", "consumer", "headers", "symbols", "sanitizer", "matrix", "budget",
+        "negcomp", "tests", "consumer", "headers", "symbols", "sanitizer", "matrix", "budget",
         "census", "leak", "slope", "metamorphic", "coverage", "ledger",
     ]
     assert all(g.plan.__module__.startswith("cxxgate.gates.") for g in gates.values())

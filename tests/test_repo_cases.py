@@ -60,6 +60,9 @@ FILES = {
         """,
     "src/parse.cpp": """\
         #include "calc/calc.hpp"
+        #include <cstdlib>
+        #include <fstream>
+        #include <iterator>
         namespace calc {
         int parse(const std::string& text) {
             return std::stoi(text);
@@ -84,6 +87,16 @@ CANDIDATES = {
         "p2p_broken:Parse.Digits",
     ),
     "no_compile": ("    return text.empty() ? 0 : std::stoi(text)\n", "build_fail"),
+    # Exits 0 before GoogleTest runs a single test: ctest calls every test passed.
+    "exits_early": (
+        "    return text.empty() ? 0 : std::stoi(text);\n}\n"
+        "const bool quit = [] {\n"
+        '    std::ifstream f("/proc/self/cmdline");\n'
+        "    std::string s((std::istreambuf_iterator<char>(f)), {});\n"
+        '    if (s.find("--gtest_filter") != std::string::npos) std::_Exit(0);\n'
+        "    return false;\n}();\nint unused() {\n    return 0;\n",
+        "test_missing",
+    ),
     "hangs": (
         "    for (volatile bool on = text.empty(); on;) {}\n    return std::stoi(text);\n",
         "hang",
@@ -245,6 +258,9 @@ def test_every_class_is_reached(graded: Graded) -> None:
     assert rows[f"{CASE}/edits_tests"]["class"] == "path_violation"
     assert "tests/test_calc.cpp" in rows[f"{CASE}/edits_tests"]["gates"]["tests"]["summary"]
     assert "error" in rows[f"{CASE}/no_compile"]["gates"]["tests"]["summary"]
+    # Hostile: every test process exits 0 before GoogleTest runs; ctest's JUnit says
+    # passed, GoogleTest's own report has no run: not a pass.
+    assert "ctest says passed" in rows[f"{CASE}/exits_early"]["gates"]["tests"]["summary"]
 
 
 def test_one_file_patch_rebuilds_one_object(graded: Graded) -> None:
@@ -261,7 +277,7 @@ def test_one_file_patch_rebuilds_one_object(graded: Graded) -> None:
         return [sorted(by_cell[k]) for k in keys if k in by_cell]
 
     assert builds("reference") == [["add.cpp.o", "mul.cpp.o", "parse.cpp.o", "test_calc.cpp.o"]]
-    for name in ("base", "good", "f2p_red", "p2p_broken", "no_compile", "hangs"):
+    for name in ("base", *(n for n in CANDIDATES if n != "edits_tests")):
         assert builds(name) == [["parse.cpp.o"]], name
     assert builds("edits_tests") == []  # its test patch does not apply: nothing to build
 

@@ -38,6 +38,7 @@ from junitparser import JUnitXml, TestSuite
 from pydantic import Field, model_validator
 
 from cxxgate.cellspec import CellResult, CellSpec
+from cxxgate.cmake import GTEST_DIR
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates.project import project_build
 from cxxgate.result import Check, GateResult
@@ -56,6 +57,9 @@ class Config(Strict):
     pass_to_pass: list[str] = Field(default_factory=list)
     test_files: list[TreePath] = Field(default_factory=list)  # default: the test patch's
     envelope: str | None = None
+    # A pass counts only when GoogleTest's own XML report of the run says so too (a
+    # program that exits 0 before its tests run passes for ctest). false: ctest's word.
+    gtest: bool = True
 
     @model_validator(mode="after")
     def _lists(self) -> Config:
@@ -120,6 +124,24 @@ def outcomes(junit: Path) -> dict[str, tuple[str, float]]:
     return found
 
 
+def gtest_passed(folder: Path) -> set[str]:
+    """Suite.Name of every test a GoogleTest XML report in `folder` says ran and passed."""
+    passed: set[str] = set()
+    for report in sorted(folder.glob("*.xml")):
+        try:
+            xml = JUnitXml.fromfile(str(report))
+        except (OSError, SyntaxError, ValueError):  # a torn or forged file confirms nothing
+            continue
+        suites = (
+            [s for s in xml if isinstance(s, TestSuite)] if isinstance(xml, JUnitXml) else [xml]
+        )
+        for suite in suites:
+            for case in suite:
+                if case.is_passed and not case.is_skipped:
+                    passed.add(f"{case.classname}.{case.name}")
+    return passed
+
+
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     cfg: Config = ctx.case.gate_config(NAME)
     checks: list[Check] = []
@@ -146,10 +168,14 @@ def _test_checks(cfg: Config, suite: CellResult, timeout: float) -> list[Check]:
         why = suite.detail or suite.status
         return [Check(t, False, klass, why, f2p) for t, f2p in listed]
     ran = outcomes(Path(suite.binary))
+    confirmed = gtest_passed(Path(suite.binary).parent / GTEST_DIR) if cfg.gtest else None
     checks = []
     for test, f2p in listed:
         word, seconds = ran.get(test, ("missing", 0.0))
-        if word == "passed":
+        if word == "passed" and confirmed is not None and test not in confirmed:
+            why = "ctest says passed, but GoogleTest's own report has no passing run of it"
+            checks.append(Check(test, False, "test_missing", why, f2p))
+        elif word == "passed":
             checks.append(Check(test, True, "accept", f"passed in {seconds:.2f} s", f2p))
         elif word in ("missing", "skipped"):
             why = "not in ctest's JUnit output" if word == "missing" else "skipped"
