@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from cxxgate.projectflags import _kept
 from cxxgate.repo import RepoSpec, base_tree
 from cxxgate.yamlfile import InputError
-from tests.conftest import SHIPPED, Grade, run_grade
+from tests.conftest import SHIPPED, Grade, run_doit, run_grade
 
 CASE = "calc"
 
@@ -288,12 +289,36 @@ def _kind(grade: Grade, key: str) -> str:
 
 
 def test_warm_regrade_compiles_nothing(graded: Graded) -> None:
+    """A warm re-run runs no tool at all (no configure, build, compile or ctest line);
+    then the repository case is pinned by `doit freeze` and grades under its lock."""
     out = graded.grade.out
+    log = out / "compiler-calls.log"
+    before = log.read_text()
     again = run_grade(out, library=graded.library)
     assert again.returncode == 0, again.output[-2000:]
     assert compiles(out) == graded.cold
-    log = (out / "compiler-calls.log").read_text().splitlines()
-    assert len(log) == len(graded.cold) + sum(1 for x in log if x.split()[2] != "compile")
+    assert log.read_text() == before
+    frozen = run_doit(out, "freeze", library=graded.library)
+    assert frozen.returncode == 0, frozen.output[-2000:]
+    lock = (graded.library / "identity.lock").read_text()
+    assert "calc:" in lock and "case.yaml:" in lock and "test.patch:" in lock
+    locked = run_grade(out, library=graded.library)
+    assert locked.returncode == 0, locked.output[-2000:]
+    assert log.read_text() == before
+
+
+def test_project_flags_are_read_from_the_compile_database(tmp_path: Path) -> None:
+    """-I inside the project's tree becomes this tree's, in either spelling; a generated
+    include folder (the build's) and other flags are left out; -D, -U and -std stay."""
+    tree = tmp_path / "tree"
+    argv = [
+        "/usr/bin/c++", "-DA=1", "-I/src/project/include", "-isystem", "/src/project/third",
+        "-I/src/build/generated", "-iquote/usr/include", "-UB", "-std=gnu++17", "-O2",
+        "-o", "x.o", "-c", "/src/project/src/a.cpp",
+    ]  # fmt: skip
+    assert _kept(argv, tree, "/src/project") == [
+        "-DA=1", f"-I{tree}/include", f"-isystem{tree}/third", "-UB", "-std=gnu++17",
+    ]  # fmt: skip
 
 
 def test_compile_commands_exported(graded: Graded) -> None:
