@@ -108,7 +108,7 @@ def pins(
 NOT_GRADING = frozenset(
     {
         "checkpoint", "dask_grade", "evidence", "history", "junit", "lock", "merge",
-        "progress", "prune", "report_html", "report_md", "sarif",
+        "progress", "prune", "report_html", "report_md", "sarif", "swe_import",
     }
 )  # fmt: skip
 

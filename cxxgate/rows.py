@@ -86,6 +86,12 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 RESERVED = frozenset({"reference", "base"})
 
 
+def case_folder(instance_id: str) -> str:
+    """The case an instance id names: characters a folder or a task name cannot hold
+    become '_' (`org/repo:pr-1` -> `org_repo_pr-1`); `doit import` names folders so."""
+    return _UNSAFE.sub("_", instance_id).strip("._") or "instance"
+
+
 def safe_name(text: str) -> str:
     """A row name usable in task names and paths: no '/', ':', '=' or spaces."""
     return _UNSAFE.sub("_", text).strip("._") or "patch"
@@ -170,6 +176,11 @@ def _prediction(raw: bytes, first: bool) -> tuple[str, str, bytes]:
         msg = f"found a JSON {type(entry).__name__}; {_SHAPE}"
         raise _BadLine(msg)
     case_id, model = entry.get("instance_id"), entry.get("model_name_or_path") or "model"
+    if case_id is None and {"org", "repo", "number", "fix_patch"} <= entry.keys():
+        # Multi-SWE-bench's patch files: {org, repo, number, fix_patch}, named as its
+        # instances are (cxxgate/swe_import.py).
+        case_id = f"{entry['org']}__{entry['repo']}-{entry['number']}"
+        entry = {**entry, "model_patch": entry["fix_patch"]}
     if not isinstance(case_id, str) or not isinstance(model, str) or "model_patch" not in entry:
         msg = f"instance_id and model_name_or_path must be strings; {_SHAPE}"
         raise _BadLine(msg)
@@ -208,6 +219,8 @@ def _jsonl_rows(
                 Orphan("?", names.claim("?", f"line{lineno}"), "malformed_input", f"{where}: {exc}")
             )
             continue
+        if case_id not in cases:
+            case_id = case_folder(case_id)  # an instance id as `doit import` names its case
         name = names.claim(case_id, safe_name(model))
         if case_id not in cases:
             orphans.append(

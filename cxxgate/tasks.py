@@ -17,12 +17,14 @@ doit grade shard=I/N out=DIR       grade the I-th of N slices of the cases (by c
 doit merge from=DIR,DIR out=DIR    fold shard folders into one grade (verdicts, table, history)
 doit grade seed=N                  the batch's seed (default: the build folder's, <out>/seed)
 doit rotate_seed                   a new seed for the build folder (between nightly batches)
+doit import instances=F repo=R     SWE-bench / Multi-SWE-bench records -> case folders
 """
 
 import gc
 from pathlib import Path
 from typing import Any
 
+from cxxgate import swe_import
 from cxxgate.library import Library
 from cxxgate.pipeline import Pipeline
 from cxxgate.registry import RegistryError
@@ -38,6 +40,7 @@ __all__ = [
     "task_freeze",
     "task_gate",
     "task_grade",
+    "task_import",
     "task_merge",
     "task_prompts",
     "task_prune",
@@ -125,3 +128,8 @@ def task_merge() -> Any:
 def task_rotate_seed() -> Any:
     """Write a new batch seed to <out>/seed (seed=N: that one), for the next grade."""
     return PIPELINE.rotate_seed_task()
+
+
+def task_import() -> Any:
+    """Turn SWE-bench / Multi-SWE-bench records (instances=FILE.jsonl repo=PATH) into cases."""
+    return swe_import.task(PIPELINE.lib.settings.library)
