@@ -114,8 +114,10 @@ def _tree_source_compiles(grade: Grade) -> Counter[tuple[str, ...]]:
     layout = Layout(grade.out)
     for line in layout.compiler_log.read_text().splitlines():
         _, key, phase, _ = line.split()
+        if phase != "compile" or not layout.cell_result(key).exists():
+            continue  # a link; or a scan's compile (census: gates/survive.py), not a cell
         cell = CellResult.load(layout.cell_result(key))
-        if phase != "compile" or cell.kind in ("syntax", "consumer"):
+        if cell.kind in ("syntax", "consumer"):
             continue
         assert cell.kind == "object", f"{cell.kind} cell {key} compiled a unit itself"
         step = cell.compile_steps()[0]
