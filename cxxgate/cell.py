@@ -5,24 +5,35 @@ covers everything that changes those bytes, so a cell is built once and shared b
 gate and patch that asks for the same key. A compile error is a result, not a failure.
 What a cell is lives in cxxgate/cellspec.py; how a tool is called, in cxxgate/toolcall.py;
 the library kinds are built by cxxgate/libcell.py.
+
+Programs and libraries are linked from objects. Each translation unit is an `object` cell
+of its own (keyed by the tree, the unit or tree path, the envelope and flags; the harness
+entry, which reads no tree, by the envelope alone), built by whichever cell asks first
+(`ensure`, under a file lock) and adopted across trees by what it read (cxxgate/reuse.py).
+The tree's library sources are an `objects` cell: a task the linking cells wait for. A
+linking cell's result carries its objects' compile steps, in the order it always listed
+them, so gates read a compile error as they did when each program compiled everything.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import shutil
-from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from cxxgate import atomic, cmake, libcell, reuse, toolcall
 from cxxgate.cellspec import (
+    CXX_SUFFIXES,
     ENTRY_SOURCE,
     ENTRY_SYMBOL,
     ENTRY_UNIT,
     LIBRARY_KINDS,
+    NO_TREE,
     PROJECT_KINDS,
     CellResult,
     CellSpec,
@@ -39,7 +50,7 @@ _MAIN_DEFINITION = re.compile(r"^[ \t]*(?:int|auto)\s+main\s*\(", re.M)
 
 
 def build(spec: CellSpec, layout: Layout) -> CellResult:
-    """Compile (and for `exe`, link) the cell; write and return its result."""
+    """Compile (and for the linking kinds, link) the cell; write and return its result."""
     key = spec.key
     out = layout.cell(key)
     out.mkdir(parents=True, exist_ok=True)
@@ -49,7 +60,14 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
     tree = layout.tree(spec.tree_key)
     tc = spec.envelope.toolchain
 
-    def done(status: CellStatus, detail: str, steps: list[Step], binary: str | None) -> CellResult:
+    def done(
+        status: CellStatus,
+        detail: str,
+        steps: list[Step],
+        binary: str | None,
+        parts: list[str] | None = None,
+        reads: list[str] | None = None,
+    ) -> CellResult:
         result = CellResult(
             key=key,
             kind=spec.kind,
@@ -62,11 +80,13 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
             steps=steps,
             binary=binary,
             entry=spec.entry,
+            parts=parts or [],
+            reads=reads,
         )
         atomic.write_text(result_path(layout, key), json.dumps(asdict(result), indent=1) + "\n")
         return result
 
-    if not _tree_applied(layout, spec.tree_key):
+    if spec.tree_key != NO_TREE and not _tree_applied(layout, spec.tree_key):
         return done("no_tree", "the patch did not produce a tree", [], None)
     if tc.path is None:
         return done(
@@ -75,54 +95,158 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
     units = list(spec.units)
     if spec.entry:
         units[0] = Unit(units[0].name, _undef_main(units[0].text))
-        units.append(Unit(ENTRY_UNIT, ENTRY_SOURCE.read_text()))
     for unit in units:
         (out / unit.name).write_text(unit.text)
+    if spec.kind == "objects":
+        made = Linked([ensure(s, layout) for s in _source_objects(spec, tree)])
+        steps = made.steps()
+        return done(toolcall.status(steps), "", steps, None, made.keys(), made.reads())
     if spec.kind in LIBRARY_KINDS:
-        return done(*libcell.build(spec, layout, tree, out))
+        objects: tuple[list[Step], list[str]] | None = None
+        parts: list[str] = []
+        if spec.kind in ("archive", "shared"):
+            linked = _linked(spec, layout, tree, units)
+            objects = (linked.steps(), linked.place(out, rename_first=False))
+            parts = linked.keys(spec)
+        return done(*libcell.build(spec, layout, tree, out, objects), parts)
     if spec.kind in PROJECT_KINDS:
         return done(*cmake.build(spec, layout, tree, out))
-    earlier = reuse.lookup(layout, spec.spec_key, tree, key)
-    if earlier is not None:
-        return _adopt(layout, spec, earlier, tree, out)
-    sources = [u.name for u in units] + toolcall.resolve(tree, spec.tree_sources)
-    base = toolcall.compile_argv(spec, tree)
-    steps: list[Step] = []
-    depfiles = [out / f"tu{i}.d" for i in range(len(sources))]
-    if spec.kind == "syntax":
-        for src, dep in zip(sources, depfiles, strict=True):
-            argv = [*base, "-fsyntax-only", "-MD", "-MF", dep.name, src]
-            steps.append(toolcall.call(layout, key, "compile", src, argv, out, spec))
-        result = done(toolcall.status(steps), "", steps, None)
+    if spec.tree_key != NO_TREE:
+        earlier = reuse.lookup(layout, spec.spec_key, tree, key)
+        if earlier is not None:
+            return _adopt(layout, spec, earlier, tree, out)
+    if spec.kind == "exe":
+        linked = _linked(spec, layout, tree, units)
+        status, detail, steps, binary = _link(layout, spec, linked, out)
+        result = done(status, detail, steps, binary, linked.keys(spec), linked.reads())
     else:
-        result = _build_exe(layout, spec, sources, base, depfiles, out, steps, done)
-    if result.status != "timeout":
-        reuse.record(layout, spec.spec_key, tree, depfiles, key)
+        result = _compile(layout, spec, tree, units, out, done)
+    if result.status != "timeout" and spec.tree_key != NO_TREE:
+        reuse.record(layout, spec.spec_key, tree, result.reads, key)
     return result
 
 
-def _build_exe(
-    layout: Layout,
-    spec: CellSpec,
-    sources: list[str],
-    base: list[str],
-    depfiles: list[Path],
-    out: Path,
-    steps: list[Step],
-    done: Callable[[CellStatus, str, list[Step], str | None], CellResult],
+def ensure(spec: CellSpec, layout: Layout) -> CellResult:
+    """A cell others link (an object): its stored result, or built now. Built once, by the
+    first that asks; the others wait on its lock (threads of one grade, or processes)."""
+    if reuse.usable(layout, spec.key):
+        return CellResult.load(result_path(layout, spec.key))
+    folder = layout.cell(spec.key)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if reuse.usable(layout, spec.key):
+            return CellResult.load(result_path(layout, spec.key))
+        return build(spec, layout)
+
+
+def _compile(
+    layout: Layout, spec: CellSpec, tree: Path, units: list[Unit], out: Path, done: Any
 ) -> CellResult:
-    objects = []
-    for i, (src, dep) in enumerate(zip(sources, depfiles, strict=True)):
-        obj = f"tu{i}.o"
-        objects.append(obj)
-        argv = [*base, "-c", "-MD", "-MF", dep.name, src, "-o", obj]
-        steps.append(toolcall.call(layout, spec.key, "compile", src, argv, out, spec))
+    """A syntax cell (-fsyntax-only, each unit and tree source) or one object (-c)."""
+    if spec.kind == "object":
+        sources = [u.name for u in units] + [str(tree / s) for s in spec.tree_sources]
+    else:
+        sources = [u.name for u in units] + toolcall.resolve(tree, spec.tree_sources)
+    argv = [*toolcall.compile_argv(spec, tree), *spec.extra_flags]
+    steps: list[Step] = []
+    depfiles = [out / f"tu{i}.d" for i in range(len(sources))]
+    for src, dep in zip(sources, depfiles, strict=True):
+        if spec.kind == "object":
+            # The object is named by its key: under --coverage its .gcno and the runs'
+            # .gcda take that name, unique among the objects a program links.
+            what = ["-c", "-MD", "-MF", dep.name, src, "-o", f"{spec.key}.o"]
+        else:
+            what = ["-fsyntax-only", "-MD", "-MF", dep.name, src]
+        sees_tree = spec.tree_key != NO_TREE
+        steps.append(
+            toolcall.call(
+                layout, spec.key, "compile", src, [*argv, *what], out, spec, sees_tree=sees_tree
+            )
+        )
+    status = toolcall.status(steps)
+    binary = None
+    if spec.kind == "object" and status == "ok":
+        binary = str(out / f"{spec.key}.o")
+    reads = [] if spec.tree_key == NO_TREE else reuse.reads_of(tree, depfiles)
+    result: CellResult = done(status, "", steps, binary, None, reads)
+    return result
+
+
+@dataclass(frozen=True)
+class Linked:
+    """The objects a cell links, in link order: its units', the entry's, the tree's."""
+
+    cells: list[CellResult]
+
+    def steps(self) -> list[Step]:
+        return [s for c in self.cells for s in c.steps]
+
+    def keys(self, spec: CellSpec | None = None) -> list[str]:
+        objects = spec.objects_cell if spec is not None else None
+        return ([objects.key] if objects else []) + [c.key for c in self.cells]
+
+    def reads(self) -> list[str] | None:
+        read: set[str] = set()
+        for cell in self.cells:
+            if cell.reads is None:
+                return None
+            read.update(cell.reads)
+        return sorted(read)
+
+    def place(self, out: Path, *, rename_first: bool) -> list[str]:
+        """The objects in the linking cell's folder as tu<i>.o (links to the object cells'
+        files; the first a copy when objcopy will rename its main), their coverage notes
+        beside them under their own names. Nothing when one did not compile."""
+        if any(c.status != "ok" or c.binary is None for c in self.cells):
+            return []
+        names = []
+        for i, cell in enumerate(self.cells):
+            assert cell.binary is not None
+            made, name = Path(cell.binary), f"tu{i}.o"
+            (out / name).unlink(missing_ok=True)
+            if i == 0 and rename_first:
+                shutil.copyfile(made, out / name)  # objcopy may write through a hard link
+            else:
+                os.link(made, out / name)
+            for note in made.parent.glob(f"{made.stem}.gcno"):
+                shutil.copyfile(note, out / note.name)
+            names.append(name)
+        return names
+
+
+def _linked(spec: CellSpec, layout: Layout, tree: Path, units: list[Unit]) -> Linked:
+    """Every object the cell links, each built (or adopted) once, whoever asks."""
+    own = [
+        spec.object_cell(unit=u)
+        for u in units
+        if spec.kind == "exe" or u.name.endswith(CXX_SUFFIXES)
+    ]
+    if spec.entry:
+        # The entry includes nothing (templates/entry/entry.cpp): no tree, one per envelope.
+        entry = spec.object_cell(unit=Unit(ENTRY_UNIT, ENTRY_SOURCE.read_text()))
+        own.append(replace(entry, tree_key=NO_TREE, include_dirs=()))
+    objects = spec.objects_cell
+    if objects is not None:  # its task compiled them before this one ran
+        own += _source_objects(objects, tree)
+    return Linked([ensure(s, layout) for s in own])
+
+
+def _source_objects(spec: CellSpec, tree: Path) -> list[CellSpec]:
+    """One object cell per library source the globs find in this tree."""
+    paths = toolcall.resolve(tree, spec.tree_sources)
+    return [spec.object_cell(source=Path(p).relative_to(tree).as_posix()) for p in paths]
+
+
+def _link(layout: Layout, spec: CellSpec, linked: Linked, out: Path) -> libcell.Built:
+    steps = linked.steps()
     if toolcall.status(steps) != "ok":
-        return done(toolcall.status(steps), "", steps, None)
+        return toolcall.status(steps), "", steps, None
+    objects = linked.place(out, rename_first=spec.entry)
     if spec.entry:
         objcopy = shutil.which("objcopy")
         if objcopy is None:
-            return done("toolchain_missing", "objcopy (binutils) is not installed", steps, None)
+            return "toolchain_missing", "objcopy (binutils) is not installed", steps, None
         rename = [objcopy, "--redefine-sym", f"main={ENTRY_SYMBOL}", objects[0]]
         steps.append(toolcall.call(layout, spec.key, "link", objects[0], rename, out, spec))
     env = spec.envelope
@@ -130,7 +254,7 @@ def _build_exe(
     link = [env.toolchain.path, *env.flags, *env.link_flags, *objects, "-o", "a.out"]
     steps.append(toolcall.call(layout, spec.key, "link", "a.out", link, out, spec))
     status = toolcall.status(steps)
-    return done(status, "", steps, str(out / "a.out") if status == "ok" else None)
+    return status, "", steps, str(out / "a.out") if status == "ok" else None
 
 
 def _adopt(layout: Layout, spec: CellSpec, earlier: str, tree: Path, out: Path) -> CellResult:
@@ -150,6 +274,9 @@ def _adopt(layout: Layout, spec: CellSpec, earlier: str, tree: Path, out: Path) 
         binary = str(out / Path(src.binary).name)
         if Path(src.binary).resolve() != Path(binary).resolve():  # never a file onto itself
             shutil.copy2(src.binary, binary)
+    for note in layout.cell(earlier).glob("*.gcno"):  # --coverage: gcov reads them here
+        if note.parent.resolve() != out.resolve():
+            shutil.copyfile(note, out / note.name)
     result = replace(
         src,
         key=spec.key,

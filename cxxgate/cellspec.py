@@ -15,7 +15,18 @@ from cxxgate import codehash, tools
 from cxxgate.envelope import Envelope
 from cxxgate.layout import Layout
 
-CellKind = Literal["syntax", "exe", "archive", "shared", "consumer", "abidiff", "cmake", "ctest"]
+CellKind = Literal[
+    "syntax",
+    "exe",
+    "object",
+    "objects",
+    "archive",
+    "shared",
+    "consumer",
+    "abidiff",
+    "cmake",
+    "ctest",
+]
 CellStatus = Literal[
     "ok",
     "compile_error",
@@ -31,6 +42,13 @@ CellStatus = Literal[
 LIBRARY_KINDS = frozenset({"archive", "shared", "consumer", "abidiff"})
 # A project's own build and test suite; cxxgate/cmake.py builds them.
 PROJECT_KINDS = frozenset({"cmake", "ctest"})
+# Kinds that link objects: each translation unit is an `object` cell of its own, and the
+# tree's library sources are the `objects` cell they need (CellSpec.objects_cell), so a
+# library source is compiled once per tree, envelope and flags, whoever links it.
+LINKING_KINDS = frozenset({"exe", "archive", "shared"})
+CXX_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++")
+# The tree key of an object that reads no tree (the harness entry): one per envelope.
+NO_TREE = "no-tree"
 
 # What a harness compile looks like from inside: units by one ordinary name, the tree and
 # the build folder at neutral paths (-ffile-prefix-map: __FILE__, __BASE_FILE__,
@@ -99,6 +117,8 @@ class CellSpec:
             blob["entry"] = codehash.of_text(ENTRY_SOURCE.read_bytes())
         if self.needs and self.kind not in LIBRARY_KINDS:  # flags from a project build
             blob["needs"] = self.needs
+        if self.kind in ("object", "objects"):
+            blob["extra_flags"] = self.extra_flags
         if self.kind in LIBRARY_KINDS:
             blob["library"] = {
                 "needs": self.needs,
@@ -114,6 +134,55 @@ class CellSpec:
             blob["project"] = [self.extra_flags, self.targets, tools.tool_identities(self.kind)]
             blob["code"] = codehash.of_modules(*COMPILE_CODE, "cmake", "tree", "tools")
         return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
+
+    @cached_property
+    def objects_cell(self) -> CellSpec | None:
+        """The cell compiling the tree's library sources this cell links, if it links any:
+        a task of its own that this one waits for, shared by every cell with the same
+        tree, sources, include folders, envelope and flags."""
+        if self.kind not in LINKING_KINDS or not self.tree_sources:
+            return None
+        return CellSpec(
+            kind="objects",
+            tree_key=self.tree_key,
+            units=(),
+            tree_sources=self.tree_sources,
+            include_dirs=self.include_dirs,
+            envelope=self.envelope,
+            compile_seconds=self.compile_seconds,
+            label=f"objects {' '.join(self.tree_sources)}",
+            extra_flags=self.extra_flags,
+            needs=self.project_needs,
+        )
+
+    @property
+    def project_needs(self) -> tuple[str, ...]:
+        """What a linking cell's objects need too: a linking cell needs nothing but the
+        `cmake` cells whose compile database gives a repository case's flags
+        (cxxgate/projectflags.py), and its objects must compile with those flags."""
+        return self.needs if self.kind in LINKING_KINDS else ()
+
+    @property
+    def prerequisites(self) -> tuple[str, ...]:
+        """Keys of the cells whose results this one reads: its `needs`, its objects cell."""
+        objects = self.objects_cell
+        return self.needs if objects is None else (*self.needs, objects.key)
+
+    def object_cell(self, unit: Unit | None = None, source: str = "") -> CellSpec:
+        """One translation unit of this cell as an `object` cell: a unit of the harness's
+        (compiled in the object's folder) or a tree path."""
+        return CellSpec(
+            kind="object",
+            tree_key=self.tree_key,
+            units=() if unit is None else (unit,),
+            tree_sources=(source,) if source else (),
+            include_dirs=self.include_dirs,
+            envelope=self.envelope,
+            compile_seconds=self.compile_seconds,
+            label=f"object {unit.name if unit else source}",
+            extra_flags=self.extra_flags,
+            needs=self.project_needs,
+        )
 
 
 Phase = Literal["compile", "link", "archive", "inspect", "compare", "configure", "build", "test"]
@@ -145,6 +214,11 @@ class CellResult:
     binary: str | None
     reused_from: str = ""  # the cell whose compile this result is (cxxgate/reuse.py)
     entry: bool = False  # linked with the harness entry: its runs report a nonce
+    # Keys of the cells whose objects this one linked (objects and object cells): prune and
+    # clean follow them.
+    parts: list[str] = field(default_factory=list)
+    # Tree paths the compile(s) read (dependency files), for cxxgate/reuse.py; None: unknown.
+    reads: list[str] | None = None
 
     @classmethod
     def load(cls, path: Path) -> CellResult:

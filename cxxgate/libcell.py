@@ -12,7 +12,10 @@ Kinds (called from cxxgate/cell.py, which owns keys, statuses and the result fil
 | abidiff  | `abidiff` between two `shared` cells (reference, candidate): a report      |
 
 Units whose names end in a C++ suffix are translation units; any other unit (a linker
-version script) is a data file written beside them in the cell folder.
+version script) is a data file written beside them in the cell folder. The archive and
+the shared object link objects cxxgate/cell.py made (object cells, shared with every
+program of the same tree, envelope and flags); this module gets their compile steps and
+their names in the cell folder.
 """
 
 from __future__ import annotations
@@ -23,20 +26,26 @@ import stat
 from pathlib import Path
 
 from cxxgate import elf, toolcall
-from cxxgate.cellspec import CellResult, CellSpec, CellStatus, Step, result_path
+from cxxgate.cellspec import CXX_SUFFIXES, CellResult, CellSpec, CellStatus, Step, result_path
 from cxxgate.diagnostics import telling_line
 from cxxgate.layout import Layout
 from cxxgate.tools import tool_path
 
-CXX_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++")
 Built = tuple[CellStatus, str, list[Step], str | None]
+# The objects an archive or shared object links: their compile steps, and their names in
+# the cell folder (none when one did not compile).
+Objects = tuple[list[Step], list[str]]
 
 
-def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
-    if spec.kind == "archive":
-        return _archive(spec, layout, tree, out)
-    if spec.kind == "shared":
-        return _shared(spec, layout, tree, out)
+def build(
+    spec: CellSpec, layout: Layout, tree: Path, out: Path, objects: Objects | None = None
+) -> Built:
+    if spec.kind in ("archive", "shared"):
+        if objects is None:
+            msg = f"cxxgate/libcell.py: a {spec.kind} cell links objects, and was given none"
+            raise ValueError(msg)
+        build_library = _archive if spec.kind == "archive" else _shared
+        return build_library(spec, layout, objects, out)
     if spec.kind == "consumer":
         return _consumer(spec, layout, tree, out)
     if spec.kind == "abidiff":
@@ -45,26 +54,9 @@ def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     raise ValueError(msg)
 
 
-def _objects(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> tuple[list[Step], list[str]]:
-    sources = [u.name for u in spec.units if u.name.endswith(CXX_SUFFIXES)]
-    sources += toolcall.resolve(tree, spec.tree_sources)
-    base = [*toolcall.compile_argv(spec, tree), *spec.extra_flags]
-    steps: list[Step] = []
-    objects: list[str] = []
-    for i, src in enumerate(sources):
-        obj = f"tu{i}.o"
-        objects.append(obj)
-        steps.append(
-            toolcall.call(
-                layout, spec.key, "compile", src, [*base, "-c", src, "-o", obj], out, spec
-            )
-        )
-    return steps, objects
-
-
-def _archive(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
-    steps, objects = _objects(spec, layout, tree, out)
-    if not objects:
+def _archive(spec: CellSpec, layout: Layout, made: Objects, out: Path) -> Built:
+    steps, objects = list(made[0]), made[1]
+    if not steps:
         return "compile_error", f"no library source matches {list(spec.tree_sources)}", [], None
     if toolcall.status(steps) != "ok":
         return toolcall.status(steps), "", steps, None
@@ -93,9 +85,9 @@ def _archive(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     return "ok", "", steps, str(out / lib)
 
 
-def _shared(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
-    steps, objects = _objects(spec, layout, tree, out)
-    if not objects:
+def _shared(spec: CellSpec, layout: Layout, made: Objects, out: Path) -> Built:
+    steps, objects = list(made[0]), made[1]
+    if not steps:
         return "compile_error", f"no library source matches {list(spec.tree_sources)}", [], None
     if toolcall.status(steps) != "ok":
         return toolcall.status(steps), "", steps, None

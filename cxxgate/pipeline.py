@@ -123,13 +123,13 @@ class Pipeline:
                     (_mkdir, [target.parent]),
                     guarded(target, cell_error(spec), build_cell, spec, self.layout),
                 ],
-                # A cell that builds on other cells' products (a consumer on its archive)
-                # waits for their result files.
+                # A cell that builds on other cells' products (a consumer on its archive,
+                # a program on its tree's library objects) waits for their result files.
                 "file_dep": [str(self.layout.tree_stamp(spec.tree_key))]
-                + [str(cell_result(self.layout, k)) for k in spec.needs],
+                + [str(cell_result(self.layout, k)) for k in spec.prerequisites],
                 "targets": [str(target)],
                 "uptodate": [no_harness_error(target)],
-                "clean": [(_remove, [target.parent])],
+                "clean": [(_remove_cell, [self.layout, key])],
             }
 
     def run_tasks(self) -> Iterator[Task]:
@@ -402,7 +402,10 @@ class Pipeline:
         cells: dict[str, tuple[CellSpec, Row]] = {}
         for (_, tree_key, _), plan in self.lib.plans.items():
             for spec in plan.cells.values():
-                cells.setdefault(spec.key, (spec, by_tree[tree_key]))
+                # The library objects a program links are a cell of their own (cell.py).
+                for cell in (spec.objects_cell, spec):
+                    if cell is not None:
+                        cells.setdefault(cell.key, (cell, by_tree[tree_key]))
         return cells
 
     def _classify(self, row: Row, gate_name: str, target: Path) -> None:
@@ -552,6 +555,15 @@ def _fold_case(rows: list[Row], layout: Layout, target: Path) -> None:
 @stops_on_full_disk("mkdir")
 def _mkdir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
+
+
+def _remove_cell(layout: Layout, key: str) -> None:
+    """`doit clean` of a cell: its folder and the object cells it linked."""
+    try:
+        parts = CellResult.load(cell_result(layout, key)).parts
+    except (OSError, ValueError, TypeError):
+        parts = []
+    _remove(layout.cell(key), *(layout.cell(k) for k in parts))
 
 
 def _remove(*paths: Path) -> None:

@@ -9,6 +9,7 @@ is graded afresh. Reuse records that point to a deleted cell are skipped at look
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -45,6 +46,7 @@ def prune(layout: Layout, keep: int) -> Pruned:
         folder: {Path(p).name for p in kept.evidence if p.startswith(f"{folder}/")}
         for folder in ("cells", "runs", "scans", "trees")
     }
+    names["cells"] |= _parts(layout, names["cells"])
     for folder in ("cells", "runs", "scans"):  # <folder>/<2 characters>/<key>
         result.removed[folder] = sum(
             _remove(shard, _named(names[folder])) for shard in _entries(layout.root / folder)
@@ -63,6 +65,18 @@ def prune(layout: Layout, keep: int) -> Pruned:
     result.forgotten = _forget(layout.root / "doit.sqlite3", names, kept.rows)
     history.forget_before(layout.history, kept.grades[0].id)
     return result
+
+
+def _parts(layout: Layout, cells: set[str]) -> set[str]:
+    """The object cells the kept cells linked (cxxgate/cell.py): a kept program links
+    again from them without a compile, and the tasks that made them stay up to date."""
+    parts: set[str] = set()
+    for key in cells:
+        try:
+            parts.update(json.loads(layout.cell_result(key).read_text()).get("parts", []))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return parts
 
 
 def _named(names: set[str]) -> Callable[[Path], bool]:

@@ -2,16 +2,20 @@
 
 A cell's key covers its whole tree, so a patch that edits only `src/impl.cpp` gets new
 keys for the probes that read only headers, and would compile them again. Here, before a
-syntax or exe cell compiles, we look for an earlier result of the same spec (everything
-but the tree) whose tree had the same list of files and the same bytes in every tree file
-the compiler read: the dependency files it wrote (-MD) name them. Same listing, because a
-new file can shadow an include without touching any file that was read; same bytes in
-what was read, because that is everything else the compiler saw of the tree. Files
-outside the tree are the toolchain's, and its identity is in the spec.
+syntax, object or exe cell compiles, we look for an earlier result of the same spec
+(everything but the tree) whose tree had the same list of files and the same bytes in
+every tree file the compiler read: the dependency files it wrote (-MD) name them. Same
+listing, because a new file can shadow an include without touching any file that was
+read; same bytes in what was read, because that is everything else the compiler saw of
+the tree. Files outside the tree are the toolchain's, and its identity is in the spec.
 
 Layout under the build folder: reuse/<spec>/<listing>/<depset>.deps holds the tree paths
 one earlier compile read; <depset>-<digest>.hit names the cell that read them with those
 bytes. A lookup costs one digest per distinct dependency set, not one per earlier cell.
+
+Object cells (one translation unit each, cxxgate/cell.py) are where this pays most: the
+object of src/a.cpp is adopted by a tree whose patch edits only src/b.cpp. A program
+cell's reads are the union of its objects' (CellResult.reads), adopted ones included.
 """
 
 from __future__ import annotations
@@ -63,19 +67,25 @@ def usable(layout: Layout, key: str) -> bool:
     return binary is None or Path(binary).is_file()
 
 
-def record(layout: Layout, spec_key: str, tree: Path, depfiles: list[Path], cell: str) -> None:
-    """Remember what a compile read; without a dependency file for every TU, remember
-    nothing (what it read is then unknown)."""
+def reads_of(tree: Path, depfiles: list[Path]) -> list[str] | None:
+    """The tree paths a compile read, from its dependency files; None without a dependency
+    file for every TU (what it read is then unknown)."""
     read: set[str] = set()
     root = os.path.normpath(tree)
     for depfile in depfiles:
         if not depfile.is_file():
-            return
+            return None
         for dep in parse_depfile(depfile.read_text()):
             path = os.path.normpath(dep)
             if os.path.isabs(path) and path.startswith(root + os.sep):
                 read.add(os.path.relpath(path, root))
-    paths = sorted(read)
+    return sorted(read)
+
+
+def record(layout: Layout, spec_key: str, tree: Path, paths: list[str] | None, cell: str) -> None:
+    """Remember what a compile read (tree paths); when that is unknown, remember nothing."""
+    if paths is None:
+        return
     depset = hashlib.sha256(json.dumps(paths).encode()).hexdigest()[:16]
     folder = layout.root / "reuse" / spec_key / listing(tree)
     folder.mkdir(parents=True, exist_ok=True)

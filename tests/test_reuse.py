@@ -85,9 +85,9 @@ def test_depfile_parsing_handles_continuations_and_spaces() -> None:
     assert parse_depfile(text) == ["probe.cpp", "/t/include/lib.hpp", "/t/my dir/x.hpp"]
 
 
-def _reused(out: Path) -> int:
+def _reused(out: Path, kind: str | None = None) -> int:
     results = [json.loads(p.read_text()) for p in (out / "cells").glob("*/*/result.json")]
-    return sum(1 for r in results if r.get("reused_from"))
+    return sum(1 for r in results if r.get("reused_from") and kind in (None, r["kind"]))
 
 
 def _verdicts(grade: Grade) -> dict[str, object]:
@@ -108,7 +108,8 @@ def test_patches_touching_only_sources_share_header_probes(
     args = (f"patches={batch}", "case=token_handle", "report_only=1")
     shared = run_grade(tmp_path / "shared", *args)
     assert shared.returncode == 0, shared.output
-    assert _reused(shared.out) == 16  # 4 must-fail units and 4 twins, for each candidate
+    assert _reused(shared.out, "syntax") == 16  # 4 must-fail units and 4 twins, each candidate
+    assert _reused(shared.out, "object") == 4  # the 2 must_build units' objects, each candidate
 
     monkeypatch.setenv("CXXGATE_REUSE", "0")
     plain = run_grade(tmp_path / "plain", *args)
