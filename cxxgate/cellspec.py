@@ -160,7 +160,7 @@ class CellSpec:
         """What a linking cell's objects need too: a linking cell needs nothing but the
         `cmake` cells whose compile database gives a repository case's flags
         (cxxgate/projectflags.py), and its objects must compile with those flags."""
-        return self.needs if self.kind in LINKING_KINDS else ()
+        return self.needs if self.kind in LINKING_KINDS | {"objects"} else ()
 
     @property
     def prerequisites(self) -> tuple[str, ...]:

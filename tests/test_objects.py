@@ -117,8 +117,8 @@ def _tree_source_compiles(grade: Grade) -> Counter[tuple[str, ...]]:
         if phase != "compile" or not layout.cell_result(key).exists():
             continue  # a link; or a scan's compile (census: gates/survive.py), not a cell
         cell = CellResult.load(layout.cell_result(key))
-        if cell.kind in ("syntax", "consumer"):
-            continue
+        if cell.kind in ("syntax", "consumer", "cmake"):
+            continue  # compiles of their own: a probe, a stranger, the project's build
         assert cell.kind == "object", f"{cell.kind} cell {key} compiled a unit itself"
         step = cell.compile_steps()[0]
         if "/" in step.source:  # a tree path; harness units have a bare name

@@ -8,6 +8,7 @@ from the session's one grade of the shipped library.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from conftest import SHIPPED, Grade, case_library, run_grade
 
 from cxxgate import program
+from cxxgate.layout import Layout
 from cxxgate.library import Library
 from cxxgate.result import BASELINE_RED, Check, GateResult
 from cxxgate.run import RunResult
@@ -158,11 +160,18 @@ def test_an_in_tree_unit_is_the_tree_file(shipped: Grade) -> None:
     # Pass-to-pass on the base tree: the project's test ran there and passed.
     assert checks["tree/tests/test_saturating.cpp agreement"].ok
     assert not checks["tree/tests/test_saturating.cpp agreement"].fail_to_pass
+    layout = Layout(shipped.out)
     cells = [shipped.out / rel for rel in result.evidence if rel.startswith("cells/")]
-    # Its cell compiled the tree's file, through the harness unit that includes it.
+    # Its program's object compiled the tree's file, through the harness unit that includes it.
+    objects = [
+        layout.cell(part)
+        for cell in cells
+        if (cell / "result.json").exists()
+        for part in json.loads((cell / "result.json").read_text()).get("parts", [])
+    ]
     deps = [
         (cell / "tu0.d").read_text()
-        for cell in cells
+        for cell in objects
         if (cell / "main.cpp").exists()
         and (cell / "main.cpp").read_text() == '#include "test_saturating.cpp"\n'
     ]
