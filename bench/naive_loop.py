@@ -60,7 +60,12 @@ class Tally:
     not_applied: int = 0
     by_gate: Counter[str] = field(default_factory=Counter)  # tool calls per gate
     by_case: Counter[str] = field(default_factory=Counter)  # tool calls per case
+    seconds_by_case: dict[str, float] = field(default_factory=dict)  # tool + run seconds
+    slowest: list[tuple[float, str]] = field(default_factory=list)  # the slowest tool calls
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def spent(self, case: str, seconds: float) -> None:
+        self.seconds_by_case[case] = self.seconds_by_case.get(case, 0.0) + seconds
 
     def add(self, other: Tally) -> None:
         with self.lock:
@@ -74,6 +79,9 @@ class Tally:
             self.not_applied += other.not_applied
             self.by_gate.update(other.by_gate)
             self.by_case.update(other.by_case)
+            for case, seconds in other.seconds_by_case.items():
+                self.spent(case, seconds)
+            self.slowest = sorted(self.slowest + other.slowest, reverse=True)[:10]
 
 
 class Job:
@@ -92,7 +100,11 @@ class Job:
             ok = proc.returncode == 0
         except subprocess.TimeoutExpired:
             ok = False
-        self.tally.tool_seconds += time.perf_counter() - start
+        took = time.perf_counter() - start
+        self.tally.tool_seconds += took
+        self.tally.spent(self.row.case, took)
+        where = f"{self.row.id} {self.gate}: {Path(argv[0]).name} ... {argv[-1]}"
+        self.tally.slowest = sorted([*self.tally.slowest, (round(took, 2), where)])[-10:]
         self.tally.tool_calls += 1
         self.tally.compiles += compile_
         self.tally.by_gate[self.gate] += 1
@@ -231,6 +243,7 @@ class Job:
                 )
                 self.tally.runs += 1
                 self.tally.run_seconds += outcome.wall_seconds
+                self.tally.spent(self.row.case, outcome.wall_seconds)
                 shutil.rmtree(work, ignore_errors=True)
 
 
@@ -320,6 +333,8 @@ def naive(cases: Path, batch: Path | None, jobs: int = 2) -> dict[str, object]:
         "not_applied": total.not_applied,
         "tool_calls_by_gate": dict(sorted(total.by_gate.items())),
         "tool_calls_by_case": dict(sorted(total.by_case.items())),
+        "seconds_by_case": {k: round(v, 1) for k, v in sorted(total.seconds_by_case.items())},
+        "slowest_tool_calls": total.slowest,
     }
 
 
