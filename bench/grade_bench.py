@@ -17,12 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
+from benchlib import PROJECT, lines
 
 
 def calls(out: Path) -> int:
-    log = out / "compiler-calls.log"
-    return len(log.read_text().splitlines()) if log.exists() else 0
+    return lines(out / "compiler-calls.log")
 
 
 def grade(project: Path, out: Path, extra: list[str]) -> tuple[float, int, int]:
