@@ -76,7 +76,7 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         units[0] = Unit(units[0].name, _undef_main(units[0].text))
         units.append(Unit(ENTRY_UNIT, ENTRY_SOURCE.read_text()))
     for unit in units:
-        (out / unit.name).write_text(unit.text)
+        atomic.write_if_changed(out / unit.name, unit.text)
     if spec.kind in LIBRARY_KINDS:
         return done(*libcell.build(spec, layout, tree, out))
     earlier = reuse.lookup(layout, spec.spec_key, tree, key)

@@ -44,7 +44,7 @@ ENTRY_SOURCE = codehash.TEMPLATES / "entry" / "entry.cpp"
 ENTRY_UNIT = "cxxgate_entry.cpp"
 ENTRY_SYMBOL = "cxxgate_unit_main"
 # The modules whose code shapes what a compile produces: they enter every cell key.
-COMPILE_CODE = ("cellspec", "cell", "toolcall", "process", "sandbox", "reuse")
+COMPILE_CODE = ("cellspec", "cell", "toolcall", "process", "sandbox", "reuse", "ccache")
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,7 @@ class Step:
     seconds: float
     output: str  # the compiler's stderr: GCC JSON lines or plain text (inspect/compare: stdout)
     sandbox: str = "none"
+    cache: str = ""  # ccache: "hit", "remote" (hit in remote storage), "miss"; "" not through it
 
 
 @dataclass(frozen=True)

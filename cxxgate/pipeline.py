@@ -533,7 +533,7 @@ def _records(row: Row, gate: str, outputs: Outputs) -> list[str]:
     for name, cell in outputs.cells.items():
         lines.append(
             f"{row.id} {gate} {name} {cell.kind} {cell.envelope} {cell.status}"
-            f"{report.cell_note(cell)}"
+            f"{report.cache_note(cell)}{report.cell_note(cell)}"
         )
     for name, run in outputs.runs.items():
         lines.append(

@@ -9,6 +9,7 @@ green (no broken case), shipped patches match their `expect`, candidates are acc
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from cxxgate.rows import Orphan
 
 _ROLE_ORDER = {"reference": 0, "base": 1, "known": 2, "candidate": 3}
+_CACHE_COLUMN = re.compile(r" ccache=\S+")
 
 
 def cell_note(cell: CellResult) -> str:
@@ -36,6 +38,44 @@ def cell_note(cell: CellResult) -> str:
     if cell.status in {"ok", "no_tree"}:
         return ""
     return f" | {why_failed(cell)}"
+
+
+def cache_note(cell: CellResult) -> str:
+    """The record line's ccache column: `ccache=H/M`, hits and misses among the compiles
+    this cell's build ran through ccache (a hit in remote storage is a hit); `0/0` when
+    it adopted an earlier cell's result (cxxgate/reuse.py), `off` when no compile went
+    through ccache. Stable between warm runs: it is read from the cell's result."""
+    compiles = cell.compile_steps()
+    if not compiles:
+        return ""
+    if cell.reused_from:
+        return " ccache=0/0"
+    if not any(s.cache for s in compiles):
+        return " ccache=off"
+    hits = sum(s.cache in {"hit", "remote"} for s in compiles)
+    return f" ccache={hits}/{sum(s.cache == 'miss' for s in compiles)}"
+
+
+def cache_summary(verdicts: list[Verdict], roots: tuple[Path, ...]) -> str:
+    """One line over the distinct cells of the grade's rows: their compiles' ccache
+    hits (of which in remote storage) and misses, as in cells.txt."""
+    evidence = Evidence(*roots)
+    hits = remote = misses = cells = 0
+    for rel in sorted({e for v in verdicts for e in v.evidence if e.startswith("cells/")}):
+        cell = evidence.cell(rel)
+        if cell is None or cell.reused_from:
+            continue
+        steps = [s for s in cell.compile_steps() if s.cache]
+        cells += bool(steps)
+        hits += sum(s.cache in {"hit", "remote"} for s in steps)
+        remote += sum(s.cache == "remote" for s in steps)
+        misses += sum(s.cache == "miss" for s in steps)
+    if not cells:
+        return "ccache: off\n"
+    return (
+        f"ccache: {hits} hit(s) ({remote} from remote storage), {misses} miss(es) "
+        f"in the compiles of {cells} cell(s)\n"
+    )
 
 
 def grade(
@@ -55,7 +95,9 @@ def grade(
     orphans = sorted(orphans, key=lambda o: (o.case, o.name, o.klass))
     errors = sorted(set(errors))
     gates = [g for g in registry_order if any(g in v.gates for v in verdicts)]
-    rows = [v.to_json() for v in verdicts]
+    # The ccache column is cells.txt's only: a verdict row is the same whatever the
+    # cache held (on, off, another shard's), so it stays out of verdicts.jsonl.
+    rows = [{**v.to_json(), "cells": [_CACHE_COLUMN.sub("", c) for c in v.cells]} for v in verdicts]
     rows += [
         {
             "case": o.case,
@@ -80,6 +122,7 @@ def grade(
     junit.write(layout.junit, verdicts, orphans, problems)
     _write_reports(layout, rows, gates, problems, flips or [], evidence_roots)
     lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]
+    lines.append(cache_summary(verdicts, (layout.root, *evidence_roots)))
     if problems:
         lines.append(f"\ngrade FAILED ({len(problems)} problem(s)):\n")
         lines += [f"  - {message}\n" for _, message in problems]

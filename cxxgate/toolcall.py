@@ -8,10 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from cxxgate import faults
+from cxxgate import ccache, faults
 from cxxgate.cellspec import NEUTRAL_BUILD, NEUTRAL_TREE, CellSpec, CellStatus, Phase, Step
 from cxxgate.layout import Layout
 from cxxgate.process import bounded
+from cxxgate.sandbox import available as sandbox_available
 from cxxgate.sandbox import confine
 from cxxgate.tools import COMPILER_ENV
 
@@ -87,28 +88,71 @@ def tool_call(
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
     binds = spec.envelope.toolchain.binds  # its declared prefix; never guessed from argv
-    confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd], binds=binds)
+    launch = _launch(layout, spec, phase, argv, cwd, read)
+    if launch is None:
+        confined, sandbox = confine(argv, cwd=cwd, read=read, write=[cwd], binds=binds)
+        env = COMPILER_ENV
+    else:
+        # The tree and the working folder are the launch's mounts (neutral paths), or,
+        # without bubblewrap, where they are; ccache's own folder is writable.
+        plain = not launch.mounts
+        confined, sandbox = confine(
+            launch.argv,
+            cwd=launch.cwd,
+            read=read if plain else [p for p in read if p != layout.tree(spec.tree_key)],
+            write=[cwd, *launch.write] if plain else launch.write,
+            binds=binds,
+            mounts=launch.mounts,
+            share_net=launch.share_net,
+        )
+        env = launch.env
     outcome = bounded(
         confined,
         cwd=cwd,
-        env=COMPILER_ENV,
+        env=env,
         stdin=stdin.encode(),
         timeout=spec.compile_seconds,
         output_cap=OUTPUT_CAP,
     )
     # Compilers answer on stderr; nm, c++filt and abidiff on stdout.
     text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
+    cached: ccache.Outcome = ""
+    if launch is not None:
+        text = ccache.back(text, launch)
+        cached = ccache.finish(launch)
     if outcome.exit not in (0, None) and not outcome.timed_out:
         faults.raise_if_infrastructure(argv, text, cwd)
     return Step(
         phase=phase,
         source=source,
-        argv=argv,
+        argv=argv,  # as without ccache: what a replay runs
         exit=outcome.exit,
         timed_out=outcome.timed_out,
         seconds=round(outcome.wall_seconds, 3),
         output=text,
         sandbox=sandbox,
+        cache=cached,
+    )
+
+
+def _launch(
+    layout: Layout, spec: CellSpec, phase: Phase, argv: list[str], cwd: Path, read: list[Path]
+) -> ccache.Launch | None:
+    """How a compile goes through ccache, or None when it does not (CXXGATE_CCACHE=0,
+    ccache missing, not a compile of one TU by the envelope's compiler)."""
+    tc = spec.envelope.toolchain
+    if phase != "compile" or not ccache.enabled() or not ccache.cacheable(argv, tc.path):
+        return None
+    tree = layout.tree(spec.tree_key)
+    return ccache.prepare(
+        layout.root,
+        argv,
+        cwd,
+        tree,
+        tc.version_sha,
+        COMPILER_ENV,
+        sees_tree=tree in read,
+        neutral=sandbox_available(),
     )
 
 
