@@ -47,7 +47,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from cxxgate.cellspec import NEUTRAL_TREE
+from cxxgate import sandbox
 from cxxgate.tools import tool_path
 
 SWITCH = "CXXGATE_CCACHE"
@@ -69,6 +69,14 @@ def enabled() -> bool:
 @cache
 def binary() -> str | None:
     return tool_path("ccache")
+
+
+def view() -> str:
+    """How compiles see the tree: "neutral" (through ccache under bubblewrap, at
+    /src/project) or "real" (at its own path). It enters every cell key
+    (cxxgate/cellspec.py): a sanitizer's location strings are not -ffile-prefix-map'ed,
+    so an instrumented object names the tree as its compile saw it."""
+    return "neutral" if enabled() and sandbox.available() else "real"
 
 
 def cacheable(argv: list[str], compiler: str | None) -> bool:
@@ -110,6 +118,8 @@ def prepare(
     """The launch of `argv` (run in `cwd`, seeing `tree` if `sees_tree`) through ccache.
     With `neutral`, the tree and `cwd` are mounted at neutral paths (see the module text);
     argv names the tree there even where it is not shown (a consumer's unused -I)."""
+    from cxxgate.cellspec import NEUTRAL_TREE  # cellspec imports this module for view()
+
     store = folder(root)
     (store / "stats").mkdir(parents=True, exist_ok=True)
     config = store / "ccache.conf"

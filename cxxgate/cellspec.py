@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from cxxgate import codehash, tools
+from cxxgate import ccache, codehash, tools
 from cxxgate.envelope import Envelope
 from cxxgate.layout import Layout
 
@@ -90,6 +90,7 @@ class CellSpec:
             "envelope": self.envelope.id,
             "compile_seconds": self.compile_seconds,
             "code": codehash.of_modules(*COMPILE_CODE),
+            "paths": ccache.view(),  # the tree at its path or at /src/project: see there
         }
         if self.entry:
             blob["entry"] = codehash.of_text(ENTRY_SOURCE.read_bytes())

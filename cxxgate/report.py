@@ -9,9 +9,8 @@ green (no broken case), shipped patches match their `expect`, candidates are acc
 from __future__ import annotations
 
 import json
-import re
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
     from cxxgate.rows import Orphan
 
 _ROLE_ORDER = {"reference": 0, "base": 1, "known": 2, "candidate": 3}
-_CACHE_COLUMN = re.compile(r" ccache=\S+")
 
 
 def cell_note(cell: CellResult) -> str:
@@ -56,26 +54,46 @@ def cache_note(cell: CellResult) -> str:
     return f" ccache={hits}/{sum(s.cache == 'miss' for s in compiles)}"
 
 
-def cache_summary(verdicts: list[Verdict], roots: tuple[Path, ...]) -> str:
-    """One line over the distinct cells of the grade's rows: their compiles' ccache
-    hits (of which in remote storage) and misses, as in cells.txt."""
-    evidence = Evidence(*roots)
-    hits = remote = misses = cells = 0
-    for rel in sorted({e for v in verdicts for e in v.evidence if e.startswith("cells/")}):
-        cell = evidence.cell(rel)
-        if cell is None or cell.reused_from:
-            continue
-        steps = [s for s in cell.compile_steps() if s.cache]
-        cells += bool(steps)
-        hits += sum(s.cache in {"hit", "remote"} for s in steps)
-        remote += sum(s.cache == "remote" for s in steps)
-        misses += sum(s.cache == "miss" for s in steps)
-    if not cells:
-        return "ccache: off\n"
-    return (
-        f"ccache: {hits} hit(s) ({remote} from remote storage), {misses} miss(es) "
-        f"in the compiles of {cells} cell(s)\n"
-    )
+@dataclass(frozen=True)
+class Caching:
+    """What cells.txt's ccache column and the summary line read: each planned cell's
+    result by key, and the key of each record line by the line's start (row, gate, name,
+    kind), from cxxgate/pipeline.py."""
+
+    cells: dict[str, CellResult]
+    starts: dict[str, str]
+
+    def column(self, line: str) -> str:
+        start = " ".join(line.split(" ", 4)[:4]) + " "
+        key = self.starts.get(start)
+        return cache_note(self.cells[key]) if key in self.cells else ""
+
+    def summary(self) -> str:
+        """One line over the grade's distinct cells that compiled (not adopted)."""
+        steps = [
+            s
+            for c in self.cells.values()
+            if not c.reused_from
+            for s in c.compile_steps()
+            if s.cache
+        ]
+        if not steps:
+            return "ccache: off\n"
+        hits = sum(s.cache in {"hit", "remote"} for s in steps)
+        remote = sum(s.cache == "remote" for s in steps)
+        return (
+            f"ccache: {hits} hit(s) ({remote} from remote storage), "
+            f"{len(steps) - hits} miss(es) in {len(steps)} compile(s)\n"
+        )
+
+
+def _with_column(line: str, caching: Caching | None) -> str:
+    """A record line with its cell's ccache column before the failure note."""
+    column = caching.column(line) if caching else ""
+    if not column:
+        return line
+    head, sep, note = line.partition(" | ")
+    return f"{head}{column}{sep}{note}"
 
 
 def grade(
@@ -87,6 +105,7 @@ def grade(
     report_only: bool,
     flips: list[Flip] | None = None,
     evidence_roots: tuple[Path, ...] = (),
+    caching: Caching | None = None,
 ) -> TaskFailed | None:
     """Write every output of the grade and say whether it passed. `flips` are the rows
     whose verdict or class changed since an earlier grade; report.md lists them."""
@@ -95,9 +114,7 @@ def grade(
     orphans = sorted(orphans, key=lambda o: (o.case, o.name, o.klass))
     errors = sorted(set(errors))
     gates = [g for g in registry_order if any(g in v.gates for v in verdicts)]
-    # The ccache column is cells.txt's only: a verdict row is the same whatever the
-    # cache held (on, off, another shard's), so it stays out of verdicts.jsonl.
-    rows = [{**v.to_json(), "cells": [_CACHE_COLUMN.sub("", c) for c in v.cells]} for v in verdicts]
+    rows = [v.to_json() for v in verdicts]
     rows += [
         {
             "case": o.case,
@@ -114,7 +131,9 @@ def grade(
     # Whole files or the previous ones: a grade killed while it writes them leaves nothing
     # half-written for the reader (a CI step, a diff between nights).
     atomic.write_text(layout.verdicts, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-    records = "".join(line + "\n" for v in verdicts for line in v.cells)
+    # The ccache column is cells.txt's only: rows and results are the same whatever the
+    # cache held (on, off, another shard's).
+    records = "".join(_with_column(line, caching) + "\n" for v in verdicts for line in v.cells)
     atomic.write_text(layout.cell_record, records)
     table = render_table(verdicts, orphans, gates)
     atomic.write_text(layout.table, table)
@@ -122,7 +141,8 @@ def grade(
     junit.write(layout.junit, verdicts, orphans, problems)
     _write_reports(layout, rows, gates, problems, flips or [], evidence_roots)
     lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]
-    lines.append(cache_summary(verdicts, (layout.root, *evidence_roots)))
+    if caching is not None:
+        lines.append(caching.summary())
     if problems:
         lines.append(f"\ngrade FAILED ({len(problems)} problem(s)):\n")
         lines += [f"  - {message}\n" for _, message in problems]

@@ -12,7 +12,6 @@ from cxxgate import ccache, faults
 from cxxgate.cellspec import NEUTRAL_BUILD, NEUTRAL_TREE, CellSpec, CellStatus, Phase, Step
 from cxxgate.layout import Layout
 from cxxgate.process import bounded
-from cxxgate.sandbox import available as sandbox_available
 from cxxgate.sandbox import confine
 from cxxgate.tools import COMPILER_ENV
 
@@ -152,7 +151,7 @@ def _launch(
         tc.version_sha,
         COMPILER_ENV,
         sees_tree=tree in read,
-        neutral=sandbox_available(),
+        neutral=ccache.view() == "neutral",
     )
 
 

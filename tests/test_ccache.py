@@ -18,7 +18,7 @@ import pytest
 import yaml
 from conftest import Grade, case_library, run_doit
 
-from cxxgate import ccache, faults, reuse, sandbox, toolcall
+from cxxgate import ccache, faults, reuse, sandbox
 from cxxgate.cell import build
 from cxxgate.cellspec import CellResult, CellSpec, Step, Unit
 from cxxgate.envelope import Envelopes
@@ -148,7 +148,6 @@ def test_without_bubblewrap_a_tree_keeps_its_own_paths_and_misses(
     """Sandbox `none`: no neutral path to show the tree at, so another tree's compile is a
     miss (argv differs), and the same cell built again hits with the same paths."""
     monkeypatch.setattr(sandbox, "available", lambda: False)
-    monkeypatch.setattr(toolcall, "sandbox_available", lambda: False)
     manifest = _manifest(tmp_path)
     files = {"include/x.hpp": HEADER, "src/a.cpp": TABBED}
     _tree(layout, "t1" * 12, files)
@@ -188,11 +187,9 @@ def _rows(grade: Grade) -> dict[str, dict[str, object]]:
 
 
 def _steps(out: Path) -> list[Step]:
-    return [
-        s
-        for p in sorted((out / "cells").glob("*/*/result.json"))
-        for s in CellResult.load(p).compile_steps()
-    ]
+    """The compile steps the build folder's cells ran (an adopted cell ran none)."""
+    cells = [CellResult.load(p) for p in sorted((out / "cells").glob("*/*/result.json"))]
+    return [s for c in cells if not c.reused_from for s in c.compile_steps()]
 
 
 def test_ccache_off_grades_the_same_as_the_shipped_grade(shipped: Grade, tmp_path: Path) -> None:
@@ -212,13 +209,22 @@ def test_ccache_off_grades_the_same_as_the_shipped_grade(shipped: Grade, tmp_pat
         return [re.sub(r" ccache=\S+", "", ln) for ln in lines if ln.startswith("discarded/")]
 
     assert records(off.out) == records(shipped.out)
-    # Cell keys do not hold ccache's state: the same cell's objects, compiled through
-    # ccache at neutral paths or bare at the real ones, are the same bytes.
-    objects = sorted((off.out / "cells").glob("*/*/tu*.o"))
-    pairs = [(o, shipped.out / o.relative_to(off.out)) for o in objects]
-    pairs = [(o, s) for o, s in pairs if s.is_file()]
+    # The same cells (a row's evidence lists them in plan order), compiled through ccache
+    # at neutral paths and bare at the real ones: different keys under bubblewrap (the
+    # view of the tree is in the key), the same object bytes (no sanitizer here names a
+    # source path).
+    pairs = []
+    for key, row in off.rows.items():
+        theirs = shipped.rows[key]["evidence"]
+        assert isinstance(theirs, list) and isinstance(row["evidence"], list)
+        for mine, other in zip(row["evidence"], theirs, strict=True):
+            if mine.startswith("cells/"):
+                assert (mine != other) == sandbox.available()
+                for obj in sorted((off.out / mine).glob("tu*.o")):
+                    if (shipped.out / other / obj.name).is_file():
+                        pairs.append((obj, shipped.out / other / obj.name))
     assert pairs, "no object built in both grades"
-    assert [o.read_bytes() == s.read_bytes() for o, s in pairs] == [True] * len(pairs)
+    assert [a.read_bytes() == b.read_bytes() for a, b in pairs] == [True] * len(pairs)
     assert "ccache=off" in (off.out / "cells.txt").read_text()
     assert re.search(r"ccache: [1-9]\d* hit", shipped.output), shipped.output[-2000:]
 
