@@ -28,3 +28,17 @@ def write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write `text` unless the file already holds it; whether it wrote. A rendered probe or
+    harness unit written again by a rebuilt cell keeps its mtime: nothing that watches
+    times (ccache's "file too new" check, make-style tools) sees a change that is not one."""
+    data = text.encode()
+    try:
+        if path.read_bytes() == data:
+            return False
+    except OSError:
+        pass  # absent or unreadable: write it
+    write_bytes(path, data)
+    return True

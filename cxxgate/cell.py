@@ -96,7 +96,7 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
     if spec.entry:
         units[0] = Unit(units[0].name, _undef_main(units[0].text))
     for unit in units:
-        (out / unit.name).write_text(unit.text)
+        atomic.write_if_changed(out / unit.name, unit.text)
     if spec.kind == "objects":
         made = Linked([ensure(s, layout) for s in _source_objects(spec, tree)])
         steps = made.steps()

@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from cxxgate import codehash, tools
+from cxxgate import ccache, codehash, tools
 from cxxgate.envelope import Envelope
 from cxxgate.layout import Layout
 
@@ -64,7 +64,16 @@ ENTRY_SOURCE = codehash.TEMPLATES / "entry" / "entry.cpp"
 ENTRY_UNIT = "cxxgate_entry.cpp"
 ENTRY_SYMBOL = "cxxgate_unit_main"
 # The modules whose code shapes what a compile produces: they enter every cell key.
-COMPILE_CODE = ("cellspec", "cell", "toolcall", "process", "sandbox", "reuse", "projectflags")
+COMPILE_CODE = (
+    "cellspec",
+    "cell",
+    "toolcall",
+    "process",
+    "sandbox",
+    "reuse",
+    "projectflags",
+    "ccache",
+)
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,7 @@ class CellSpec:
             "envelope": self.envelope.id,
             "compile_seconds": self.compile_seconds,
             "code": codehash.of_modules(*COMPILE_CODE),
+            "paths": ccache.view(),  # the tree at its path or at /src/project: see there
         }
         if self.entry:
             blob["entry"] = codehash.of_text(ENTRY_SOURCE.read_bytes())
@@ -198,6 +208,7 @@ class Step:
     seconds: float
     output: str  # the compiler's stderr: GCC JSON lines or plain text (inspect/compare: stdout)
     sandbox: str = "none"
+    cache: str = ""  # ccache: "hit", "remote" (hit in remote storage), "miss"; "" not through it
 
 
 @dataclass(frozen=True)

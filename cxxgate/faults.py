@@ -64,6 +64,7 @@ def infrastructure(argv: list[str], output: str, cwd: Path) -> str:
         _DRIVER + r"error: unable to execute command: "
         r"(Executable \".*\" doesn't exist!|posix_spawn failed|Couldn't execute program).*$",
         "^collect2: fatal error: cannot find " + _QUOTED + ".*$",
+        r"^ccache: error: .*$",  # the launcher (cxxgate/ccache.py) itself failed
     ]
     for pattern in signatures:
         found = re.search(pattern, output, re.MULTILINE)

@@ -25,7 +25,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from cxxgate import elf, toolcall
+from cxxgate import atomic, elf, toolcall
 from cxxgate.cellspec import CXX_SUFFIXES, CellResult, CellSpec, CellStatus, Step, result_path
 from cxxgate.diagnostics import telling_line
 from cxxgate.layout import Layout
@@ -145,7 +145,7 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     steps: list[Step] = []
     objects = []
     for i, unit in enumerate(u for u in spec.units if u.name.endswith(CXX_SUFFIXES)):
-        (stranger / unit.name).write_text(unit.text)
+        atomic.write_if_changed(stranger / unit.name, unit.text)
         obj = f"consumer{i}.o"
         objects.append(obj)
         argv = [*base, "-c", unit.name, "-o", obj]

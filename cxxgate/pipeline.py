@@ -23,6 +23,7 @@ from cxxgate import atomic, codehash, history, lock, merge, prune, registry, rep
 from cxxgate.cell import build as build_cell
 from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.cellspec import result_path as cell_result
+from cxxgate.evidence import Evidence
 from cxxgate.faults import stops_on_full_disk
 from cxxgate.gate import Outputs
 from cxxgate.guard import (
@@ -397,6 +398,27 @@ class Pipeline:
         write_seed(file, seed)
         print(f"seed of {self.layout.root}: {old} -> {seed}")
 
+    def _caching(self, evidence_roots: tuple[Path, ...]) -> report.Caching:
+        """Each planned cell's result by its record line's start, for cells.txt's ccache
+        column (kept out of every stored result: a cell built again from the same inputs
+        may hit where it missed, and its gate result must not change for that)."""
+        evidence = Evidence(self.layout.root, *evidence_roots)
+        rows_by_tree: dict[tuple[str, str], list[str]] = {}
+        for row in self.lib.rows:
+            rows_by_tree.setdefault((row.case, self.lib.tree_keys[row.id]), []).append(row.id)
+        cells: dict[str, CellResult] = {}
+        starts: dict[str, str] = {}
+        for (case, tree_key, gate), plan in self.lib.plans.items():
+            for name, spec in plan.cells.items():
+                if spec.key not in cells:
+                    found = evidence.cell(f"cells/{spec.key[:2]}/{spec.key}")
+                    if found is None:
+                        continue
+                    cells[spec.key] = found
+                for row_id in rows_by_tree.get((case, tree_key), []):
+                    starts[f"{row_id} {gate} {name} {spec.kind} "] = spec.key
+        return report.Caching(cells, starts)
+
     def _unique_cells(self) -> dict[str, tuple[CellSpec, Row]]:
         by_tree = {self.lib.tree_keys[r.id]: r for r in reversed(self.lib.rows)}
         cells: dict[str, tuple[CellSpec, Row]] = {}
@@ -515,6 +537,7 @@ class Pipeline:
             report_only=self.lib.settings.report_only,
             flips=flips,
             evidence_roots=evidence_roots,
+            caching=self._caching(evidence_roots),
         )
         rows = [json.loads(line) for line in self.layout.verdicts.read_text().splitlines()]
         seed = self.lib.settings.seed_used()

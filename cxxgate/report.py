@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,64 @@ def cell_note(cell: CellResult) -> str:
     return f" | {why_failed(cell)}"
 
 
+def cache_note(cell: CellResult) -> str:
+    """The record line's ccache column: `ccache=H/M`, hits and misses among the compiles
+    this cell's build ran through ccache (a hit in remote storage is a hit); `0/0` when
+    it adopted an earlier cell's result (cxxgate/reuse.py), `off` when no compile went
+    through ccache. Stable between warm runs: it is read from the cell's result."""
+    compiles = cell.compile_steps()
+    if not compiles:
+        return ""
+    if cell.reused_from:
+        return " ccache=0/0"
+    if not any(s.cache for s in compiles):
+        return " ccache=off"
+    hits = sum(s.cache in {"hit", "remote"} for s in compiles)
+    return f" ccache={hits}/{sum(s.cache == 'miss' for s in compiles)}"
+
+
+@dataclass(frozen=True)
+class Caching:
+    """What cells.txt's ccache column and the summary line read: each planned cell's
+    result by key, and the key of each record line by the line's start (row, gate, name,
+    kind), from cxxgate/pipeline.py."""
+
+    cells: dict[str, CellResult]
+    starts: dict[str, str]
+
+    def column(self, line: str) -> str:
+        start = " ".join(line.split(" ", 4)[:4]) + " "
+        key = self.starts.get(start)
+        return cache_note(self.cells[key]) if key in self.cells else ""
+
+    def summary(self) -> str:
+        """One line over the grade's distinct cells that compiled (not adopted)."""
+        steps = [
+            s
+            for c in self.cells.values()
+            if not c.reused_from
+            for s in c.compile_steps()
+            if s.cache
+        ]
+        if not steps:
+            return "ccache: off\n"
+        hits = sum(s.cache in {"hit", "remote"} for s in steps)
+        remote = sum(s.cache == "remote" for s in steps)
+        return (
+            f"ccache: {hits} hit(s) ({remote} from remote storage), "
+            f"{len(steps) - hits} miss(es) in {len(steps)} compile(s)\n"
+        )
+
+
+def _with_column(line: str, caching: Caching | None) -> str:
+    """A record line with its cell's ccache column before the failure note."""
+    column = caching.column(line) if caching else ""
+    if not column:
+        return line
+    head, sep, note = line.partition(" | ")
+    return f"{head}{column}{sep}{note}"
+
+
 def grade(
     verdicts: list[Verdict],
     orphans: list[Orphan],
@@ -47,6 +105,7 @@ def grade(
     report_only: bool,
     flips: list[Flip] | None = None,
     evidence_roots: tuple[Path, ...] = (),
+    caching: Caching | None = None,
 ) -> TaskFailed | None:
     """Write every output of the grade and say whether it passed. `flips` are the rows
     whose verdict or class changed since an earlier grade; report.md lists them."""
@@ -72,7 +131,9 @@ def grade(
     # Whole files or the previous ones: a grade killed while it writes them leaves nothing
     # half-written for the reader (a CI step, a diff between nights).
     atomic.write_text(layout.verdicts, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-    records = "".join(line + "\n" for v in verdicts for line in v.cells)
+    # The ccache column is cells.txt's only: rows and results are the same whatever the
+    # cache held (on, off, another shard's).
+    records = "".join(_with_column(line, caching) + "\n" for v in verdicts for line in v.cells)
     atomic.write_text(layout.cell_record, records)
     table = render_table(verdicts, orphans, gates)
     atomic.write_text(layout.table, table)
@@ -80,6 +141,8 @@ def grade(
     junit.write(layout.junit, verdicts, orphans, problems)
     _write_reports(layout, rows, gates, problems, flips or [], evidence_roots)
     lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]
+    if caching is not None:
+        lines.append(caching.summary())
     if problems:
         lines.append(f"\ngrade FAILED ({len(problems)} problem(s)):\n")
         lines += [f"  - {message}\n" for _, message in problems]

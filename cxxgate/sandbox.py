@@ -29,6 +29,8 @@ _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/e
 # Every namespace --unshare-all makes but the user namespace (root's candidate runs).
 _UNSHARE_BUT_USER = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts")
 _SETPRIV = "/usr/bin/setpriv"
+# What name lookup reads when a sandbox keeps the host's network (confine's share_net).
+_NET_FILES = ("/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf")
 
 
 @cache
@@ -111,21 +113,30 @@ def confine(
     read: Iterable[Path] = (),
     write: Iterable[Path] = (),
     binds: Iterable[tuple[str, str]] = (),
-    mounts: Iterable[tuple[str, str]] = (),
+    mounts: Iterable[tuple[Path, str, bool]] = (),
+    share_net: bool = False,
 ) -> tuple[list[str], str]:
     """argv wrapped so it sees only the system, `read` (read-only) and `write`, at their own
     paths, and `binds` (source, destination; read-only: a toolchain's, see
     cxxgate/envelope.py); and the name of the sandbox used ("bwrap" or "none"). Nothing is
-    guessed from argv: a tool outside the system directories is visible only if bound."""
+    guessed from argv: a tool outside the system directories is visible only if bound.
+
+    `mounts` (source, destination, writable) show a folder at another path: ccache's
+    launch (cxxgate/ccache.py) puts the tree and the working folder at neutral paths, and
+    `cwd` is then given as seen inside. `share_net` keeps the host's network (a remote
+    compiler cache on another host or on loopback); the host's name files come with it."""
     if not available():
         return argv, "none"
     args = base_args()
+    if share_net:
+        args.insert(args.index("--unshare-all") + 1, "--share-net")
+        args += [a for f in _NET_FILES if Path(f).exists() for a in ("--ro-bind", f, f)]
     for source, dest in binds:
         args += ["--ro-bind", source, dest]
     for path in read:
         args += ["--ro-bind", str(path), str(path)]
     for path in write:
         args += ["--bind", str(path), str(path)]
-    for source, dest in mounts:  # writable, at another path (in order: later ones on top)
-        args += ["--bind", source, dest]
+    for source_path, dest, writable in mounts:
+        args += ["--bind" if writable else "--ro-bind", str(source_path), dest]
     return [*args, "--chdir", str(cwd), "--", *argv], "bwrap"

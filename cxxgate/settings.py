@@ -6,6 +6,11 @@
     out = "build"             # the build folder (default: .grade/)
     envelopes = "envs.yaml"   # default: envelopes.yaml in the case library
     seed = 7                  # pin the batch's seed (default: the build folder's, below)
+    ccache_remote = "redis://cache.example:6379"   # ccache's remote storage (shards share it)
+
+Compiles go through ccache (cxxgate/ccache.py), its cache in `<out>/ccache`;
+CXXGATE_CCACHE=0 turns that off. A remote storage: `ccache_remote`, or the environment's
+CXXGATE_CCACHE_REMOTE, which wins (a shard runner sets it per worker).
 
 The batch's **seed** (what a gate that draws inputs at run time draws them from, e.g.
 gate `metamorphic`; never in a case or a prompt): `seed=N`, else `[tool.cxxgate] seed`, else
@@ -19,6 +24,7 @@ of dodo.py); command-line paths from the current folder.
 
 from __future__ import annotations
 
+import os
 import secrets
 import tomllib
 from dataclasses import dataclass
@@ -28,7 +34,7 @@ from pathlib import Path
 from doit import get_var
 from pydantic import Field, ValidationError
 
-from cxxgate import atomic
+from cxxgate import atomic, ccache
 from cxxgate.layout import Layout
 from cxxgate.yamlfile import InputError, Strict, key_path
 
@@ -46,6 +52,7 @@ class ToolTable(Strict):
     report_only: bool = False
     keep: int = 0  # prune after each grade, keeping what the last N grades refer to
     seed: int | None = Field(default=None, ge=0, lt=SEED_LIMIT)
+    ccache_remote: str = ""  # ccache's remote_storage URL(s), e.g. redis://127.0.0.1:6379
 
 
 class SettingsError(Exception):
@@ -111,6 +118,9 @@ class Settings:
             msg = f"verbosity={verbosity}: expected 0, 1 or 2 (as doit's -v)"
             raise SettingsError(msg)
         seed = get_var("seed", "") or ""
+        if table.ccache_remote and not os.environ.get(ccache.REMOTE):
+            # The compiles read it there (cxxgate/ccache.py), in this process's threads.
+            os.environ[ccache.REMOTE] = table.ccache_remote
         return cls(
             library=library,
             out=path("out", table.out),

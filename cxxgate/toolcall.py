@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from cxxgate import faults
+from cxxgate import ccache, faults
 from cxxgate.cellspec import NEUTRAL_BUILD, NEUTRAL_TREE, CellSpec, CellStatus, Phase, Step
 from cxxgate.layout import Layout
 from cxxgate.process import bounded
@@ -94,30 +94,74 @@ def tool_call(
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
     binds = (*spec.envelope.toolchain.binds, *views)  # its declared prefix; never guessed
-    confined, sandbox = confine(
-        argv, cwd=cwd, read=read, write=[cwd], binds=binds, mounts=mounts
-    )
+    launch = _launch(layout, spec, phase, argv, cwd, read)
+    if launch is None:
+        writable = [(Path(source), dest, True) for source, dest in mounts]
+        confined, sandbox = confine(
+            argv, cwd=cwd, read=read, write=[cwd], binds=binds, mounts=writable
+        )
+        env = COMPILER_ENV
+    else:
+        # The tree and the working folder are the launch's mounts (neutral paths), or,
+        # without bubblewrap, where they are; ccache's own folder is writable.
+        plain = not launch.mounts
+        confined, sandbox = confine(
+            launch.argv,
+            cwd=launch.cwd,
+            read=read if plain else [p for p in read if p != layout.tree(spec.tree_key)],
+            write=[cwd, *launch.write] if plain else launch.write,
+            binds=binds,
+            mounts=launch.mounts,
+            share_net=launch.share_net,
+        )
+        env = launch.env
     outcome = bounded(
         confined,
         cwd=cwd,
-        env=COMPILER_ENV,
+        env=env,
         stdin=stdin.encode(),
         timeout=spec.compile_seconds,
         output_cap=OUTPUT_CAP,
     )
     # Compilers answer on stderr; nm, c++filt and abidiff on stdout.
     text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
+    cached: ccache.Outcome = ""
+    if launch is not None:
+        text = ccache.back(text, launch)
+        cached = ccache.finish(launch)
     if outcome.exit not in (0, None) and not outcome.timed_out:
         faults.raise_if_infrastructure(argv, text, cwd)
     return Step(
         phase=phase,
         source=source,
-        argv=argv,
+        argv=argv,  # as without ccache: what a replay runs
         exit=outcome.exit,
         timed_out=outcome.timed_out,
         seconds=round(outcome.wall_seconds, 3),
         output=text,
         sandbox=sandbox,
+        cache=cached,
+    )
+
+
+def _launch(
+    layout: Layout, spec: CellSpec, phase: Phase, argv: list[str], cwd: Path, read: list[Path]
+) -> ccache.Launch | None:
+    """How a compile goes through ccache, or None when it does not (CXXGATE_CCACHE=0,
+    ccache missing, not a compile of one TU by the envelope's compiler)."""
+    tc = spec.envelope.toolchain
+    if phase != "compile" or not ccache.enabled() or not ccache.cacheable(argv, tc.path):
+        return None
+    tree = layout.tree(spec.tree_key)
+    return ccache.prepare(
+        layout.root,
+        argv,
+        cwd,
+        tree,
+        tc.version_sha,
+        COMPILER_ENV,
+        sees_tree=tree in read,
+        neutral=ccache.view() == "neutral",
     )
 
 

@@ -162,7 +162,10 @@ def test_parallel_grade_gives_identical_verdicts(cold: Grade, tmp_path: Path) ->
     cases = tuple(f"{c}/" for c in NEGCOMP_CASES.removeprefix("case=").split(","))
 
     def ours(path: Path) -> list[str]:
-        return [ln for ln in path.read_text().splitlines() if ln.startswith(cases)]
+        # Without the ccache column: which of two cells compiling the same unit at once
+        # gets the hit is a matter of timing.
+        lines = path.read_text().splitlines()
+        return [re.sub(r" ccache=\S+", "", ln) for ln in lines if ln.startswith(cases)]
 
     def rows(grade: Grade) -> dict[str, object]:
         return {k: v for k, v in grade.rows.items() if k.startswith(cases)}

@@ -4,6 +4,7 @@ the single-machine grade, byte for byte."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,7 +41,13 @@ def single(batch: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -
 
 def _same_reports(a: Path, b: Path) -> None:
     for name in REPORTS:
-        assert (a / name).read_text() == (b / name).read_text(), name
+        assert _stable(a / name) == _stable(b / name), name
+
+
+def _stable(path: Path) -> str:
+    """cells.txt's ccache column counts what each build folder's cache already held."""
+    text = path.read_text()
+    return re.sub(r" ccache=\S+", "", text) if path.name == "cells.txt" else text
 
 
 def test_shards_merge_into_the_single_grade(

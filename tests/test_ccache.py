@@ -1,0 +1,306 @@
+"""ccache as the compiler launcher (cxxgate/ccache.py), on the real ccache, g++, bubblewrap
+and redis-server: a hit gives back this tree's paths, it never comes back for a tree that
+would compile differently, it changes no verdict, and build folders share a remote cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import Grade, case_library, run_doit
+
+from cxxgate import ccache, faults, reuse, sandbox
+from cxxgate.cell import build
+from cxxgate.cellspec import CellResult, CellSpec, Step, Unit
+from cxxgate.envelope import Envelopes
+from cxxgate.layout import Layout
+
+pytestmark = pytest.mark.skipif(ccache.binary() is None, reason="ccache is not installed")
+
+HEADER = "#pragma once\ninline int answer() { return 42; }\n"
+# -Wall's -Wmisleading-indentation: in TABBED the tab makes `b = 2;` look guarded by the
+# `if`; both preprocess (`-E`) to the same text, since -E keeps a line's indent as a count.
+SOURCE = (
+    '#include "x.hpp"\n'
+    "int h(bool c, int& a, int& b) {\n  if (c)\n\ta = 1;\n b = 2;\n  return a + b;\n}\n"
+)
+TABBED = SOURCE.replace("\n b = 2;", "\n\tb = 2;")
+PROBE = Unit("main.cpp", '#include "x.hpp"\nint main() { int unused; return answer() - 42; }\n')
+# Warnings stay warnings: a compile with diagnostics is cached (a failed one never is).
+ENVELOPES = """\
+toolchains:
+  gcc: {command: g++, family: gcc}
+envelopes:
+  warn: {toolchain: gcc, std: c++20, flags: [-O0, -g, -Wall, -Wextra]}
+"""
+
+
+def _tree(layout: Layout, key: str, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = layout.tree(key) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    layout.tree_stamp(key).write_text(json.dumps({"applied": True}))
+    return layout.tree(key)
+
+
+def _build(layout: Layout, tree: str, manifest: Path) -> CellResult:
+    spec = CellSpec(
+        kind="exe",
+        tree_key=tree,
+        units=(PROBE,),
+        tree_sources=("src/*.cpp",),
+        include_dirs=("include",),
+        envelope=Envelopes(manifest).get("warn"),
+        compile_seconds=60,
+    )
+    return build(spec, layout)
+
+
+def _files(step: Step) -> set[str]:
+    """The `file` of every location of GCC's JSON diagnostics."""
+    return set(re.findall(r'"file": "([^"]+)"', step.output))
+
+
+@pytest.fixture
+def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
+    monkeypatch.setenv("CXXGATE_REUSE", "0")  # every cell compiles: ccache is what reuses
+    monkeypatch.delenv(ccache.SWITCH, raising=False)
+    monkeypatch.delenv(ccache.REMOTE, raising=False)
+    yield Layout(tmp_path / "out")
+
+
+def _manifest(tmp_path: Path) -> Path:
+    path = tmp_path / "envelopes.yaml"
+    path.write_text(ENVELOPES)
+    return path
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
+def test_a_hit_in_another_tree_gives_back_this_trees_paths(layout: Layout, tmp_path: Path) -> None:
+    """Two trees, the same bytes: the second tree's compiles are ccache hits (the trees
+    are shown at one neutral path), and what comes back names the second tree: its
+    dependency files (what reuse.py records) and its diagnostics (what gates classify)."""
+    manifest = _manifest(tmp_path)
+    files = {"include/x.hpp": HEADER, "src/a.cpp": TABBED}
+    first, second = _tree(layout, "t1" * 12, files), _tree(layout, "t2" * 12, files)
+    a, b = _build(layout, "t1" * 12, manifest), _build(layout, "t2" * 12, manifest)
+    assert a.status == b.status == "ok"
+    assert [s.cache for s in a.compile_steps()] == ["miss", "miss"]
+    assert [s.cache for s in b.compile_steps()] == ["hit", "hit"]
+    assert {s.sandbox for s in b.steps} == {"bwrap"}
+
+    # Diagnostics: the unused variable (main.cpp, in the cell) and the misleading
+    # indentation (src/a.cpp, in the tree), at the second tree's path.
+    tree_step = next(s for s in b.compile_steps() if s.source == "src/a.cpp")
+    assert "misleading-indentation" in tree_step.output
+    assert _files(tree_step) == {f"{second}/src/a.cpp"}
+    assert "unused variable" in b.compile_steps()[0].output
+    # Dependency files: this tree's paths only.
+    cell = layout.cell(b.key)
+    deps = {p for d in cell.glob("tu*.d") for p in reuse.parse_depfile(d.read_text())}
+    assert {f"{second}/include/x.hpp", f"{second}/src/a.cpp"} <= deps
+    assert not any(str(first) in p or p.startswith("/src/") for p in deps)
+    # reuse.py recorded the files both compiles read; with the first tree's paths it
+    # would have recorded none for the second (an empty dependency set: reuse anything).
+    records = [json.loads(p.read_text()) for p in (layout.root / "reuse").rglob("*.deps")]
+    assert records == [["include/x.hpp", "src/a.cpp"]]
+    assert Path(b.binary or "").is_file()
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
+def test_no_hit_for_a_tree_that_compiles_differently(layout: Layout, tmp_path: Path) -> None:
+    """Same bytes in every file the first compile read, yet a different compile: a new
+    header shadowing an include (the listing is ccache's namespace), and a tab that only
+    the raw bytes show (ccache's preprocessor mode would have hit; depend mode does not)."""
+    manifest = _manifest(tmp_path)
+    files = {"include/x.hpp": HEADER, "src/a.cpp": SOURCE}
+    _tree(layout, "t1" * 12, files)
+    shadow = _tree(layout, "t3" * 12, {**files, "src/x.hpp": "#error shadowed\n"})
+    tabbed = _tree(layout, "t4" * 12, {**files, "src/a.cpp": TABBED})
+    clean = _build(layout, "t1" * 12, manifest)
+    assert clean.status == "ok" and "misleading" not in json.dumps([s.output for s in clean.steps])
+
+    shadowed = _build(layout, "t3" * 12, manifest)
+    # main.cpp reads include/x.hpp as before, but in a tree listing other names: a miss.
+    assert [s.cache for s in shadowed.compile_steps()] == ["miss", "miss"]
+    assert shadowed.status == "compile_error"
+    assert f"{shadow}/src/x.hpp" in _files(shadowed.compile_steps()[1])
+
+    tab = _build(layout, "t4" * 12, manifest)
+    step = next(s for s in tab.compile_steps() if s.source == "src/a.cpp")
+    assert step.cache == "miss" and "misleading-indentation" in step.output
+    assert _files(step) == {f"{tabbed}/src/a.cpp"}
+
+
+def test_without_bubblewrap_a_tree_keeps_its_own_paths_and_misses(
+    layout: Layout, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sandbox `none`: no neutral path to show the tree at, so another tree's compile is a
+    miss (argv differs), and the same cell built again hits with the same paths."""
+    monkeypatch.setattr(sandbox, "available", lambda: False)
+    manifest = _manifest(tmp_path)
+    files = {"include/x.hpp": HEADER, "src/a.cpp": TABBED}
+    _tree(layout, "t1" * 12, files)
+    second = _tree(layout, "t2" * 12, files)
+    _build(layout, "t1" * 12, manifest)
+    b = _build(layout, "t2" * 12, manifest)
+    assert {s.sandbox for s in b.steps} == {"none"}
+    assert [s.cache for s in b.compile_steps()] == ["miss", "miss"]
+    unit = layout.cell(b.key) / PROBE.name
+    written = unit.stat().st_mtime_ns
+    again = _build(layout, "t2" * 12, manifest)
+    assert unit.stat().st_mtime_ns == written  # a unit is written only when its text changed
+    assert [s.cache for s in again.compile_steps()] == ["hit", "hit"]
+    tree_step = next(s for s in again.compile_steps() if s.source == "src/a.cpp")
+    assert _files(tree_step) == {f"{second}/src/a.cpp"}
+
+
+def test_a_failing_ccache_is_the_machines_fault(layout: Layout, tmp_path: Path) -> None:
+    """ccache that cannot work (its temporary folder is a file) fails the compile with
+    its own error line: a harness fault (retried next run, cxxgate/guard.py), never the
+    candidate's compile_error."""
+    manifest = _manifest(tmp_path)
+    _tree(layout, "t1" * 12, {"include/x.hpp": HEADER, "src/a.cpp": SOURCE})
+    ccache.folder(layout.root).mkdir(parents=True)
+    (ccache.folder(layout.root) / "tmp").write_text("not a folder\n")
+    with pytest.raises(faults.ToolUnavailable, match="ccache: error"):
+        _build(layout, "t1" * 12, manifest)
+
+
+def _rows(grade: Grade) -> dict[str, dict[str, object]]:
+    """Rows without what differs between libraries and build folders (the identity pins,
+    the evidence folders, the patch file's path; none is a verdict)."""
+    out = {}
+    for key, row in grade.rows.items():
+        out[key] = {k: v for k, v in row.items() if k not in {"identity", "evidence", "source"}}
+    return out
+
+
+def _steps(out: Path) -> list[Step]:
+    """The compile steps the build folder's cells ran (an adopted cell ran none)."""
+    cells = [CellResult.load(p) for p in sorted((out / "cells").glob("*/*/result.json"))]
+    return [s for c in cells if not c.reused_from for s in c.compile_steps()]
+
+
+def test_ccache_off_grades_the_same_as_the_shipped_grade(shipped: Grade, tmp_path: Path) -> None:
+    """CXXGATE_CCACHE=0 changes no verdict: a case of the shipped grade (ccache on, `-n 2`)
+    graded again without it gives the same rows and the same cell records but for the
+    ccache column."""
+    library = case_library(tmp_path / "cases", "discarded")
+    off = run_doit(tmp_path / "off", "grade", library=library, CXXGATE_CCACHE="0")
+    assert off.returncode == 0, off.output
+    assert "ccache: off" in off.output
+    assert {s.cache for s in _steps(off.out)} == {""}
+    on = {k: v for k, v in _rows(shipped).items() if k.startswith("discarded/")}
+    assert _rows(off) == on
+
+    def records(out: Path) -> list[str]:
+        lines = (out / "cells.txt").read_text().splitlines()
+        return [re.sub(r" ccache=\S+", "", ln) for ln in lines if ln.startswith("discarded/")]
+
+    assert records(off.out) == records(shipped.out)
+    # The same cells (a row's evidence lists them in plan order), compiled through ccache
+    # at neutral paths and bare at the real ones: different keys under bubblewrap (the
+    # view of the tree is in the key), the same object bytes (no sanitizer here names a
+    # source path).
+    pairs = []
+    for key, row in off.rows.items():
+        theirs = shipped.rows[key]["evidence"]
+        assert isinstance(theirs, list) and isinstance(row["evidence"], list)
+        for mine, other in zip(row["evidence"], theirs, strict=True):
+            if mine.startswith("cells/"):
+                assert (mine != other) == sandbox.available()
+                for obj in sorted((off.out / mine).glob("tu*.o")):
+                    if (shipped.out / other / obj.name).is_file():
+                        pairs.append((obj, shipped.out / other / obj.name))
+    assert pairs, "no object built in both grades"
+    assert [a.read_bytes() == b.read_bytes() for a, b in pairs] == [True] * len(pairs)
+    assert "ccache=off" in (off.out / "cells.txt").read_text()
+    assert re.search(r"ccache: [1-9]\d* hit", shipped.output), shipped.output[-2000:]
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A real redis-server on loopback, on a free port, no persistence; stopped after."""
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_two_build_folders_share_compiles_through_redis(tmp_path: Path, redis_url: str) -> None:
+    """Two shards grade the same library, each in its own build folder with its own local
+    cache, one remote storage: the second compiles only what ccache never stores (failed
+    compiles); everything else comes from the first shard's results, with the same rows.
+    The library kinds (archive, consumer) go through ccache too."""
+    library = case_library(tmp_path / "cases", "normalise")
+    case_yaml = library / "normalise/case.yaml"
+    data = yaml.safe_load(case_yaml.read_text())
+    data["gates"] = {"consumer": data["gates"]["consumer"]}
+    data["patches"] = [p for p in data["patches"] if "renamed_api" in p["file"]]
+    case_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    env = {ccache.REMOTE: redis_url}
+    one = run_doit(tmp_path / "one", "grade", library=library, **env)
+    assert one.returncode == 0, one.output
+    two = run_doit(tmp_path / "two", "grade", library=library, **env)
+    assert two.returncode == 0, two.output
+    assert _rows(one) == _rows(two)
+
+    first, second = _steps(one.out), _steps(two.out)
+    kinds = {CellResult.load(p).kind for p in (two.out / "cells").glob("*/*/result.json")}
+    assert {"archive", "consumer"} <= kinds
+    assert {s.cache for s in first if s.exit == 0} == {"miss"}
+    remote = [s for s in second if s.cache == "remote"]
+    misses = [s for s in second if s.cache == "miss"]
+    assert remote, [(s.source, s.cache) for s in second]
+    assert all(s.cache in {"remote", "hit"} for s in second if s.exit == 0)
+    # ccache never stores a failed compile: renamed_api's consumer fails in both shards.
+    assert misses and all(s.exit != 0 for s in misses)
+    assert f"{len(remote)} from remote storage" in two.output
+    assert re.search(rf"{len(misses)} miss\(es\)", two.output)
+    assert re.search(r" ccache=\d+/0", (two.out / "cells.txt").read_text())
+
+
+def test_remote_storage_from_pyproject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[tool.cxxgate] ccache_remote reaches the compiles; the environment's value wins."""
+    from cxxgate.settings import Settings
+
+    (tmp_path / "pyproject.toml").write_text('[tool.cxxgate]\nccache_remote = "redis://h:1"\n')
+    monkeypatch.delenv(ccache.REMOTE, raising=False)
+    Settings.load(tmp_path)
+    assert os.environ[ccache.REMOTE] == "redis://h:1"
+    monkeypatch.setenv(ccache.REMOTE, "redis://mine:2")
+    Settings.load(tmp_path)
+    assert os.environ[ccache.REMOTE] == "redis://mine:2"
