@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Literal
 
 from cxxgate import sandbox
+from cxxgate.sandbox import NEUTRAL_TREE
 from cxxgate.tools import tool_path
 
 SWITCH = "CXXGATE_CCACHE"
@@ -118,7 +119,6 @@ def prepare(
     """The launch of `argv` (run in `cwd`, seeing `tree` if `sees_tree`) through ccache.
     With `neutral`, the tree and `cwd` are mounted at neutral paths (see the module text);
     argv names the tree there even where it is not shown (a consumer's unused -I)."""
-    from cxxgate.cellspec import NEUTRAL_TREE  # cellspec imports this module for view()
 
     store = folder(root)
     (store / "stats").mkdir(parents=True, exist_ok=True)

@@ -55,8 +55,6 @@ NO_TREE = "no-tree"
 # __builtin_FILE, debug info). A header must not be able to tell a probe from a build.
 # Diagnostics and dependency files keep the real paths, so classification still works.
 UNIT_NAME = "main.cpp"
-NEUTRAL_TREE = "/src/project"
-NEUTRAL_BUILD = "/src/build"
 
 # A program built with the harness entry (CellSpec.entry): its unit's `main` becomes this
 # symbol, and templates/entry/entry.cpp calls it and reports the run's nonce (cxxgate/run.py).

@@ -32,8 +32,6 @@ from pathlib import Path
 
 from cxxgate import sandbox, toolcall
 from cxxgate.cellspec import (
-    NEUTRAL_BUILD,
-    NEUTRAL_TREE,
     CellResult,
     CellSpec,
     CellStatus,
@@ -43,6 +41,7 @@ from cxxgate.cellspec import (
 from cxxgate.cellspec import result_path as cell_result
 from cxxgate.layout import Layout
 from cxxgate.projectflags import COMPILE_DB, paths
+from cxxgate.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
 from cxxgate.tools import tool_path
 from cxxgate.tree import materialise
 

@@ -15,8 +15,9 @@ import shlex
 from pathlib import Path, PurePosixPath
 
 from cxxgate import sandbox
-from cxxgate.cellspec import NEUTRAL_BUILD, NEUTRAL_TREE, CellSpec
+from cxxgate.cellspec import CellSpec
 from cxxgate.layout import Layout
+from cxxgate.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
 
 COMPILE_DB = "compile_commands.json"
 _PATHS = ("-I", "-isystem", "-iquote")

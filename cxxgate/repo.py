@@ -14,7 +14,6 @@ paths and bytes, computed once and kept beside the cached tree.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from cxxgate import atomic
+from cxxgate.tree import git_env
 from cxxgate.yamlfile import InputError, Strict
 
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -107,16 +107,8 @@ def base_tree(case_file: Path, spec: RepoSpec, cache: Path) -> tuple[Path, str]:
 
 
 def _git(args: list[str], cwd: Path, scratch: Path) -> subprocess.CompletedProcess[bytes]:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "GIT_CEILING_DIRECTORIES": str(scratch),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "HOME": str(scratch),
-        "LC_ALL": "C",
-    }
     return subprocess.run(
-        ["git", *args], cwd=cwd, env=env, capture_output=True, check=False, timeout=600
+        ["git", *args], cwd=cwd, env=git_env(scratch), capture_output=True, check=False, timeout=600
     )
 
 

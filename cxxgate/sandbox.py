@@ -24,6 +24,11 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
+# Where a compile sees the tree and the build folder when it sees them at neutral paths
+# (-ffile-prefix-map in cxxgate/toolcall.py; bind mounts for ccache and CMake builds).
+NEUTRAL_TREE = "/src/project"
+NEUTRAL_BUILD = "/src/build"
+
 _SYSTEM_TOPS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
 # Every namespace --unshare-all makes but the user namespace (root's candidate runs).

@@ -125,6 +125,8 @@ def task_prune() -> Any:
 def task_merge() -> Any:
     """Fold shard build folders (from=DIR,DIR,...) into one grade in out=."""
     return PIPELINE.merge_task()
+
+
 def task_rotate_seed() -> Any:
     """Write a new batch seed to <out>/seed (seed=N: that one), for the next grade."""
     return PIPELINE.rotate_seed_task()

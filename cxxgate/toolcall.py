@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Literal
 
 from cxxgate import ccache, faults
-from cxxgate.cellspec import NEUTRAL_BUILD, NEUTRAL_TREE, CellSpec, CellStatus, Phase, Step
+from cxxgate.cellspec import CellSpec, CellStatus, Phase, Step
 from cxxgate.layout import Layout
 from cxxgate.process import bounded
 from cxxgate.projectflags import project_flags
-from cxxgate.sandbox import confine
+from cxxgate.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE, confine
 from cxxgate.tools import COMPILER_ENV
 
 OUTPUT_CAP = 4 << 20

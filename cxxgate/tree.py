@@ -72,6 +72,19 @@ class Stamp:
         return cls(**data)
 
 
+def git_env(scratch: Path) -> dict[str, str]:
+    """The environment of a git call of the harness: no repository above `scratch`, no
+    user or system config."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CEILING_DIRECTORIES": str(scratch),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "HOME": str(scratch),
+        "LC_ALL": "C",
+    }
+
+
 class _Git:
     """git apply below a scratch folder: no repository above it, no user or system config."""
 
@@ -82,14 +95,7 @@ class _Git:
         # every call runs in a folder below the scratch (this one, or the tree).
         self.listing = scratch / "listing"
         self.listing.mkdir(exist_ok=True)
-        self.env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "GIT_CEILING_DIRECTORIES": str(scratch),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "HOME": str(scratch),
-            "LC_ALL": "C",
-        }
+        self.env = git_env(scratch)
 
     def apply(self, args: list[str], text: bytes, cwd: Path) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(

@@ -16,10 +16,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cxxgate.cellspec import NEUTRAL_TREE, CellResult
+from cxxgate.cellspec import CellResult
 from cxxgate.process import bounded
 from cxxgate.run import RunResult
-from cxxgate.sandbox import confine
+from cxxgate.sandbox import NEUTRAL_TREE, confine
 
 GCOV_SECONDS = 60.0
 OUTPUT_CAP = 64 << 20

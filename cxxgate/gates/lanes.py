@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cxxgate import program
-from cxxgate.cellspec import NEUTRAL_TREE, UNIT_NAME, CellSpec, Unit
+from cxxgate.cellspec import UNIT_NAME, CellSpec, Unit
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context
+from cxxgate.sandbox import NEUTRAL_TREE
 
 
 def unit_of(ctx: Context, rel: str, key: str) -> Unit:
