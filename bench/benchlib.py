@@ -42,10 +42,18 @@ def lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
+def tree_cases(library: Path) -> list[Path]:
+    """The library's cases with a tree/ folder, in a fixed order. Repository cases (a CMake
+    project graded by its own suite) are left out of the batches: the naive loop has no
+    CMake side to compare them with."""
+    cases = (p for p in library.iterdir() if (p / "case.yaml").is_file())
+    return sorted(p for p in cases if (p / "tree").is_dir())
+
+
 def shipped_patches(library: Path) -> list[tuple[str, Path]]:
-    """(case, patch file) for every shipped patch of every case, in a fixed order."""
+    """(case, patch file) for every shipped patch of every tree case, in a fixed order."""
     found = []
-    for case in sorted(p for p in library.iterdir() if (p / "case.yaml").is_file()):
+    for case in tree_cases(library):
         spec = yaml.safe_load((case / "case.yaml").read_text())
         found += [(case.name, case / known["file"]) for known in spec.get("patches", [])]
     return found

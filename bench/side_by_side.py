@@ -40,7 +40,16 @@ import heavycase
 import naive_loop
 import nightly_bench
 import yaml
-from benchlib import PROJECT, doit, freeze, lines, predictions, vary, write_jsonl
+from benchlib import (
+    PROJECT,
+    doit,
+    freeze,
+    lines,
+    predictions,
+    tree_cases,
+    vary,
+    write_jsonl,
+)
 
 from cxxgate.cellspec import ENTRY_UNIT
 
@@ -50,7 +59,7 @@ WORKERS = 2
 
 def make_library(dest: Path, only: list[str] | None, n: int | None) -> list[str]:
     """Copy the chosen shipped cases and write the heavy case; return the case names."""
-    shipped = sorted(p.name for p in (PROJECT / "cases").iterdir() if (p / "case.yaml").is_file())
+    shipped = [p.name for p in tree_cases(PROJECT / "cases")]
     chosen = [c for c in shipped if c in only] if only else shipped[: n or len(shipped)]
     dest.mkdir(parents=True)
     for name in ("envelopes.yaml", "identity.lock"):

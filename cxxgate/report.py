@@ -69,14 +69,19 @@ class Caching:
         return cache_note(self.cells[key]) if key in self.cells else ""
 
     def summary(self) -> str:
-        """One line over the grade's distinct cells that compiled (not adopted)."""
-        steps = [
-            s
-            for c in self.cells.values()
-            if not c.reused_from
-            for s in c.compile_steps()
-            if s.cache
-        ]
+        """One line over the grade's distinct compiles (cells not adopted). A program's
+        result repeats the steps of the object cells it linked (cxxgate/cell.py), and two
+        programs may link one object: a compile is counted once, by its argv (an object's
+        names its own output)."""
+        steps = list(
+            {
+                tuple(s.argv): s
+                for c in self.cells.values()
+                if not c.reused_from
+                for s in c.compile_steps()
+                if s.cache
+            }.values()
+        )
         if not steps:
             return "ccache: off\n"
         hits = sum(s.cache in {"hit", "remote"} for s in steps)

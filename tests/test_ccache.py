@@ -106,14 +106,21 @@ def test_a_hit_in_another_tree_gives_back_this_trees_paths(layout: Layout, tmp_p
     assert _files(tree_step) == {f"{second}/src/a.cpp"}
     assert "unused variable" in b.compile_steps()[0].output
     # Dependency files: this tree's paths only.
-    cell = layout.cell(b.key)
-    deps = {p for d in cell.glob("tu*.d") for p in reuse.parse_depfile(d.read_text())}
+    # A program's compiles are its object cells' (cxxgate/cell.py): their folders hold them.
+    deps = {
+        p
+        for part in b.parts
+        for d in layout.cell(part).glob("tu*.d")
+        for p in reuse.parse_depfile(d.read_text())
+    }
     assert {f"{second}/include/x.hpp", f"{second}/src/a.cpp"} <= deps
     assert not any(str(first) in p or p.startswith("/src/") for p in deps)
     # reuse.py recorded the files both compiles read; with the first tree's paths it
     # would have recorded none for the second (an empty dependency set: reuse anything).
+    # Per object (the probe read the header, the tree's source both files) and for the
+    # program (what its objects read); never an empty set.
     records = [json.loads(p.read_text()) for p in (layout.root / "reuse").rglob("*.deps")]
-    assert records == [["include/x.hpp", "src/a.cpp"]]
+    assert {tuple(r) for r in records} == {("include/x.hpp",), ("include/x.hpp", "src/a.cpp")}
     assert Path(b.binary or "").is_file()
 
 
@@ -158,6 +165,8 @@ def test_without_bubblewrap_a_tree_keeps_its_own_paths_and_misses(
     assert [s.cache for s in b.compile_steps()] == ["miss", "miss"]
     unit = layout.cell(b.key) / PROBE.name
     written = unit.stat().st_mtime_ns
+    for part in b.parts:  # objects forgotten (`doit forget`, a kill): compiled again
+        layout.cell_result(part).unlink(missing_ok=True)
     again = _build(layout, "t2" * 12, manifest)
     assert unit.stat().st_mtime_ns == written  # a unit is written only when its text changed
     assert [s.cache for s in again.compile_steps()] == ["hit", "hit"]
@@ -187,9 +196,11 @@ def _rows(grade: Grade) -> dict[str, dict[str, object]]:
 
 
 def _steps(out: Path) -> list[Step]:
-    """The compile steps the build folder's cells ran (an adopted cell ran none)."""
+    """The compiles the build folder's cells ran (an adopted cell ran none), once each:
+    a program's result repeats its objects' steps."""
     cells = [CellResult.load(p) for p in sorted((out / "cells").glob("*/*/result.json"))]
-    return [s for c in cells if not c.reused_from for s in c.compile_steps()]
+    steps = [s for c in cells if not c.reused_from for s in c.compile_steps()]
+    return list({tuple(s.argv): s for s in steps}.values())
 
 
 def test_ccache_off_grades_the_same_as_the_shipped_grade(shipped: Grade, tmp_path: Path) -> None:
