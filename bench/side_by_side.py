@@ -9,7 +9,7 @@ change; bench/benchlib.py `vary`).
 cxxgate side, one build folder: cold `doit -n 2 grade` (seconds, tool calls from
 compiler-calls.log, compile calls, distinct cell keys, invocations per cell step, compiles
 per content key, harness overhead), a warm no-op, one patch edited; ccache hits/misses
-when cells.txt or the grade's output report them. Planning time for P predictions:
+from the compile steps' `cache` field (each compile once). Planning time for P predictions:
 `doit list` on a fresh build folder (loads dodo.py: cases, rows, every gate's plan, the
 identity lock; doit then makes every task; nothing runs). With `--big K`, the nightly
 batch of K predictions (bench/nightly_bench.py) cold, warm, prompt edit, one patch edit.
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import shutil
 import sys
 import tempfile
@@ -53,7 +52,6 @@ from benchlib import (
 
 from cxxgate.cellspec import ENTRY_UNIT
 
-CCACHE = re.compile(r"ccache=(\d+)/(\d+)")
 WORKERS = 2
 
 
@@ -145,12 +143,21 @@ def cxxgate_cold(out: Path, seconds: float, tree_case: dict[str, str]) -> dict[s
     no_depfile = 0
     busy = 0.0
     seconds_by_case: dict[str, float] = {}
-    for key, cell in cells.items():
+    cached: Counter[str] = Counter()
+    seen: set[tuple[str, ...]] = set()
+    # A program's result repeats the compile steps of the object cells it linked
+    # (cxxgate/cell.py): each compile is counted once, by its argv, at its object cell.
+    for key, cell in sorted(cells.items(), key=lambda kv: kv[1].get("kind") != "object"):
         if cell.get("reused_from"):
             continue  # copied from an earlier cell: its steps ran there
         folder = out / "cells" / key[:2] / key
         case = tree_case.get(Path(cell["tree_root"]).name, "?")
         for step in cell["steps"]:
+            if step["phase"] == "compile":
+                if tuple(step["argv"]) in seen:
+                    continue
+                seen.add(tuple(step["argv"]))
+                cached[step.get("cache") or "none"] += 1
             busy += step["seconds"]
             seconds_by_case[case] = seconds_by_case.get(case, 0.0) + step["seconds"]
             if step["phase"] == "compile":
@@ -168,8 +175,6 @@ def cxxgate_cold(out: Path, seconds: float, tree_case: dict[str, str]) -> dict[s
     for key, _phase, _source in cell_calls:
         by_case[tree_case.get(Path(cells[key]["tree_root"]).name, "?")] += 1
     step_keys = set(cell_calls)
-    record = (out / "cells.txt").read_text() if (out / "cells.txt").exists() else ""
-    hits = [(int(a), int(b)) for a, b in CCACHE.findall(record)]
     return {
         "seconds": round(seconds, 3),
         "tool_calls": len(log),
@@ -191,7 +196,11 @@ def cxxgate_cold(out: Path, seconds: float, tree_case: dict[str, str]) -> dict[s
         "run_seconds": round(run_seconds, 3),
         "overhead_share": round(1 - (busy + run_seconds) / (WORKERS * seconds), 3),
         "overhead_share_raw": round((seconds - busy - run_seconds) / seconds, 3),
-        "ccache": [sum(h for h, _ in hits), sum(m for _, m in hits)] if hits else None,
+        "ccache": (
+            [cached["hit"] + cached["remote"], cached["miss"]]
+            if cached.keys() - {"none"}
+            else None
+        ),
         "tool_calls_by_case": dict(sorted(by_case.items())),
         "tool_seconds_by_case": {k: round(v, 1) for k, v in sorted(seconds_by_case.items())},
     }
