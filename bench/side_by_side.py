@@ -53,6 +53,8 @@ from benchlib import (
 from cxxgate.cellspec import ENTRY_UNIT
 
 WORKERS = 2
+# Cells whose results repeat the compile steps of the object cells they link (cxxgate/cell.py).
+LINKING = {"exe", "archive", "shared", "objects"}
 
 
 def make_library(dest: Path, only: list[str] | None, n: int | None) -> list[str]:
@@ -144,19 +146,15 @@ def cxxgate_cold(out: Path, seconds: float, tree_case: dict[str, str]) -> dict[s
     busy = 0.0
     seconds_by_case: dict[str, float] = {}
     cached: Counter[str] = Counter()
-    seen: set[tuple[str, ...]] = set()
-    # A program's result repeats the compile steps of the object cells it linked
-    # (cxxgate/cell.py): each compile is counted once, by its argv, at its object cell.
-    for key, cell in sorted(cells.items(), key=lambda kv: kv[1].get("kind") != "object"):
+    for key, cell in cells.items():
         if cell.get("reused_from"):
             continue  # copied from an earlier cell: its steps ran there
         folder = out / "cells" / key[:2] / key
         case = tree_case.get(Path(cell["tree_root"]).name, "?")
         for step in cell["steps"]:
             if step["phase"] == "compile":
-                if tuple(step["argv"]) in seen:
-                    continue
-                seen.add(tuple(step["argv"]))
+                if cell.get("kind") in LINKING:
+                    continue  # copies of the steps of the object cells it linked
                 cached[step.get("cache") or "none"] += 1
             busy += step["seconds"]
             seconds_by_case[case] = seconds_by_case.get(case, 0.0) + step["seconds"]
