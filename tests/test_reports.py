@@ -46,8 +46,9 @@ _VARYING = [
     (re.compile(r"\d+(\.\d+)?(?= ?(s|ms|KiB|MiB|x)\b)"), "N"),  # times, sizes, ratios
     (re.compile(r"(?<=[=:] )\d+\.\d+|(?<==)\d+\.\d+"), "N"),
     (re.compile(r"(?<=ratio )\d+\.\d+"), "N"),  # the slope gate's advisory wall lane
+    # Salted or uninitialised output; before <n>, since a sha may be all digits.
+    (re.compile(r"stdout=[0-9a-f]{12}\b"), "stdout=<sha>"),
     (re.compile(r"\b\d{8,}\b"), "<n>"),  # a salted patch's checksums, the batch seed
-    (re.compile(r"stdout=[0-9a-f]{12}\b"), "stdout=<sha>"),  # salted or uninitialised output
     # A sanitizer names a tree file as its compile saw it: at the tree's own path, or at
     # the neutral one where ccache's launch shows it there (cxxgate/ccache.py).
     (re.compile(r"<out>/trees/<key>/"), "/src/project/"),
