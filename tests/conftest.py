@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from cxxgate.layout import Layout
+
 PROJECT = Path(__file__).resolve().parent.parent
 SHIPPED = PROJECT / "cases"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -68,6 +70,17 @@ def in_tree_test_exit(tree: Path, test: str, workdir: Path) -> int:
     )
     assert build.returncode == 0, build.stderr
     return subprocess.run([str(binary)], check=False, timeout=30).returncode
+
+
+def make_tree(layout: Layout, key: str, files: dict[str, str]) -> Path:
+    """A patched tree as the pipeline leaves it (files and an applied stamp), for tests that
+    build cells directly."""
+    for rel, text in files.items():
+        path = layout.tree(key) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    layout.tree_stamp(key).write_text(json.dumps({"applied": True}))
+    return layout.tree(key)
 
 
 def compiler_calls(out: Path) -> int:

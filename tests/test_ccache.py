@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Grade, case_library, run_doit
+from conftest import Grade, case_library, make_tree, run_doit
 
 from cxxgate import ccache, faults, reuse, sandbox
 from cxxgate.cell import build
@@ -42,15 +42,6 @@ toolchains:
 envelopes:
   warn: {toolchain: gcc, std: c++20, flags: [-O0, -g, -Wall, -Wextra]}
 """
-
-
-def _tree(layout: Layout, key: str, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = layout.tree(key) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    layout.tree_stamp(key).write_text(json.dumps({"applied": True}))
-    return layout.tree(key)
 
 
 def _build(layout: Layout, tree: str, manifest: Path) -> CellResult:
@@ -92,7 +83,7 @@ def test_a_hit_in_another_tree_gives_back_this_trees_paths(layout: Layout, tmp_p
     dependency files (what reuse.py records) and its diagnostics (what gates classify)."""
     manifest = _manifest(tmp_path)
     files = {"include/x.hpp": HEADER, "src/a.cpp": TABBED}
-    first, second = _tree(layout, "t1" * 12, files), _tree(layout, "t2" * 12, files)
+    first, second = make_tree(layout, "t1" * 12, files), make_tree(layout, "t2" * 12, files)
     a, b = _build(layout, "t1" * 12, manifest), _build(layout, "t2" * 12, manifest)
     assert a.status == b.status == "ok"
     assert [s.cache for s in a.compile_steps()] == ["miss", "miss"]
@@ -131,9 +122,9 @@ def test_no_hit_for_a_tree_that_compiles_differently(layout: Layout, tmp_path: P
     the raw bytes show (ccache's preprocessor mode would have hit; depend mode does not)."""
     manifest = _manifest(tmp_path)
     files = {"include/x.hpp": HEADER, "src/a.cpp": SOURCE}
-    _tree(layout, "t1" * 12, files)
-    shadow = _tree(layout, "t3" * 12, {**files, "src/x.hpp": "#error shadowed\n"})
-    tabbed = _tree(layout, "t4" * 12, {**files, "src/a.cpp": TABBED})
+    make_tree(layout, "t1" * 12, files)
+    shadow = make_tree(layout, "t3" * 12, {**files, "src/x.hpp": "#error shadowed\n"})
+    tabbed = make_tree(layout, "t4" * 12, {**files, "src/a.cpp": TABBED})
     clean = _build(layout, "t1" * 12, manifest)
     assert clean.status == "ok" and "misleading" not in json.dumps([s.output for s in clean.steps])
 
@@ -157,8 +148,8 @@ def test_without_bubblewrap_a_tree_keeps_its_own_paths_and_misses(
     monkeypatch.setattr(sandbox, "available", lambda: False)
     manifest = _manifest(tmp_path)
     files = {"include/x.hpp": HEADER, "src/a.cpp": TABBED}
-    _tree(layout, "t1" * 12, files)
-    second = _tree(layout, "t2" * 12, files)
+    make_tree(layout, "t1" * 12, files)
+    second = make_tree(layout, "t2" * 12, files)
     _build(layout, "t1" * 12, manifest)
     b = _build(layout, "t2" * 12, manifest)
     assert {s.sandbox for s in b.steps} == {"none"}
@@ -179,7 +170,7 @@ def test_a_failing_ccache_is_the_machines_fault(layout: Layout, tmp_path: Path) 
     its own error line: a harness fault (retried next run, cxxgate/guard.py), never the
     candidate's compile_error."""
     manifest = _manifest(tmp_path)
-    _tree(layout, "t1" * 12, {"include/x.hpp": HEADER, "src/a.cpp": SOURCE})
+    make_tree(layout, "t1" * 12, {"include/x.hpp": HEADER, "src/a.cpp": SOURCE})
     ccache.folder(layout.root).mkdir(parents=True)
     (ccache.folder(layout.root) / "tmp").write_text("not a folder\n")
     with pytest.raises(faults.ToolUnavailable, match="ccache: error"):

@@ -3,12 +3,11 @@ envelope, flags), whichever gate or unit links it (cxxgate/cell.py)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections import Counter
 from pathlib import Path
 
-from conftest import SHIPPED, Grade
+from conftest import SHIPPED, Grade, make_tree
 
 from cxxgate.cell import build
 from cxxgate.cellspec import CellResult, CellSpec, Unit
@@ -32,14 +31,6 @@ PROGRAMS = [
 ]
 
 
-def _tree(layout: Layout, key: str, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = layout.tree(key) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    layout.tree_stamp(key).write_text(json.dumps({"applied": True}))
-
-
 def _program(tree: str, unit: Unit, envelope: str) -> CellSpec:
     return CellSpec(
         kind="exe",
@@ -61,7 +52,7 @@ def _compiles(layout: Layout) -> Counter[str]:
 
 def test_a_library_source_is_compiled_once_per_tree_and_envelope(tmp_path: Path) -> None:
     layout = Layout(tmp_path / "out")
-    _tree(layout, "a", TREE)
+    make_tree(layout, "a", TREE)
     built = [build(_program("a", u, env), layout) for env in ("dbg", "rel") for u in PROGRAMS]
     assert all(c.status == "ok" for c in built), [c.detail for c in built]
     outputs = [subprocess.run([c.binary or ""], capture_output=True, text=True) for c in built]
@@ -82,7 +73,7 @@ def test_a_library_source_is_compiled_once_per_tree_and_envelope(tmp_path: Path)
     ]
 
     # A patch that edits only src/other.cpp: the objects of everything else are adopted.
-    _tree(layout, "b", {**TREE, "src/other.cpp": "int other() { return 8; }\n"})
+    make_tree(layout, "b", {**TREE, "src/other.cpp": "int other() { return 8; }\n"})
     again = build(_program("b", PROGRAMS[2], "dbg"), layout)
     assert again.status == "ok"
     assert subprocess.run([again.binary or ""], capture_output=True, text=True).stdout == "50\n"
@@ -96,7 +87,8 @@ def test_a_compile_error_in_a_library_source_reads_as_before(tmp_path: Path) -> 
     """Every program linking the broken source says so with the tree path, and the object
     is compiled once."""
     layout = Layout(tmp_path / "out")
-    _tree(layout, "a", {**TREE, "src/lib.cpp": '#include "lib.hpp"\nint answer() { return; }\n'})
+    broken = '#include "lib.hpp"\nint answer() { return; }\n'
+    make_tree(layout, "a", {**TREE, "src/lib.cpp": broken})
     built = [build(_program("a", u, "dbg"), layout) for u in PROGRAMS]
     assert {c.status for c in built} == {"compile_error"}
     for cell in built:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHIPPED, Grade, run_grade
+from conftest import SHIPPED, Grade, make_tree, run_grade
 
 from cxxgate.cell import build
 from cxxgate.cellspec import CellResult, CellSpec, Unit
@@ -16,14 +16,6 @@ from cxxgate.layout import Layout
 from cxxgate.reuse import parse_depfile
 
 PROBE = Unit("probe.cpp", '#include "lib.hpp"\nint main() { return answer() - 42; }\n')
-
-
-def _tree(layout: Layout, key: str, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = layout.tree(key) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    layout.tree_stamp(key).write_text(json.dumps({"applied": True}))
 
 
 def _build(layout: Layout, tree: str, kind: str = "syntax") -> CellResult:
@@ -48,10 +40,10 @@ BASE = {
 
 def test_reused_only_when_what_was_read_is_the_same(tmp_path: Path) -> None:
     layout = Layout(tmp_path / "out")
-    _tree(layout, "a", BASE)
-    _tree(layout, "src_only", {**BASE, "src/lib.cpp": "int answer() { return 41; }\n"})
-    _tree(layout, "header", {**BASE, "include/lib.hpp": "long answer();\n"})
-    _tree(layout, "new_file", {**BASE, "include/extra.hpp": "\n"})
+    make_tree(layout, "a", BASE)
+    make_tree(layout, "src_only", {**BASE, "src/lib.cpp": "int answer() { return 41; }\n"})
+    make_tree(layout, "header", {**BASE, "include/lib.hpp": "long answer();\n"})
+    make_tree(layout, "new_file", {**BASE, "include/extra.hpp": "\n"})
     first = _build(layout, "a")
     assert first.status == "ok" and first.reused_from == ""
     calls = len(layout.compiler_log.read_text().splitlines())
@@ -68,13 +60,13 @@ def test_reused_only_when_what_was_read_is_the_same(tmp_path: Path) -> None:
 
 def test_an_executable_is_reused_with_its_binary(tmp_path: Path) -> None:
     layout = Layout(tmp_path / "out")
-    _tree(layout, "a", BASE)
+    make_tree(layout, "a", BASE)
     first = _build(layout, "a", "exe")
-    _tree(layout, "same", BASE)
+    make_tree(layout, "same", BASE)
     again = _build(layout, "same", "exe")
     assert again.reused_from == first.key
     assert again.binary and Path(again.binary).is_file() and again.binary != first.binary
-    _tree(
+    make_tree(
         layout, "src", {**BASE, "src/lib.cpp": '#include "lib.hpp"\nint answer() { return 7; }\n'}
     )
     assert _build(layout, "src", "exe").reused_from == ""  # the library source was read
