@@ -26,7 +26,6 @@ first:
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import replace
 from functools import cache
 from importlib.metadata import version
@@ -35,7 +34,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cxxgate import program
+from cxxgate import program, toolcall
 from cxxgate.diagnostics import why_failed
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
@@ -56,23 +55,17 @@ class Config(Strict):
 
 
 @cache
-def system_dirs(compiler: str, std: str) -> tuple[str, ...]:
+def system_dirs(
+    compiler: str, std: str, binds: tuple[tuple[str, str], ...] = ()
+) -> tuple[str, ...]:
     """g++'s `#include <...>` search list, resolved: libclang reads these and nothing of
-    its own, so it sees the libstdc++ headers the compiles see. Asked once per process,
-    like the toolchain's `--version` (cxxgate/envelope.py); the envelope id and the
-    answer both enter the scan's key."""
-    proc = subprocess.run(
-        [compiler, f"-std={std}", "-xc++", "-E", "-v", "-"],
-        input="",
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    text = proc.stderr
+    its own, so it sees the libstdc++ headers the compiles see. Asked once per process
+    through cxxgate/toolcall.py (bounded, confined), like the toolchain's `--version`
+    (cxxgate/envelope.py); the envelope id and the answer both enter the scan's key."""
+    code, text = toolcall.query([compiler, f"-std={std}", "-xc++", "-E", "-v", "-"], binds=binds)
     start = text.find("#include <...> search starts here:")
     end = text.find("End of search list.")
-    if proc.returncode != 0 or start < 0 or end < 0:
+    if code != 0 or start < 0 or end < 0:
         return ()
     lines = text[start:end].splitlines()[1:]
     return tuple(str(Path(line.strip()).resolve()) for line in lines if line.strip())
@@ -80,7 +73,8 @@ def system_dirs(compiler: str, std: str) -> tuple[str, ...]:
 
 def _dirs(env: Envelope) -> tuple[str, ...]:
     # clang++ prints its search list in the same words as g++.
-    return () if env.toolchain.path is None else system_dirs(env.toolchain.path, env.std)
+    tc = env.toolchain
+    return () if tc.path is None else system_dirs(tc.path, env.std, tc.binds)
 
 
 def read_assumptions(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
