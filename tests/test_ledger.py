@@ -27,7 +27,7 @@ CASE = "size_cache"
 REACHED = {
     "reference": "accept",
     "good_limit": "accept",
-    "alias_mutex": "assumption_fail:forbidden_header+static_mutex",
+    "alias_mutex": "assumption_fail:forbidden_header+static_mutex+lock",
     "wrapper_header": "assumption_fail:forbidden_header+undeclared_header",
     "dropped_noexcept": "assumption_fail:qualifier_dropped",
     "dropped_const": "assumption_fail:qualifier_dropped",
@@ -40,6 +40,15 @@ REACHED = {
     "broken_syntax": "assumption_fail:unparsed",
     "ndebug_mutex": "assumption_fail:skipped_code",
     "off_by_one": "behavior_fail",
+    # What the code binds to (the AST's resolved declarations, the objects' symbols).
+    "atomic_mutex": "assumption_fail:lock",
+    "gthread_create": "assumption_fail:thread_creation",
+    "asm_nanosleep": "assumption_fail:sleep+inline_asm",
+    "var_template": "assumption_fail:static_storage",
+    "extern_lock": "assumption_fail:lock",
+    "asm_label": "assumption_fail:sleep+inline_asm",
+    "dlsym_sleep": "assumption_fail:indirect_binding",
+    "syscall_sleep": "assumption_fail:indirect_binding",
 }
 # row -> (rule, path, line) of the finding the trick must produce, read from the tree.
 WHERE = {
@@ -55,6 +64,22 @@ WHERE = {
     "invented_helper": ("new_symbol", "src/size_cache.cpp", "bool ensure_ready("),
     "broken_syntax": ("unparsed", "src/size_cache.cpp", "held_ = n"),
     "ndebug_mutex": ("skipped_code", "src/size_cache.cpp", "#ifdef NDEBUG"),
+    "atomic_mutex": ("lock", "include/size_cache.hpp", "std::mutex guard_;"),
+    "gthread_create": ("thread_creation", "src/size_cache.cpp", "__gthread_create(&worker"),
+    "asm_nanosleep": ("inline_asm", "src/size_cache.cpp", "asm volatile"),
+    "var_template": ("static_storage", "src/size_cache.cpp", "T last{};"),
+    "extern_lock": ("lock", "src/size_cache.cpp", "pthread_mutex_lock(guard_);"),
+    "asm_label": ("inline_asm", "src/size_cache.cpp", '__asm__("nanosleep")'),
+    "dlsym_sleep": ("indirect_binding", "src/size_cache.cpp", "dlsym(nullptr"),
+    "syscall_sleep": ("indirect_binding", "src/size_cache.cpp", "syscall(SYS_nanosleep"),
+}
+# row -> (rule, symbol, the line of the tree function that binds it): found in the
+# compiled objects (ledger_objects.py), where the AST names nothing of the facility.
+BOUND = {
+    "asm_nanosleep": ("sleep", "nanosleep", "void SizeCache::store("),
+    "asm_label": ("sleep", "nanosleep", "void SizeCache::store("),
+    "extern_lock": ("lock", "pthread_mutex_lock", "void SizeCache::store("),
+    "atomic_mutex": ("lock", "pthread_mutex_lock", "void SizeCache::store("),
 }
 
 
@@ -84,6 +109,27 @@ def test_trick_finding_points_at_its_line(shipped: Grade, patch: str) -> None:
     findings = _result(shipped, patch)["findings"]
     places = {(f["rule"], f["path"], f["line"]) for f in findings}
     assert (f"assumption_fail:{rule}", rel, line) in places, findings
+
+
+@pytest.mark.parametrize("patch", sorted(BOUND))
+def test_objects_name_what_the_code_binds(shipped: Grade, patch: str) -> None:
+    """The undefined symbol in the candidate's object, at the tree function reaching it
+    (through a weak inline function: lock_guard's constructor calls pthread_mutex_lock)."""
+    rule, symbol, needle = BOUND[patch]
+    line = _line_of(shipped.tree(f"{CASE}/{patch}"), "src/size_cache.cpp", needle)
+    findings = _result(shipped, patch)["findings"]
+    bound = [f for f in findings if f" binds {symbol}" in f["message"]]
+    assert bound, findings
+    assert {(f["rule"], f["path"], f["line"]) for f in bound} == {
+        (f"assumption_fail:{rule}", "src/size_cache.cpp", line)
+    }
+
+
+def test_reference_objects_bind_no_facility(shipped: Grade) -> None:
+    """The evidence is read, not vacuous: the clean rows count the objects' symbols."""
+    for patch in ("reference", "good_limit"):
+        detail = _result(shipped, patch)["checks"][0]["detail"]
+        assert "undefined symbols" in detail and "objects not compiled" not in detail, detail
 
 
 def test_wrapper_header_names_the_chain(shipped: Grade) -> None:
@@ -407,3 +453,45 @@ def test_a_bad_ledger_is_an_input_error_naming_both_files(tmp_path: Path) -> Non
     assert f"{lib / CASE / 'case.yaml'}: gates.ledger.assumptions:" in grade.output
     assert f"{ledger}:" in grade.output and "forbidden_constructs[0]" in grade.output
     assert compiler_calls(grade.out) == 0
+
+
+BINDS = """\
+    #include <atomic>
+    template <class T> constexpr T pi = T(3);
+    template <class T> T memo{};
+    struct Box { template <class T> static inline T member{}; };
+    asm(".globl cxxgate_marker");
+    int use() { return pi<int> + memo<int> + Box::member<int>; }
+    void park(std::mutex& m) { std::lock_guard hold(m); }
+    void spawn() { __gthread_t t{}; (void)t; }
+    extern "C" int yield_now() noexcept __asm__("sched_yield");
+    long raw() { return syscall(SYS_getpid); }
+"""
+
+
+def test_what_names_resolve_to(tmp_path: Path) -> None:
+    """Facilities from the declarations names resolve to (<atomic> reaches std::mutex and
+    gthr), variable templates as storage, asm in any form."""
+    cand = _facts(tmp_path / "cand", {"src/a.cpp": BINDS})
+    assert cand["errors"] == []
+    ref = _facts(tmp_path / "ref", EMPTY)
+    ledger = LEDGER.model_copy(update={"forbidden_constructs": [*LEDGER.forbidden_constructs, "lock"]})
+    found = {(f.rule.partition(":")[2], f.line) for f in ledger_rules.compare(ledger, ref, cand)}
+    want = {
+        ("static_storage", _at("T memo{}", BINDS)),
+        ("static_storage", _at("static inline T member", BINDS)),
+        ("inline_asm", _at("asm(", BINDS)),
+        ("inline_asm", _at("__asm__(", BINDS)),
+        ("lock", _at("std::lock_guard", BINDS)),
+        ("thread_creation", _at("__gthread_t", BINDS)),
+        ("indirect_binding", _at("syscall(", BINDS)),
+    }
+    assert want <= found, found
+    assert _at("constexpr T pi", BINDS) not in {line for _, line in found}
+
+
+def test_opaque_rules_follow_the_facility_rules() -> None:
+    """asm and syscalls are findings whenever any facility is forbidden, not otherwise."""
+    assert set(ledger_rules.active(LEDGER)) == {"sleep", "thread", "asm", "indirect"}
+    bare = ledger_rules.Assumptions(forbidden_constructs=["using_namespace_header"])
+    assert ledger_rules.active(bare) == {}

@@ -38,13 +38,14 @@ from cxxgate import program, toolcall
 from cxxgate.diagnostics import why_failed
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates import lanes, ledger_ast, ledger_rules
+from cxxgate.gates import lanes, ledger_ast, ledger_objects, ledger_rules
 from cxxgate.program import Program
 from cxxgate.result import VACUOUS, Check, Finding, GateResult
 from cxxgate.scan import ScanSpec
 from cxxgate.yamlfile import InputError, Strict, key_path, load_model
 
 NAME = "ledger"
+OBJECTS = "objects"  # plan name of the oracle's library objects (ledger_objects.py)
 SEVERITY = ("assumption_fail", "behavior_fail")
 
 
@@ -140,6 +141,10 @@ def plan(ctx: Context) -> Plan:
         },
     )
     program.add(ctx, out, "oracle", prog, cell, run)
+    objects = cell.objects_cell  # the oracle's library objects: compiled for it anyway
+    if objects is not None:
+        out.cells[OBJECTS] = objects
+        out.cells[OBJECTS + program.REFERENCE] = replace(objects, tree_key=ctx.reference_tree_key)
     return out
 
 
@@ -169,9 +174,10 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         why = "no translation unit to parse: `sources` and `public_headers` match no file"
         check = Check("ledger", False, VACUOUS, why, incomplete=True)
         return GateResult.from_checks(NAME, [check], SEVERITY, [])
-    findings = ledger_rules.compare(ledger, ref, cand)
+    symbols = _symbols(outputs, ref, cand)
+    findings = ledger_rules.compare(ledger, ref, cand, symbols)
     evidence = [f"{f.path}:{f.line}: {f.rule}: {f.message}" for f in findings]
-    evidence.append(_counts(cand))
+    evidence.append(_counts(cand, symbols))
     if findings:
         rules = list(dict.fromkeys(f.rule.partition(":")[2] for f in findings))
         checks = [
@@ -186,7 +192,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             summary=summary,
             findings=findings,
         )
-    checks = [Check("ledger", True, "accept", _counts(cand))]
+    checks = [Check("ledger", True, "accept", _counts(cand, symbols))]
     checks += program.tagged(
         cfg.program, f"gates.{NAME}.program", [_behaviour(ctx, cfg.program, outputs)]
     )
@@ -198,11 +204,31 @@ def _first(findings: list[Finding], rule: str) -> str:
     return f"{f.path}:{f.line}: {f.message}"
 
 
-def _counts(facts: dict[str, Any]) -> str:
+def _symbols(
+    outputs: Outputs, ref: dict[str, Any], cand: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """(reference, candidate) undefined symbols of the oracle's library objects; None when
+    the candidate's did not compile (the oracle's build then fails the row). A reference
+    whose objects did not compile counts as binding nothing: every facility the candidate
+    binds is then new (closed)."""
+    cell = outputs.cells.get(OBJECTS)
+    if cell is None or cell.status != "ok":
+        return None
+    mine = ledger_objects.undefined_symbols(cell, cand["functions"])
+    theirs = outputs.cells.get(OBJECTS + program.REFERENCE)
+    if theirs is None or theirs.status != "ok":
+        return [], mine
+    return ledger_objects.undefined_symbols(theirs, ref["functions"]), mine
+
+
+def _counts(
+    facts: dict[str, Any], symbols: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None
+) -> str:
+    bound = "objects not compiled" if symbols is None else f"{len(symbols[1])} undefined symbols"
     return (
         f"ledger read {len(facts['parsed'])} unit(s): {len(facts['reached_headers'])} headers, "
         f"{len(facts['statics'])} statics, {len(facts['functions'])} function declarations, "
-        f"{len(facts['uses'])} thread/sleep uses"
+        f"{len(facts['uses'])} facility uses; {bound}"
     )
 
 

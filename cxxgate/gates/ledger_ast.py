@@ -28,6 +28,8 @@ from typing import Any
 
 import clang.cindex as ci
 
+from cxxgate.gates import ledger_rules
+
 MUTEX_TYPES = frozenset(
     {
         "std::mutex",
@@ -43,18 +45,6 @@ MUTEX_TYPES = frozenset(
 )
 ATOMIC_TYPES = frozenset({"std::atomic", "std::atomic_flag", "std::atomic_ref"})
 THREAD_TYPES = frozenset({"std::thread", "std::jthread"})
-THREAD_FUNCTIONS = frozenset({"std::async", "pthread_create", "thrd_create"})
-SLEEP_FUNCTIONS = frozenset(
-    {
-        "std::this_thread::sleep_for",
-        "std::this_thread::sleep_until",
-        "sleep",
-        "usleep",
-        "nanosleep",
-        "clock_nanosleep",
-        "thrd_sleep",
-    }
-)
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp")
 _FUNCTION_KINDS = frozenset(
     {
@@ -84,6 +74,22 @@ _PREPROCESSING = frozenset(
     }
 )
 _SCOPE_KINDS = frozenset({ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE})
+# References whose target decides a facility (ledger_rules.facility_of_name).
+_REFERENCE_KINDS = frozenset(
+    {
+        ci.CursorKind.DECL_REF_EXPR,
+        ci.CursorKind.MEMBER_REF_EXPR,
+        ci.CursorKind.OVERLOADED_DECL_REF,
+        ci.CursorKind.TYPE_REF,
+        ci.CursorKind.TEMPLATE_REF,
+        ci.CursorKind.CALL_EXPR,
+    }
+)
+# Inline assembly, and asm labels (`int f() __asm__("nanosleep")`): what they bind is
+# not a declaration the ledger can resolve.
+_ASM_KINDS = frozenset(
+    {ci.CursorKind.ASM_STMT, ci.CursorKind.MS_ASM_STMT, ci.CursorKind.ASM_LABEL_ATTR}
+)
 
 
 def clang_args(params: dict[str, Any], tree: Path) -> list[str]:
@@ -227,6 +233,7 @@ def _noexcept(cursor: ci.Cursor) -> str:
 class _Walk:
     tree: Path
     mains: set[str]  # tree-relative paths parsed as a translation unit's main file
+    system_dirs: list[str] = field(default_factory=list)
     statics: dict[str, dict[str, Any]] = field(default_factory=dict)
     functions: list[dict[str, Any]] = field(default_factory=list)
     exported: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -286,35 +293,89 @@ class _Walk:
                 )
                 name = qualified(target.referenced) if target and target.referenced else "?"
                 self.usings.append({"path": path, "line": line, "namespace": name})
-        elif kind in (
-            ci.CursorKind.DECL_REF_EXPR,
-            ci.CursorKind.MEMBER_REF_EXPR,
-            ci.CursorKind.OVERLOADED_DECL_REF,
-        ):
-            ref = c.referenced
-            if ref is not None:
-                name = qualified(ref)
-                if name in SLEEP_FUNCTIONS:
-                    self.uses.append({"what": "sleep", "name": name, "path": path, "line": line})
-                elif name in THREAD_FUNCTIONS:
-                    self.uses.append({"what": "thread", "name": name, "path": path, "line": line})
-        elif kind == ci.CursorKind.TYPE_REF:
-            ref = c.referenced
-            if ref is not None:
-                name = (
-                    _type_name(ref.type) if ref.type.kind != ci.TypeKind.INVALID else qualified(ref)
-                )
-                if name in THREAD_TYPES:
-                    self.uses.append({"what": "thread", "name": name, "path": path, "line": line})
-        elif kind == ci.CursorKind.CALL_EXPR:
-            ref = c.referenced
-            # `auto t = make();` or CTAD may construct a thread without naming its type.
-            if ref is not None and ref.kind == ci.CursorKind.CONSTRUCTOR:
-                owner = qualified(ref.semantic_parent)
-                if owner in THREAD_TYPES and not (
-                    ref.is_default_constructor() or ref.is_move_constructor()
-                ):
-                    self.uses.append({"what": "thread", "name": owner, "path": path, "line": line})
+        elif kind in _REFERENCE_KINDS:
+            self.reference(c, path, line)
+        elif kind in _ASM_KINDS:
+            self.use("asm", f"asm ({kind.name.lower()})", path, line)
+        elif kind == ci.CursorKind.UNEXPOSED_DECL and c.semantic_parent is not None:
+            self.unexposed(c, path, line)
+        if kind in (ci.CursorKind.VAR_DECL, ci.CursorKind.FIELD_DECL):
+            # Whatever its storage: a lock or thread member, or one `auto` deduced.
+            for what, names in (("lock", MUTEX_TYPES), ("thread", THREAD_TYPES)):
+                found = holds(c.type, names)
+                if found:
+                    self.use(what, found, path, line)
+
+    def use(self, what: str, name: str, path: str, line: int) -> None:
+        self.uses.append({"what": what, "name": name, "path": path, "line": line})
+
+    def reference(self, c: ci.Cursor, path: str, line: int) -> None:
+        """What a name in the tree's code resolves to: its canonical declaration, by
+        qualified name, else by the system header that declared it. std::mutex is
+        std::mutex whichever header brought it; pthread_mutex_lock declared by the patch
+        itself is pthread_mutex_lock."""
+        ref = c.referenced
+        if ref is None:
+            return
+        decl = ref.canonical
+        if c.kind == ci.CursorKind.TYPE_REF and ref.type.kind != ci.TypeKind.INVALID:
+            canon = ref.type.get_canonical().get_declaration()
+            if canon.kind != ci.CursorKind.NO_DECL_FOUND:
+                decl = canon
+        if c.kind == ci.CursorKind.CALL_EXPR and ref.kind == ci.CursorKind.CONSTRUCTOR:
+            decl = ref.semantic_parent or ref  # `auto t = make();` or CTAD: the class
+        name = qualified(decl)
+        what = ledger_rules.facility_of_name(name, self.header_of(decl))
+        if what is not None:
+            self.use(what, name, path, line)
+        if ref.kind == ci.CursorKind.UNEXPOSED_DECL and c.kind == ci.CursorKind.DECL_REF_EXPR:
+            self.template_variable(ref, c.type, path, line)
+
+    def header_of(self, decl: ci.Cursor) -> str | None:
+        """The system header (as an #include spells it) that declared `decl`; None in
+        the tree (or nowhere: builtins)."""
+        loc = decl.location
+        if loc.file is None:
+            return None
+        name = loc.file.name
+        if self.where(decl) is not None:
+            return None
+        return _system_name(str(Path(name).resolve()), self.system_dirs)
+
+    def unexposed(self, c: ci.Cursor, path: str, line: int) -> None:
+        """libclang's UNEXPOSED_DECL: a variable template (or one of its specialisations),
+        or an unnamed file-scope declaration such as `asm("...")`."""
+        parent = c.semantic_parent
+        if not c.spelling:
+            if parent is not None and parent.kind in _SCOPE_KINDS:
+                self.use("asm", "file-scope asm (an unnamed declaration)", path, line)
+            return
+        if c.type.kind != ci.TypeKind.INVALID:  # a specialisation: its own type
+            self.template_variable(c, c.type, path, line)
+
+    def template_variable(self, decl: ci.Cursor, t: ci.Type, path: str, line: int) -> None:
+        """A variable template's specialisation is storage like any variable: no VAR_DECL
+        in libclang, so it is recorded from its declaration or from a use's type."""
+        where = self.where(decl)
+        if where is None:
+            return
+        ident = f"{where[0]}:{qualified(decl)}<>"
+        const = is_const_object(t)
+        entry = {
+            "key": ident,
+            "name": f"{qualified(decl)}<...>",
+            "path": where[0],
+            "line": where[1],
+            "scope": "variable template",
+            "type": t.get_canonical().spelling,
+            "const": const,
+            "mutex": holds(t, MUTEX_TYPES),
+            "atomic": holds(t, ATOMIC_TYPES),
+            "definition": True,
+        }
+        old = self.statics.get(ident)
+        if old is None or (old["const"] and not const):  # any mutable specialisation
+            self.statics[ident] = entry
 
     def variable(self, c: ci.Cursor, path: str, line: int, in_body: bool) -> None:
         parent = c.semantic_parent
@@ -372,9 +433,13 @@ class _Walk:
                 "method": c.kind == ci.CursorKind.CXX_METHOD,
                 "noexcept": _noexcept(c),
                 "signature": c.type.spelling,
+                # The symbol it compiles to: symbol findings (ledger_objects.py) point here.
+                "mangled": c.mangled_name if c.is_definition() else "",
             }
         )
-        if c.linkage == ci.LinkageKind.EXTERNAL:
+        # A declaration alone is an import (`extern "C" int pthread_mutex_lock(void*);`):
+        # what it binds is the facility rules' business; a definition is an export.
+        if c.linkage == ci.LinkageKind.EXTERNAL and c.is_definition():
             self.exported.setdefault(key, {"key": key, "name": name, "path": path, "line": line})
 
 
@@ -456,7 +521,7 @@ def facts(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     sources = _units(tree, params["sources"])
     headers = _units(tree, params["public_headers"])
     mains = {p.relative_to(tree).as_posix() for p in sources}
-    walk = _Walk(tree, mains)
+    walk = _Walk(tree, mains, list(params["system_dirs"]))
     read: set[str] = set()
     direct: list[dict[str, Any]] = []
     reached: dict[str, dict[str, Any]] = {}

@@ -17,9 +17,16 @@ Rules (the `<rule>` of `assumption_fail:<rule>`):
 | static_mutex           | new variable of static storage holding a mutex (canonical type: |
 |                        | aliases seen through; a wrapping struct or unique_ptr counts)   |
 | file_scope_atomic      | new variable of static storage holding an atomic                |
-| sleep                  | new use of sleep_for / sleep_until / sleep / usleep / ...        |
-| thread_creation        | new use of std::thread / std::jthread (the type named, however  |
-|                        | aliased), std::async, pthread_create                            |
+| sleep                  | new use of a sleeping function (FACILITY_NAMES), or a new       |
+|                        | undefined symbol of one in the tree's objects (nanosleep, ...)   |
+| thread_creation        | new use of a thread type or function (std::thread, std::async,  |
+|                        | __gthread_create, pthread_create), or a new undefined symbol    |
+| lock                   | new use of a lock (std::mutex member, lock_guard, pthread_mutex_ |
+|                        | lock declared by hand), or a new undefined symbol of one        |
+| inline_asm             | new asm statement, file-scope asm or asm label: binds what the  |
+|                        | ledger cannot name (implied by any facility rule)               |
+| indirect_binding       | new use of syscall / dlsym / dlopen: a facility by number or    |
+|                        | string (implied by any facility rule)                           |
 | using_namespace_header | new `using namespace` at namespace scope in a header            |
 | qualifier_dropped      | a declaration of a named function without a qualifier it keeps  |
 | static_storage         | new non-const variable of static or thread storage duration     |
@@ -37,7 +44,14 @@ from cxxgate.result import Finding
 from cxxgate.yamlfile import Strict
 
 Construct = Literal[
-    "static_mutex", "file_scope_atomic", "sleep", "thread_creation", "using_namespace_header"
+    "static_mutex",
+    "file_scope_atomic",
+    "sleep",
+    "thread_creation",
+    "lock",
+    "inline_asm",
+    "indirect_binding",
+    "using_namespace_header",
 ]
 Qualifier = Literal["const", "noexcept"]
 RULES = (
@@ -50,6 +64,9 @@ RULES = (
     "file_scope_atomic",
     "sleep",
     "thread_creation",
+    "lock",
+    "inline_asm",
+    "indirect_binding",
     "using_namespace_header",
     "qualifier_dropped",
     "static_storage",
@@ -83,12 +100,229 @@ class Assumptions(Strict):
     no_new_static_storage: bool = False
 
 
+# ---- facilities: what the code binds to ------------------------------------------------
+# A facility is decided from what a use resolves to, never from how the patch spells it:
+# the qualified name of the canonical declaration a reference resolves to (an entry or a
+# member of it: `std::thread` covers `std::thread::thread`), else the system header that
+# declared it; and, in the tree's compiled objects, the undefined symbols (globs on the
+# mangled name) the linker must bind. `asm` is found on the AST only.
+FACILITY_RULE = {
+    "sleep": "sleep",
+    "thread": "thread_creation",
+    "lock": "lock",
+    "indirect": "indirect_binding",
+    "asm": "inline_asm",
+}
+# Facilities that hide what code binds to: reported whenever the ledger forbids any
+# facility at all, since through them any of the others is reached unseen.
+OPAQUE = ("asm", "indirect")
+_FACILITY_RULES = ("sleep", "thread_creation", "lock", "static_mutex")
+FACILITY_NAMES: dict[str, tuple[str, ...]] = {
+    "sleep": (
+        "std::this_thread::sleep_for",
+        "std::this_thread::sleep_until",
+        "std::this_thread::__sleep_for",
+        "sleep",
+        "usleep",
+        "nanosleep",
+        "clock_nanosleep",
+        "thrd_sleep",
+        "pause",
+        "select",
+        "pselect",
+        "poll",
+        "ppoll",
+        "epoll_wait",
+        "sigsuspend",
+        "sigtimedwait",
+    ),
+    "thread": (
+        "std::thread",
+        "std::jthread",
+        "std::async",
+        "std::packaged_task",
+        "pthread_create",
+        "pthread_join",
+        "pthread_detach",
+        "thrd_create",
+        "thrd_join",
+        "thrd_t",
+        "pthread_t",
+        "__gthread_t",
+        "__gthread_create",
+        "__gthread_join",
+        "__gthread_detach",
+        "clone",
+        "clone3",
+        "fork",
+        "vfork",
+        "posix_spawn",
+        "posix_spawnp",
+    ),
+    "lock": (
+        "std::mutex",
+        "std::recursive_mutex",
+        "std::timed_mutex",
+        "std::recursive_timed_mutex",
+        "std::shared_mutex",
+        "std::shared_timed_mutex",
+        "std::lock_guard",
+        "std::unique_lock",
+        "std::scoped_lock",
+        "std::shared_lock",
+        "std::condition_variable",
+        "std::condition_variable_any",
+        "std::_V2::condition_variable_any",
+        "std::counting_semaphore",
+        "std::binary_semaphore",
+        "std::latch",
+        "std::barrier",
+        "std::once_flag",
+        "std::call_once",
+        "pthread_mutex_*",
+        "pthread_rwlock_*",
+        "pthread_spin_*",
+        "pthread_cond_*",
+        "pthread_barrier_*",
+        "pthread_once",
+        "pthread_mutex_t",
+        "pthread_rwlock_t",
+        "pthread_spinlock_t",
+        "mtx_*",
+        "cnd_*",
+        "sem_*",
+        "__gthread_mutex_*",
+        "__gthread_recursive_mutex_*",
+        "__gthread_cond_*",
+        "__gthread_once",
+    ),
+    "indirect": ("syscall", "dlsym", "dlvsym", "dlopen", "dlmopen", "__libc_dlsym"),
+}
+# Headers every declaration of which is a facility (a name above decides first).
+FACILITY_HEADERS: dict[str, tuple[str, ...]] = {
+    "sleep": ("bits/this_thread_sleep.h",),
+    "thread": ("bits/std_thread.h", "thread", "future", "pthread.h", "threads.h", "spawn.h"),
+    "lock": (
+        "bits/std_mutex.h",
+        "bits/unique_lock.h",
+        "mutex",
+        "shared_mutex",
+        "condition_variable",
+        "semaphore",
+        "bits/semaphore_base.h",
+        "latch",
+        "barrier",
+        "bits/gthr-default.h",
+        "bits/gthr-posix.h",
+        "semaphore.h",
+    ),
+    "indirect": ("dlfcn.h",),
+}
+FACILITY_SYMBOLS: dict[str, tuple[str, ...]] = {
+    "sleep": (
+        "nanosleep",
+        "clock_nanosleep",
+        "usleep",
+        "sleep",
+        "thrd_sleep",
+        "pause",
+        "select",
+        "pselect",
+        "poll",
+        "ppoll",
+        "epoll_wait",
+        "sigsuspend",
+        "sigtimedwait",
+        "_ZNSt11this_thread11__sleep_for*",
+    ),
+    "thread": (
+        "pthread_create",
+        "pthread_join",
+        "pthread_detach",
+        "thrd_create",
+        "thrd_join",
+        "__gthread_create",
+        "clone",
+        "clone3",
+        "fork",
+        "vfork",
+        "posix_spawn*",
+        "_ZNSt6thread*",
+        "_ZNSt6jthread*",
+        "_ZNSt13__future_base*",
+        "_ZSt5async*",
+    ),
+    "lock": (
+        "pthread_mutex_*",
+        "pthread_rwlock_*",
+        "pthread_spin_*",
+        "pthread_cond_*",
+        "pthread_barrier_*",
+        "pthread_once",
+        "mtx_*",
+        "cnd_*",
+        "sem_*",
+        "__gthread_mutex*",
+        "_ZNSt5mutex*",
+        "_ZNSt15recursive_mutex*",
+        "_ZNSt11timed_mutex*",
+        "_ZNSt12shared_mutex*",
+        "_ZNSt18condition_variable*",
+        "_ZNSt3_V218condition_variable*",
+        "_ZNSt22condition_variable_any*",
+        "_ZSt9call_once*",
+        "_ZSt11__once_call",
+        "_ZSt15__once_callable",
+        "__once_proxy",
+    ),
+    "indirect": ("syscall", "dlsym", "dlvsym", "dlopen", "dlmopen", "__libc_dlsym"),
+}
+
+
+def facility_of_name(name: str, header: str | None) -> str | None:
+    """The facility a declaration is: by its qualified name, else by its system header
+    (`header` None: declared in the tree, known by name only)."""
+    for what, entries in FACILITY_NAMES.items():
+        for entry in entries:
+            if fnmatch.fnmatchcase(name, entry) or name.startswith(entry + "::"):
+                return what
+    if header is not None:
+        for what, headers in FACILITY_HEADERS.items():
+            if header in headers:
+                return what
+    return None
+
+
+def facility_of_symbol(symbol: str) -> str | None:
+    for what, globs in FACILITY_SYMBOLS.items():
+        if any(fnmatch.fnmatchcase(symbol, g) for g in globs):
+            return what
+    return None
+
+
+def active(ledger: Assumptions) -> dict[str, str]:
+    """Facility -> rule, for the facilities this ledger forbids (the opaque ones whenever
+    it forbids any facility, or by name)."""
+    forbidden = set(ledger.forbidden_constructs)
+    out = {f: r for f, r in FACILITY_RULE.items() if r in forbidden}
+    if forbidden & set(_FACILITY_RULES):
+        out |= {f: FACILITY_RULE[f] for f in OPAQUE}
+    return out
+
+
 def _find(rule: str, message: str, item: dict[str, Any]) -> Finding:
     return Finding(f"assumption_fail:{rule}", message, item["path"], item["line"])
 
 
-def compare(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
-    """Findings of the patched tree `cand` against its reference `ref` (scan data)."""
+def compare(
+    ledger: Assumptions,
+    ref: dict[str, Any],
+    cand: dict[str, Any],
+    symbols: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+) -> list[Finding]:
+    """Findings of the patched tree `cand` against its reference `ref` (scan data), and of
+    the undefined symbols of the candidate's objects against the reference's (`symbols`:
+    (reference, candidate), ledger_objects.py)."""
     out: list[Finding] = []
     out += [_find("unparsed", f"libclang: {e['message']}", e) for e in cand["errors"]]
     out += _skipped(ref, cand)
@@ -97,6 +331,8 @@ def compare(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> l
     out += _statics(ledger, ref, cand)
     out += _uses(ledger, ref, cand)
     out += keep_findings(ledger.keep, cand)
+    if symbols is not None:
+        out += _bound(ledger, *symbols)
     seen: set[tuple[str, str, int, str]] = set()
     unique = []
     for f in out:
@@ -179,13 +415,10 @@ def _statics(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> 
 
 
 def _uses(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
-    """Sleeps and thread creation: more uses of a name in a file than the reference has
-    (one finding per line beyond the reference's count)."""
-    rule_of = {"sleep": "sleep", "thread": "thread_creation"}
+    """Facilities (sleeps, threads, locks, asm, syscalls): more uses of a name in a file
+    than the reference has (one finding per line beyond the reference's count)."""
     out: list[Finding] = []
-    for construct, rule in rule_of.items():
-        if rule not in ledger.forbidden_constructs:
-            continue
+    for construct, rule in active(ledger).items():
         lines = {(u["path"], u["line"], u["name"]) for u in cand["uses"] if u["what"] == construct}
         ref_lines = {
             (u["path"], u["line"], u["name"]) for u in ref["uses"] if u["what"] == construct
@@ -205,6 +438,25 @@ def _uses(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> lis
                 continue
             msg = f"using namespace {u['namespace']} in a header"
             out.append(_find("using_namespace_header", msg, u))
+    return out
+
+
+def _bound(
+    ledger: Assumptions, ref: list[dict[str, Any]], cand: list[dict[str, Any]]
+) -> list[Finding]:
+    """Undefined symbols of the candidate's objects the reference's objects do not have,
+    that bind a forbidden facility: what the code calls however it was written (a hand
+    declaration, an asm label, an inline header function emitted at -O0)."""
+    rules = active(ledger)
+    old = {s["symbol"] for s in ref}
+    out = []
+    for s in cand:
+        what = facility_of_symbol(s["symbol"])
+        if s["symbol"] in old or what is None or what not in rules:
+            continue
+        via = f" (through {s['via']})" if s.get("via") else ""
+        msg = f"the object of {s['path']} binds {s['symbol']}{via}: {what}"
+        out.append(_find(rules[what], msg, s))
     return out
 
 
