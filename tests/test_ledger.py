@@ -475,7 +475,9 @@ def test_what_names_resolve_to(tmp_path: Path) -> None:
     cand = _facts(tmp_path / "cand", {"src/a.cpp": BINDS})
     assert cand["errors"] == []
     ref = _facts(tmp_path / "ref", EMPTY)
-    ledger = LEDGER.model_copy(update={"forbidden_constructs": [*LEDGER.forbidden_constructs, "lock"]})
+    ledger = LEDGER.model_copy(
+        update={"forbidden_constructs": [*LEDGER.forbidden_constructs, "lock"]}
+    )
     found = {(f.rule.partition(":")[2], f.line) for f in ledger_rules.compare(ledger, ref, cand)}
     want = {
         ("static_storage", _at("T memo{}", BINDS)),

@@ -304,7 +304,7 @@ def active(ledger: Assumptions) -> dict[str, str]:
     """Facility -> rule, for the facilities this ledger forbids (the opaque ones whenever
     it forbids any facility, or by name)."""
     forbidden = set(ledger.forbidden_constructs)
-    out = {f: r for f, r in FACILITY_RULE.items() if r in forbidden}
+    out: dict[str, str] = {f: r for f, r in FACILITY_RULE.items() if r in forbidden}
     if forbidden & set(_FACILITY_RULES):
         out |= {f: FACILITY_RULE[f] for f in OPAQUE}
     return out
