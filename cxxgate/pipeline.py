@@ -506,7 +506,12 @@ class Pipeline:
             verdicts += [Verdict.from_json(v) for v in data]
         shard = self.lib.settings.shard
         merge.write_inputs(
-            self.layout, self.lib.orphans, self.lib.errors, self.lib.settings.report_only, shard
+            self.layout,
+            self.lib.orphans,
+            self.lib.errors,
+            self.lib.settings.report_only,
+            shard,
+            verdicts,
         )
         return self._report(verdicts, self.lib.orphans, self.lib.errors)
 
