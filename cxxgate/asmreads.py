@@ -50,7 +50,9 @@ for f in $(words "$asd"); do
 done
 rm -f "$asd" "$asd.mf"
 [ -z "$bad" ] && exit 0
-echo "cxxgate: error: the assembler read$bad, which no dependency file names (.incbin or .include in inline assembly): such an object is refused, since no cache key could see what it read" >&2
+echo "cxxgate: error: the assembler read$bad, which no dependency file names" \
+  "(.incbin or .include in inline assembly): such an object is refused," \
+  "since no cache key could see what it read" >&2
 exit 1
 """
 DIGEST = hashlib.sha256(SCRIPT.encode()).hexdigest()[:16]

@@ -125,7 +125,9 @@ def read(dirs: tuple[Path, ...]) -> tuple[list[Verdict], list[Orphan], list[str]
         orphaned = {(o["case"], o["name"]) for o in inputs["orphans"]}
         kept = inputs.get("rows")
         if not isinstance(kept, dict):
-            raise MergeError(f"{folder}: grade.json holds no row digests (graded by an older cxxgate?)")
+            raise MergeError(
+                f"{folder}: grade.json holds no row digests (graded by an older cxxgate?)"
+            )
         seen: set[str] = set()
         for line in lines:
             row = json.loads(line)

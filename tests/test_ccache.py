@@ -353,7 +353,9 @@ def test_an_assembler_read_of_the_trees_own_path_is_refused(
     manifest = _manifest(tmp_path)
     tree = layout.tree("t7" * 12)
     source = INCBIN.replace("/src/project/", f"{tree}/")
-    make_tree(layout, "t7" * 12, {"include/x.hpp": HEADER, "src/a.cpp": source, "src/blob.dat": "A"})
+    make_tree(
+        layout, "t7" * 12, {"include/x.hpp": HEADER, "src/a.cpp": source, "src/blob.dat": "A"}
+    )
     result = _build(layout, "t7" * 12, manifest)
     step = next(s for s in result.compile_steps() if s.source == "src/a.cpp")
     assert result.status == "compile_error"

@@ -176,7 +176,9 @@ def test_merge_refuses_edited_rows_edited_evidence_and_a_case_graded_twice(
     foreign["verdict"] = "reject" if foreign["verdict"] == "accept" else "accept"
     _write_rows(repeated, [*_rows(repeated), foreign])
     inputs = json.loads((repeated / "grade.json").read_text())
-    inputs["rows"][f"{foreign['case']}/{foreign['patch']}"] = merge.digests(Layout(repeated), foreign)
+    inputs["rows"][f"{foreign['case']}/{foreign['patch']}"] = merge.digests(
+        Layout(repeated), foreign
+    )
     (repeated / "grade.json").write_text(json.dumps(inputs))
     proc = merged(repeated, other)
     assert proc.returncode != 0
