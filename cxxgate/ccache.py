@@ -25,10 +25,11 @@ What makes a hit sound here, measured (tests/test_ccache.py):
   configuration file is the cache's own (nothing of the host's ~/.ccache or /etc leaks
   in), and the environment is the compiler's pinned one plus ccache's own variables.
 
-Left open, as in reuse.py: a file read by the assembler (`.incbin`, `.include` in inline
-asm) is named by no dependency file, so two trees that agree on every named file and
-differ in such a file share a result (measured). Only a tree that already holds that
-asm line can receive another's result, and both trees then hold the same line.
+- **no assembler reads.** A file read by the assembler (`.incbin`, `.include` in inline
+  asm) is named by no dependency file, so two trees that agree on every named file and
+  differ in such a file shared a result (measured). Every gcc object compile runs through
+  cxxgate/asmreads.py (as ccache's prefix command on a miss): it refuses such a compile,
+  ccache never stores a failed one, and the wrapper's version is in compiler_check.
 
 Hit or miss is read per compile from ccache's stats log (one file per call).
 CXXGATE_CCACHE=0 turns the launcher off; CXXGATE_CCACHE_REMOTE (or `[tool.cxxgate]
@@ -47,7 +48,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from cxxgate import sandbox
+from cxxgate import asmreads, sandbox
 from cxxgate.sandbox import NEUTRAL_TREE
 from cxxgate.tools import tool_path
 
@@ -152,7 +153,8 @@ def prepare(
         "CCACHE_CONFIGPATH": str(config),
         "CCACHE_DIR": str(store),
         "CCACHE_TEMPDIR": str(store / "tmp"),
-        "CCACHE_COMPILERCHECK": f"string:{identity}",
+        # The wrapper is no part of argv: its version enters the identity instead.
+        "CCACHE_COMPILERCHECK": f"string:{identity}:asm-reads-{asmreads.DIGEST}",
         "CCACHE_DEPEND": "1",
         "CCACHE_NAMESPACE": listing(tree if sees_tree else None, cwd),
         "CCACHE_STATSLOG": str(stats),

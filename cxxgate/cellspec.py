@@ -71,6 +71,7 @@ COMPILE_CODE = (
     "reuse",
     "projectflags",
     "ccache",
+    "asmreads",
 )
 
 

@@ -3,10 +3,19 @@ writes, beside its verdicts.jsonl, `grade.json` (input errors, orphans, the shar
 `doit merge from=DIR,DIR,...` folds the shards back into one grade: the same verdicts.jsonl,
 table, JUnit file and exit status as one machine grading the whole batch, and one history
 entry. Every shard of the same N must be there exactly once.
+
+A shard's grade.json carries, per row, the sha256 of the row's JSON and of each evidence
+file it lists (the tree stamp, the gate results, the verdict file, the cell, run and scan
+result files). `doit merge` recomputes them and refuses a shard whose row or evidence
+changed since it was graded, naming shard, case and patch; it refuses a case graded by
+two shards (rows that repeat, or contradict, another shard's). The digests travel with
+the rows: they catch a row edited alone, or evidence that does not belong to it, not an
+author who recomputes grade.json too (that needs a key the shard's host does not hold).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -27,14 +36,61 @@ def write_inputs(
     errors: list[str],
     report_only: bool,
     shard: tuple[int, int] | None,
+    verdicts: list[Verdict] | None = None,
 ) -> None:
     data = {
         "errors": errors,
         "orphans": [asdict(o) for o in orphans],
         "report_only": report_only,
         "shard": list(shard) if shard else None,
+        "rows": {f"{v.case}/{v.patch}": digests(layout, v.to_json()) for v in verdicts or []},
     }
     atomic.write_text(layout.grade_inputs, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def digests(layout: Layout, row: dict[str, object]) -> dict[str, object]:
+    """sha256 of a row's JSON (as verdicts.jsonl spells it) and of its evidence files."""
+    files: dict[str, str] = {}
+    for rel in _evidence_files(row):
+        path = layout.root / rel
+        files[rel] = _sha(path.read_bytes()) if path.is_file() else "missing"
+    return {"row": _sha(json.dumps(row, sort_keys=True).encode()), "evidence": files}
+
+
+def _evidence_files(row: dict[str, object]) -> list[str]:
+    """The files behind a row's evidence entries: a tree's stamp, a cell's, run's or scan's
+    result file, a gate's result file as it is, and the row's own verdict file."""
+    out = [f"results/{row['case']}/{row['patch']}/verdict.json"]
+    evidence = row.get("evidence")
+    for entry in evidence if isinstance(evidence, list) else []:
+        entry = str(entry)
+        if entry.startswith("trees/"):
+            out.append(f"{entry}.json")
+        elif entry.startswith(("cells/", "runs/", "scans/")):
+            out.append(f"{entry}/result.json")
+        else:
+            out.append(entry)
+    return sorted(set(out))
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _check_row(folder: Path, index: int, count: int, row: dict[str, object], kept: object) -> None:
+    """The row and its evidence as the shard graded them, or MergeError naming both."""
+    name = f"{folder}: shard {index}/{count}, case {row.get('case')!r}, patch {row.get('patch')!r}"
+    if not isinstance(kept, dict):
+        raise MergeError(f"{name}: grade.json holds no digest for this row")
+    if _sha(json.dumps(row, sort_keys=True).encode()) != kept.get("row"):
+        raise MergeError(f"{name}: the row differs from the one graded (verdicts.jsonl edited)")
+    now = digests(Layout(folder), row)["evidence"]
+    if now != kept.get("evidence"):
+        assert isinstance(now, dict)
+        was = kept.get("evidence") if isinstance(kept.get("evidence"), dict) else {}
+        assert isinstance(was, dict)
+        changed = sorted(k for k in now.keys() | was.keys() if now.get(k) != was.get(k))
+        raise MergeError(f"{name}: evidence differs from what was graded: {', '.join(changed)}")
 
 
 def read(dirs: tuple[Path, ...]) -> tuple[list[Verdict], list[Orphan], list[str]]:
@@ -47,6 +103,7 @@ def read(dirs: tuple[Path, ...]) -> tuple[list[Verdict], list[Orphan], list[str]
     errors: dict[str, None] = {}
     shards: dict[int, Path] = {}
     counts: set[int] = set()
+    graded_by: dict[str, tuple[int, Path]] = {}  # case -> the shard whose rows it has
     for folder in dirs:
         layout = Layout(folder)
         try:
@@ -66,10 +123,31 @@ def read(dirs: tuple[Path, ...]) -> tuple[list[Verdict], list[Orphan], list[str]
             orphans.setdefault((orphan.case, orphan.name, orphan.klass), orphan)
         errors.update(dict.fromkeys(inputs["errors"]))
         orphaned = {(o["case"], o["name"]) for o in inputs["orphans"]}
+        kept = inputs.get("rows")
+        if not isinstance(kept, dict):
+            raise MergeError(
+                f"{folder}: grade.json holds no row digests (graded by an older cxxgate?)"
+            )
+        seen: set[str] = set()
         for line in lines:
             row = json.loads(line)
-            if (row["case"], row["patch"]) not in orphaned:
-                verdicts.append(Verdict.from_json(row))
+            if (row["case"], row["patch"]) in orphaned:
+                continue
+            ident = f"{row['case']}/{row['patch']}"
+            if ident in seen:
+                raise MergeError(f"{folder}: shard {index}/{count} holds {ident} twice")
+            seen.add(ident)
+            _check_row(folder, index, count, row, kept.get(ident))
+            other = graded_by.setdefault(row["case"], (index, folder))
+            if other[0] != index:
+                raise MergeError(
+                    f"case {row['case']!r} graded by two shards: {other[0]}/{count} "
+                    f"({other[1]}) and {index}/{count} ({folder}, patch {row['patch']!r})"
+                )
+            verdicts.append(Verdict.from_json(row))
+        gone = sorted(set(kept) - seen - {f"{c}/{p}" for c, p in orphaned})
+        if gone:
+            raise MergeError(f"{folder}: rows graded but missing from verdicts.jsonl: {gone}")
     if len(counts) != 1:
         raise MergeError(f"shards of different N: {sorted(counts)} ({', '.join(map(str, dirs))})")
     (count,) = counts

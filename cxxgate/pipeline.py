@@ -37,6 +37,7 @@ from cxxgate.guard import (
 )
 from cxxgate.layout import Layout
 from cxxgate.library import Library
+from cxxgate.preprocessed import Preprocess
 from cxxgate.progress import GradeProgress
 from cxxgate.result import HARNESS_ERROR, GateResult
 from cxxgate.rows import Orphan, Row
@@ -61,6 +62,7 @@ class Pipeline:
     def __init__(self, library: Library) -> None:
         self.lib = library
         self.layout = library.layout
+        self._preprocessing: dict[str, Preprocess] = {}
 
     # ---- tasks ---------------------------------------------------------------------
 
@@ -81,7 +83,7 @@ class Pipeline:
     def tree_tasks(self) -> Iterator[Task]:
         yield {"basename": "tree", "name": None, "doc": "apply each patch to its case's tree"}
         seen: set[str] = set()
-        intake = codehash.of_modules("tree", "patchtext", "pragmas")
+        intake = codehash.of_modules("tree", "patchtext", "pragmas", "preprocessed")
         for row in self.lib.rows:
             key = self.lib.tree_keys[row.id]
             if key in seen:
@@ -104,13 +106,46 @@ class Pipeline:
                         key,
                         self.layout,
                         case.spec.allow_diagnostic_pragmas,
+                        self._preprocess(case),
                     )
                 ],
                 "file_dep": [str(row.file)] if row.file else [],
                 "targets": [str(stamp)],
-                "uptodate": [config_changed({"key": key, "code": intake}), no_harness_error(stamp)],
+                "uptodate": [
+                    config_changed(
+                        {
+                            "key": key,
+                            "code": intake,
+                            "envelopes": [e.id for e in self._preprocess(case).envelopes],
+                        }
+                    ),
+                    no_harness_error(stamp),
+                ],
                 "clean": [(_remove, [self.layout.tree(key), stamp])],
             }
+
+    def _preprocess(self, case: Any) -> Preprocess:
+        """What intake preprocesses a case's trees with: every envelope its cells use (the
+        defines differ: -DNDEBUG), its include folders and library sources."""
+        known = self._preprocessing.get(case.id)
+        if known is not None:
+            return known
+        found = {
+            s.envelope.id: s.envelope
+            for (case_id, *_), plan in self.lib.plans.items()
+            if case_id == case.id
+            for s in plan.cells.values()
+        }
+        if not found:
+            env = self.lib.envelopes.get(case.spec.envelope).with_std(case.spec.std)
+            found = {env.id: env}
+        how = Preprocess(
+            tuple(found[k] for k in sorted(found)),
+            tuple(case.spec.include_dirs),
+            tuple(case.spec.sources),
+        )
+        self._preprocessing[case.id] = how
+        return how
 
     def cell_tasks(self) -> Iterator[Task]:
         yield {"basename": "cell", "name": None, "doc": "compile: the only place a compiler runs"}
@@ -506,7 +541,12 @@ class Pipeline:
             verdicts += [Verdict.from_json(v) for v in data]
         shard = self.lib.settings.shard
         merge.write_inputs(
-            self.layout, self.lib.orphans, self.lib.errors, self.lib.settings.report_only, shard
+            self.layout,
+            self.lib.orphans,
+            self.lib.errors,
+            self.lib.settings.report_only,
+            shard,
+            verdicts,
         )
         return self._report(verdicts, self.lib.orphans, self.lib.errors)
 
@@ -525,9 +565,7 @@ class Pipeline:
         errors: list[str],
         evidence_roots: tuple[Path, ...] = (),
     ) -> TaskFailed | None:
-        before, flips = history.since_previous(
-            self.layout.history, [v.to_json() for v in verdicts]
-        )
+        before, flips = history.since_previous(self.layout.history, [v.to_json() for v in verdicts])
         failed = report.grade(
             verdicts,
             orphans,

@@ -36,8 +36,10 @@ _PRAGMA = re.compile(
     rf"^\s*{_HASH}\s*pragma\s+"
     r"(?:(?:GCC|clang)\s+(?:diagnostic|system_header)|system_header|warning)\b"
 )
-# A GNU line marker with flags (`# 12 "x.hpp" 3`) tells GCC the code is a system header.
-_LINEMARKER = re.compile(rf"^\s*{_HASH}\s*\d+\s+\"")
+# A GNU line marker with flags (`# 12 "x.hpp" 3`) tells GCC the code is a system header;
+# `#line` relabels the lines that follow. A directive never comes from a macro, so this
+# text is where a typed one shows (in -E output a forged `1 3` entry looks like an include).
+_LINEMARKER = re.compile(rf"^\s*{_HASH}\s*(?:\d|line\b)")
 # `_Pragma("...")` and MSVC's `__pragma(...)`.
 _OPERATOR = re.compile(r"\b(?:_Pragma|__pragma)\s*\(")
 # Token pasting can spell the operator (`_ ## Pragma`, `_Pra ## gma`): a chain of pasted
@@ -138,6 +140,11 @@ def _strip(text: str) -> str:
         else:
             out.append(m.group())
     return "".join(out)
+
+
+def strip_literals(line: str) -> str:
+    """One line with comments removed and string and character literals emptied."""
+    return _strip(line)
 
 
 def added(base: dict[str, bytes], patched: dict[str, bytes]) -> list[tuple[str, Directive]]:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from cxxgate import ccache, faults
+from cxxgate import asmreads, ccache, faults
 from cxxgate.cellspec import CellSpec, CellStatus, Phase, Step
 from cxxgate.layout import Layout
 from cxxgate.process import bounded
@@ -98,20 +98,33 @@ def tool_call(
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
     binds = (*spec.envelope.toolchain.binds, *views)  # its declared prefix; never guessed
     launch = _launch(layout, spec, phase, argv, cwd, read)
+    # An object compile refuses an assembler read no dependency file names (asmreads.py).
+    wrap = asmreads.applies(argv, spec.envelope.toolchain.family) if phase == "compile" else False
+    wrapper = asmreads.wrapper(layout.root) if wrap else None
     if launch is None:
         writable = [(Path(source), dest, True) for source, dest in mounts]
         confined, sandbox = confine(
-            argv, cwd=cwd, read=read, write=[cwd], binds=binds, mounts=writable
+            [str(wrapper), *argv] if wrapper else argv,
+            cwd=cwd,
+            read=[*read, wrapper] if wrapper else read,
+            write=[cwd],
+            binds=binds,
+            mounts=writable,
         )
         env = COMPILER_ENV
     else:
         # The tree and the working folder are the launch's mounts (neutral paths), or,
         # without bubblewrap, where they are; ccache's own folder is writable.
         plain = not launch.mounts
+        if wrapper is not None:  # ccache runs it in place of the compiler, on a miss
+            launch.env = {**launch.env, "CCACHE_PREFIX": str(wrapper)}
         confined, sandbox = confine(
             launch.argv,
             cwd=launch.cwd,
-            read=read if plain else [p for p in read if p != layout.tree(spec.tree_key)],
+            read=[
+                *(read if plain else [p for p in read if p != layout.tree(spec.tree_key)]),
+                *([wrapper] if wrapper else []),
+            ],
             write=[cwd, *launch.write] if plain else launch.write,
             binds=binds,
             mounts=launch.mounts,

@@ -306,3 +306,59 @@ def test_remote_storage_from_pyproject(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv(ccache.REMOTE, "redis://mine:2")
     Settings.load(tmp_path)
     assert os.environ[ccache.REMOTE] == "redis://mine:2"
+
+
+# Inline assembly that embeds a tree file at /src/project, where ccache's sandbox shows
+# the tree (and nowhere without ccache: then the assembler cannot find it).
+INCBIN = (
+    'asm(".section .rodata\\n.globl blob\\nblob:\\n.incbin \\"/src/project/src/blob.dat\\"\\n'
+    '.byte 0\\n.text\\n");\n'
+    'extern "C" const char blob[];\nint h() { return blob[0]; }\n'
+)
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
+@pytest.mark.parametrize("cache", ["1", "0"])
+@pytest.mark.parametrize("reuse_on", ["1", "0"])
+def test_an_assembler_read_is_refused_with_or_without_caches(
+    layout: Layout, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: str, reuse_on: str
+) -> None:
+    """Two trees, the same src/a.cpp, a different src/blob.dat that `.incbin` reads: no
+    dependency file names it, so neither ccache nor reuse.py could tell the trees apart
+    (the second was served the first's object). Both are refused, the same way, whether
+    ccache and reuse are on or off; and the refusal is never stored as a hit."""
+    monkeypatch.setenv(ccache.SWITCH, cache)
+    monkeypatch.setenv("CXXGATE_REUSE", reuse_on)
+    manifest = _manifest(tmp_path)
+    files = {"include/x.hpp": HEADER, "src/a.cpp": INCBIN}
+    make_tree(layout, "t5" * 12, {**files, "src/blob.dat": "A"})
+    make_tree(layout, "t6" * 12, {**files, "src/blob.dat": "B"})
+    for tree in ("t5" * 12, "t6" * 12):
+        result = _build(layout, tree, manifest)
+        assert result.status == "compile_error", result
+        step = next(s for s in result.compile_steps() if s.source == "src/a.cpp")
+        assert step.exit != 0 and step.cache != "hit"
+        if cache == "1":  # the tree is at /src/project: the assembler read the blob
+            assert "the assembler read /src/project/src/blob.dat" in step.output
+        else:  # the tree at its own path: /src/project/... does not exist
+            assert "blob.dat" in step.output
+
+
+def test_an_assembler_read_of_the_trees_own_path_is_refused(
+    layout: Layout, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ccache the tree is at its own path, which the source can name: the read
+    succeeds, and is refused all the same; the same source without the asm compiles."""
+    monkeypatch.setenv(ccache.SWITCH, "0")
+    manifest = _manifest(tmp_path)
+    tree = layout.tree("t7" * 12)
+    source = INCBIN.replace("/src/project/", f"{tree}/")
+    make_tree(
+        layout, "t7" * 12, {"include/x.hpp": HEADER, "src/a.cpp": source, "src/blob.dat": "A"}
+    )
+    result = _build(layout, "t7" * 12, manifest)
+    step = next(s for s in result.compile_steps() if s.source == "src/a.cpp")
+    assert result.status == "compile_error"
+    assert f"the assembler read {tree}/src/blob.dat" in step.output
+    plain = make_tree(layout, "t8" * 12, {"include/x.hpp": HEADER, "src/a.cpp": SOURCE})
+    assert plain and _build(layout, "t8" * 12, manifest).status == "ok"

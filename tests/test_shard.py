@@ -3,6 +3,7 @@ the single-machine grade, byte for byte."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -12,6 +13,9 @@ from pathlib import Path
 
 import pytest
 from conftest import PROJECT, SHIPPED, Grade, case_library, run_doit, run_grade
+
+from cxxgate import merge
+from cxxgate.layout import Layout
 
 REPORTS = ("verdicts.jsonl", "table.txt", "junit.xml", "cells.txt", "report.md", "findings.sarif")
 
@@ -112,3 +116,70 @@ def test_a_local_dask_cluster_grades_like_one_machine(
     assert proc.returncode == single.returncode, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "shard 1/2: exit 0" in proc.stdout and "shard 2/2: exit 0" in proc.stdout
     _same_reports(single.out, out)
+
+
+def _rows(folder: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (folder / "verdicts.jsonl").read_text().splitlines()]
+
+
+def _write_rows(folder: Path, rows: list[dict[str, object]]) -> None:
+    text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+    (folder / "verdicts.jsonl").write_text(text)
+
+
+def test_merge_refuses_edited_rows_edited_evidence_and_a_case_graded_twice(
+    batch: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A shard's grade.json holds the digests of its rows and their evidence: a row edited
+    from reject to accept, or a gate result rewritten, is refused naming shard, case and
+    patch; a shard that repeats another shard's case (its row flipped, its digests made
+    to match) is refused as a case graded by two shards."""
+    library, patches = batch
+    args = (f"patches={patches}", "report_only=1")
+    shards = [run_grade(tmp_path / f"s{i}", f"shard={i}/2", *args, library=library) for i in (1, 2)]
+
+    def merged(*folders: Path) -> Grade:
+        out = tmp_path / f"m{len(list(tmp_path.glob('m*')))}"
+        where = f"from={','.join(map(str, folders))}"
+        return run_doit(out, "merge", where, "report_only=1", library=library)
+
+    ok = merged(shards[0].out, shards[1].out)
+    assert ok.returncode == 0, ok.output
+
+    # Which shard holds a rejected row: that row is edited to accept.
+    holder = next(s.out for s in shards if any(r["verdict"] == "reject" for r in _rows(s.out)))
+    other = next(s.out for s in shards if s.out != holder)
+    edited = tmp_path / "edited"
+    shutil.copytree(holder, edited, symlinks=True)
+    rows = _rows(edited)
+    target = next(r for r in rows if r["verdict"] == "reject")
+    target["verdict"], target["class"] = "accept", ""
+    _write_rows(edited, rows)
+    proc = merged(edited, other)
+    assert proc.returncode != 0
+    assert "verdicts.jsonl edited" in proc.output
+    assert f"case {target['case']!r}, patch {target['patch']!r}" in proc.output
+
+    # A gate result rewritten under an unchanged row.
+    rewritten = tmp_path / "rewritten"
+    shutil.copytree(holder, rewritten, symlinks=True)
+    row = next(r for r in _rows(rewritten) if r["verdict"] == "reject")
+    gate_file = next(str(e) for e in row["evidence"] if str(e).startswith("results/"))  # type: ignore[union-attr]
+    (rewritten / gate_file).write_text((rewritten / gate_file).read_text().replace("fail", "pass"))
+    proc = merged(rewritten, other)
+    assert proc.returncode != 0 and "evidence differs" in proc.output and gate_file in proc.output
+
+    # The other shard's case repeated in this one, flipped, with digests that match.
+    repeated = tmp_path / "repeated"
+    shutil.copytree(holder, repeated, symlinks=True)
+    foreign = dict(_rows(other)[0])
+    foreign["verdict"] = "reject" if foreign["verdict"] == "accept" else "accept"
+    _write_rows(repeated, [*_rows(repeated), foreign])
+    inputs = json.loads((repeated / "grade.json").read_text())
+    inputs["rows"][f"{foreign['case']}/{foreign['patch']}"] = merge.digests(
+        Layout(repeated), foreign
+    )
+    (repeated / "grade.json").write_text(json.dumps(inputs))
+    proc = merged(repeated, other)
+    assert proc.returncode != 0
+    assert f"case {foreign['case']!r} graded by two shards" in proc.output

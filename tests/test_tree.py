@@ -506,3 +506,90 @@ def test_intake_inside_a_git_checkout_lists_every_path(base: Path, tmp_path: Pat
     stamp = materialise(base, patch, WRITABLE, "k1", Layout(project / ".grade"))
     assert stamp.status == "path_violation", stamp.detail
     assert sorted(stamp.changed) == ["src/moved.cpp", "tests/t.cpp"]
+
+
+# ---- diagnostic control from the preprocessed output (cxxgate/preprocessed.py) --------
+
+_GCC = "toolchains:\n  gcc: {command: g++, family: gcc}\nenvelopes:\n  w: {toolchain: gcc, std: c++20, flags: [-Wall, -Wextra, -Werror]}\n"  # noqa: E501
+
+
+def _controls(tmp_path: Path, base: Path, source: str, header: str = "") -> list[str]:
+    """preprocessed.added for a tree whose src/lib.cpp (and include/lib.hpp) the patch
+    rewrote, on real g++ through toolcall."""
+    from cxxgate import preprocessed
+    from cxxgate.envelope import Envelopes
+
+    manifest = tmp_path / "envelopes.yaml"
+    manifest.write_text(_GCC)
+    tree = tmp_path / "patched"
+    copy_tree(base, tree)
+    (tree / "src/lib.cpp").write_text(source)
+    changed = ["src/lib.cpp"]
+    if header:
+        (tree / "include/lib.hpp").write_text(header)
+        changed.append("include/lib.hpp")
+    how = preprocessed.Preprocess((Envelopes(manifest).get("w"),), ("include",), ("src/*.cpp",))
+    layout = Layout(tmp_path / "out")
+    layout.root.mkdir(parents=True, exist_ok=True)
+    return preprocessed.added(how, layout, "t" * 24, base, tree, changed, tmp_path / "pp")
+
+
+UNUSED = "int twice(int value, int unused) { return value * 2; }\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "shows"),
+    [
+        # _Pragma assembled through macro arguments: no source text spells it.
+        (
+            "macro_args",
+            '#define G(a, b) a##b\n#define C(f, x) f(x)\nC(G(_Pra, gma), "GCC diagnostic ignored '
+            '\\"-Wunused-parameter\\"")\n',
+            "#pragma GCC diagnostic ignored",
+        ),
+        ("optimize_pragma", '#pragma GCC optimize("O0")\n', "#pragma GCC optimize"),
+        ("optimize_attribute", '[[gnu::optimize("O0")]] int f3() { return 0; }\n', "optimize"),
+        # A typed line marker: system-header flag, or a rename to another file.
+        ("marker_flag_3", '# 1 "src/lib.cpp" 3\n', "relabels"),
+        ("line_rename", '#line 1 "elsewhere.cpp"\n', "relabels"),
+    ],
+)
+def test_diagnostic_control_is_read_from_the_preprocessed_output(
+    base: Path, tmp_path: Path, name: str, code: str, shows: str
+) -> None:
+    found = _controls(tmp_path, base, '#include "lib.hpp"\n' + code + UNUSED)
+    assert found and shows in " ".join(found), (name, found)
+    assert all(f.startswith("src/lib.cpp:") for f in found), found
+
+
+def test_a_typed_line_marker_is_found_in_the_text() -> None:
+    """A forged include entry looks like a real one in -E output; the directive itself is
+    text (no macro makes a directive), in every spelling."""
+    from cxxgate import pragmas
+
+    for marker in ('# 1 "/usr/include/c++/12/utility" 1 3', '%: 7 "x.hpp"', "#line 4", "# \\\n 2"):
+        source = f"int a;\n{marker}\nint b;\n".encode()
+        assert pragmas.directives(source), marker
+
+
+def test_system_header_via_operator_in_a_header(base: Path, tmp_path: Path) -> None:
+    """`_Pragma("GCC system_header")` in a header: -E drops the pragma, and marks the
+    header's following lines with the system-header flag, which is what is counted."""
+    header = '#pragma once\n#define S _Pragma("GCC system_header")\nS\n' + "inline " + UNUSED
+    found = _controls(tmp_path, base, '#include "lib.hpp"\n', header=header)
+    assert found and all(f.startswith("include/lib.hpp:") for f in found), found
+    assert "relabels" in found[0] and " 3" in found[0]
+
+
+def test_benign_code_and_unchanged_directives_add_no_control(base: Path, tmp_path: Path) -> None:
+    """An attribute like [[maybe_unused]], a system include, and a directive that a header
+    of the base tree already held (moved to another changed file) are not control."""
+    (base / "include/lib.hpp").write_text(
+        "#pragma once\n#pragma GCC diagnostic push\nint answer();\n#pragma GCC diagnostic pop\n"
+    )
+    source = (
+        '#include <utility>\n#include "lib.hpp"\n'
+        "int twice([[maybe_unused]] int value) { return std::move(value); }\n"
+        "#pragma GCC diagnostic push\n#pragma GCC diagnostic pop\n"
+    )
+    assert _controls(tmp_path, base, source, header="#pragma once\nint answer();\n") == []
