@@ -130,7 +130,9 @@ class Library:
         locked: lock.Lock | None,
     ) -> list[str]:
         """Render the case's prompt, pin its identity, and say how it moved from the lock."""
-        rendered = prompt.render(case)
+        # The batch seed, when one is set or the build folder has one (never made here).
+        seed = self.settings.seed_used()
+        rendered = prompt.render(case, "" if seed is None else str(seed))
         if rendered is not None:
             self.prompts[case.id] = rendered
         envelopes = {s.envelope.name: s.envelope for p in plans.values() for s in p.cells.values()}
