@@ -2,12 +2,16 @@
 
 Two checks a green visible test run cannot make:
 
-- literals (integers, floats, strings, characters) the patch adds to the sources (not the
-  tests) whose value the visible oracle shows: the tree's `tests:`, the case files listed
-  in `oracle:`, and every case file another gate's section names (its probes, goldens).
-  Values, not spellings: `0x6E4` and `1'764` are the `1764` of a golden. Ignored: values
-  the reference's sources already hold, 0, 1, -1, "", and the case's `exceptions`. Each is
-  reported as `literal@file:line` with where the oracle shows it;
+- values the patch adds to the sources (not the tests) that the visible oracle shows: the
+  tree's `tests:`, the case files listed in `oracle:`, and every case file another gate's
+  section names (its probes, goldens). Values, not spellings: literals (`0x6E4` and
+  `1'764` are the `1764` of a golden), the constants libclang folds in every tree file the
+  compiled units read, whatever its suffix (`1700 + 64`, a constexpr call, a byte table;
+  literals.constants), and the lines and numbers of files that are not C++. Added: held by
+  the patched tree, by neither the base tree nor the reference. Ignored: 0, 1, -1, "", and
+  the case's `exceptions`. Each is reported as `text (= value)@file:line` with where the
+  oracle shows it. A unit libclang cannot parse, or tree lines its preprocessor newly
+  skips, leave the check incomplete;
 - a hidden oracle: programs and golden stdout kept in the case folder, listed nowhere a
   candidate reads, built against the patched sources at grade time and run.
 
