@@ -37,6 +37,13 @@ class Context:
     # The batch's seed (cxxgate/settings.py Settings.seed), asked for only by the gates that
     # draw inputs at run time: the build folder's seed file is made on first use.
     batch_seed: Callable[[], int] = field(default=_no_seed, compare=False)
+    # The base tree (the empty patch): the reference tree itself when the case has no
+    # reference patch. What a patch added is what its tree has and this one lacks.
+    base_tree_key: str = ""
+
+    @property
+    def base_key(self) -> str:
+        return self.base_tree_key or self.reference_tree_key
 
     @property
     def seed(self) -> int:

@@ -130,7 +130,9 @@ class Library:
         locked: lock.Lock | None,
     ) -> list[str]:
         """Render the case's prompt, pin its identity, and say how it moved from the lock."""
-        rendered = prompt.render(case)
+        # The batch seed, when one is set or the build folder has one (never made here).
+        seed = self.settings.seed_used()
+        rendered = prompt.render(case, "" if seed is None else str(seed))
         if rendered is not None:
             self.prompts[case.id] = rendered
         envelopes = {s.envelope.name: s.envelope for p in plans.values() for s in p.cells.values()}
@@ -153,21 +155,21 @@ class Library:
             intake += ["allow_diagnostic_pragmas"] if case.spec.allow_diagnostic_pragmas else []
             blob = json.dumps(intake)
             self.tree_keys[row.id] = codehash.of_text(blob)[:24]
-        reference = self.tree_keys[f"{case.id}/reference"]
         plans: dict[tuple[str, str, str], Plan] = {}
         for row in rows:
-            ctx = self._context(case, self.tree_keys[row.id], reference)
+            ctx = self._context(case, self.tree_keys[row.id])
             for gate_name in case.enabled_gates():
                 if (case.id, ctx.tree_key, gate_name) not in plans:
                     plans[case.id, ctx.tree_key, gate_name] = registry.gates()[gate_name].plan(ctx)
         return plans
 
     def context(self, row: Row) -> Context:
-        reference = self.tree_keys[f"{row.case}/reference"]
-        return self._context(self.cases[row.case], self.tree_keys[row.id], reference)
+        return self._context(self.cases[row.case], self.tree_keys[row.id])
 
-    def _context(self, case: Case, tree_key: str, reference: str) -> Context:
-        return Context(case, tree_key, self.envelopes, reference, self._seed)
+    def _context(self, case: Case, tree_key: str) -> Context:
+        reference = self.tree_keys[f"{case.id}/reference"]
+        base = self.tree_keys.get(f"{case.id}/base", reference)  # a bug-fix case's base row
+        return Context(case, tree_key, self.envelopes, reference, self._seed, base)
 
     def _seed(self) -> int:
         return self.settings.seed

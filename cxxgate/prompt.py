@@ -4,15 +4,23 @@ assumption ledger) for the generation side (`doit prompts`).
 
 A rendered prompt must never carry an oracle. The template gets no loader that reaches
 other files (`include`, `import` and `extends` fail), and the rendered text is checked
-against every oracle the case holds: each significant line of a file outside the tree
-(probes, goldens, hidden tests, patches: the reference patch is the answer), and every
-value of the gates' configuration in case.yaml (size tables, seeds, inline arguments),
-plus the build folder's seed. A hit fails the render, naming the oracle and its line.
+against every oracle the case holds: each line of a file outside the tree (probes,
+goldens, hidden tests, patches: the reference patch is the answer), and every value of
+the gates' configuration in case.yaml (size tables, seeds, inline arguments), plus the
+build folder's seed. A hit fails the render, naming the oracle and its line.
+
+A line is found verbatim (16 characters or more, blanks normalised), and also as
+multisets, whatever its length and order: its numbers (`1765 42` of a hidden golden is
+found in "42 for 1765"), and its tokens (a probe's line re-spaced or shuffled), within
+any three consecutive lines of the prompt. A table of numbers in case.yaml is found in
+order or as a multiset anywhere in the prompt (a size table reversed). What the base tree
+shows on one line is not a secret.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +39,21 @@ MIN_LINE = 16
 # A number needs this many digits before it alone counts as a secret (seeds); shorter
 # numbers count in runs of three or more, in order (a size table).
 MIN_DIGITS = 6
+# An oracle line's numbers are a secret when they hold this many digits together (`1765
+# 42`; not `8 2`, which any prose may hold) besides 0, 1 and -1.
+MIN_LINE_DIGITS = 4
+# An oracle line's tokens are a secret when it has this many words, this many of them
+# distinct, and their letters this many characters (`total += value * *unit;` shares its
+# words with any prose about the task; a probe's condition does not).
+MIN_WORDS, MIN_DISTINCT, MIN_WORD_CHARS = 5, 4, 16
+DIFF_HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "@@ ", "new file", "deleted file")
+WINDOW = 3  # prompt lines a line's numbers may be spread over (its tokens: one line)
+_NUMBER = re.compile(
+    r"(?<![\w.])-?(?:0[xX][0-9a-fA-F']+|0[bB][01']+|\d[\d']*(?:\.\d+)?(?:[eE][+-]?\d+)?)"
+    r"(?![\w.]*\w)"
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TRIVIAL_NUMBERS = frozenset({"0", "1", "-1"})
 
 
 class PromptError(Exception):
@@ -96,6 +119,8 @@ def find_oracle(case: Case, text: str, seed: str = "") -> str:
     """Where `text` quotes an oracle of `case`, or ''."""
     visible = _visible_text(case)
     flat = _norm(text)
+    prompt = {"numbers": _Windows(text, WINDOW), "tokens": _Windows(text, 1)}
+    shown = _Windows(visible, WINDOW)
     for path in sorted(p for p in case.dir.rglob("*") if p.is_file()):
         rel = path.relative_to(case.dir).as_posix()
         if rel.startswith("tree/") or rel in NOT_ORACLES:
@@ -108,8 +133,14 @@ def find_oracle(case: Case, text: str, seed: str = "") -> str:
             norm = _norm(line[1:] if rel.endswith(".diff") and line[:1] in "+- " else line)
             if len(norm) >= MIN_LINE and norm in flat and norm not in visible:
                 return f"{rel}:{number} ({norm[:60]!r})"
+            if rel.endswith(".diff") and line.startswith(DIFF_HEADERS):
+                continue  # paths and hashes, not code
+            for what, secret in _secrets(norm):
+                if prompt[what].holds(secret) and not shown.holds(secret):
+                    return f"{rel}:{number} ({norm[:60]!r}: its {what}, in any order)"
+    visible_numbers = Counter(_numbers(visible))
     for key, value in _leaves(case.spec.model_dump(mode="json")["gates"], "gates"):
-        hit = _secret_in(value, text)
+        hit = _secret_in(value, text, visible_numbers)
         if hit:
             return f"case.yaml {key} ({hit})"
     if seed and re.search(rf"(?<!\d){re.escape(seed)}(?!\d)", text):
@@ -119,6 +150,73 @@ def find_oracle(case: Case, text: str, seed: str = "") -> str:
 
 def _norm(line: str) -> str:
     return " ".join(line.split())
+
+
+def _numbers(text: str) -> list[str]:
+    """The numbers of `text` by value (`0x6E4` and `1'764` are `1764`)."""
+    out = []
+    for match in _NUMBER.finditer(text):
+        value = number_value(match.group())
+        if value is not None:
+            out.append("num:" + value)
+    return out
+
+
+def number_value(spelt: str) -> str | None:
+    """A number's value as one string (`0x6E4`, `1'764` and `1764.0` are `1764`). The
+    engine's own: the leak gate's parser (cxxgate/gates/cppsource.py) is a gate's."""
+    raw = spelt.replace("'", "").lower()
+    sign, raw = ("-", raw[1:]) if raw.startswith("-") else ("", raw)
+    try:
+        if raw.startswith(("0x", "0b")):
+            return sign + str(int(raw[2:], 16 if raw[1] == "x" else 2))
+        value = float(raw)
+    except ValueError:
+        return None
+    if value.is_integer() and abs(value) < 2**63:
+        return sign + str(int(value))
+    return sign + repr(value)
+
+
+def _tokens(text: str) -> list[str]:
+    return _numbers(text) + ["w:" + w for w in _WORD.findall(text)]
+
+
+def _secrets(line: str) -> list[tuple[str, Counter[str]]]:
+    """What one oracle line gives away besides its text: its numbers (when they hold
+    MIN_LINE_DIGITS digits or one holds MIN_DIGITS), its tokens (when it has MIN_WORDS
+    words)."""
+    out: list[tuple[str, Counter[str]]] = []
+    numbers = [n for n in _numbers(line) if n[4:] not in _TRIVIAL_NUMBERS]
+    digits = [sum(ch.isdigit() for ch in n) for n in numbers]
+    if (len(numbers) >= 2 and sum(digits) >= MIN_LINE_DIGITS) or max(digits, default=0) >= (
+        MIN_DIGITS
+    ):
+        out.append(("numbers", Counter(numbers)))
+    words = _WORD.findall(line)
+    enough = len(words) >= MIN_WORDS and len(set(words)) >= MIN_DISTINCT
+    if enough and sum(map(len, words)) >= MIN_WORD_CHARS:
+        out.append(("tokens", Counter(_tokens(line))))
+    return out
+
+
+class _Windows:
+    """The token multisets of every run of up to `width` consecutive lines of a text."""
+
+    def __init__(self, text: str, width: int) -> None:
+        lines = [Counter(_tokens(line)) for line in text.splitlines() if line.strip()]
+        self.windows = []
+        for start in range(len(lines)):
+            total: Counter[str] = Counter()
+            for line in lines[start : start + width]:
+                total += line
+                self.windows.append(total.copy())
+        self.every = set().union(*self.windows) if self.windows else set()
+
+    def holds(self, secret: Counter[str]) -> bool:
+        if not secret.keys() <= self.every:
+            return False
+        return any(secret <= window for window in self.windows)
 
 
 def _visible_text(case: Case) -> str:
@@ -140,10 +238,17 @@ def _leaves(value: Any, key: str) -> list[tuple[str, Any]]:
     return [(key, value)]
 
 
-def _secret_in(value: Any, text: str) -> str:
+def _secret_in(value: Any, text: str, visible: Counter[str] | None = None) -> str:
     if isinstance(value, list) and len(value) >= 3:
         numbers = r"\D+".join(re.escape(str(v)) for v in value)
-        return "a table of its numbers" if re.search(rf"(?<!\d){numbers}(?!\d)", text) else ""
+        if re.search(rf"(?<!\d){numbers}(?!\d)", text):
+            return "a table of its numbers"
+        table = Counter(_numbers(" ".join(str(v) for v in value)))
+        digits = sum(ch.isdigit() for n in table.elements() for ch in n)
+        shown = visible if visible is not None else Counter()
+        if digits >= MIN_DIGITS and table <= Counter(_numbers(text)) and not table <= shown:
+            return "a table of its numbers, in any order"
+        return ""
     if isinstance(value, bool) or value is None:
         return ""
     if isinstance(value, int) and len(str(abs(value))) >= MIN_DIGITS:

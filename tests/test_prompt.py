@@ -12,7 +12,9 @@ from conftest import SHIPPED
 from cxxgate import lock, registry
 from cxxgate.case import Case, load_case
 from cxxgate.envelope import Envelopes
+from cxxgate.library import Library
 from cxxgate.prompt import PromptError, _secret_in, render
+from cxxgate.settings import Settings
 
 
 def _case(tmp_path: Path, name: str = "token_handle", template: str | None = None) -> Case:
@@ -70,16 +72,88 @@ def test_the_reference_patch_the_seed_and_a_size_table_are_oracles(tmp_path: Pat
     with pytest.raises(PromptError, match="the batch seed 90210417"):
         render(case, seed="90210417")
 
-    # A gate's table of numbers (a size table) counts in order, with any separators.
+    # A gate's table of numbers (a size table) counts in order, with any separators, and
+    # as a multiset in any order when its numbers hold six digits or more.
     assert _secret_in([64, 512, 4096], "sizes: 64 / 512 / 4096.")
-    assert not _secret_in([64, 512, 4096], "sizes: 64 / 4096 / 512.")
+    assert _secret_in([64, 512, 4096], "sizes: 64 / 4096 / 512.")
+    assert not _secret_in([2, 3, 4], "pick 4, then 3 and 2")  # any prose holds these
+
+
+def test_a_short_golden_line_is_found_by_its_numbers_in_any_order(tmp_path: Path) -> None:
+    """`1765 42` (hidden/hidden.stdout:5, 7 characters) quoted as prose, reversed and
+    spelt in hex: the render fails naming the hidden golden."""
+    case = _case(tmp_path, "answer_key")
+    for text in (
+        "Hint: 1765 42\n",
+        "Hint: isqrt gives 42 for 1765.\n",
+        "Hint: the answer is 42,\nwhich holds for\n0x6E5 as well.\n",
+    ):
+        (case.dir / "prompt.md.j2").write_text("{{ summary }}\n" + text)
+        with pytest.raises(PromptError, match=r"hidden/hidden\.stdout:5 .*its numbers"):
+            render(case)
+    # Numbers spread over more lines, or a golden line that any prose holds (`8 2`), are
+    # not a quote; the visible test's numbers (the tree) are not secret.
+    for text in (
+        "42 is\nthe answer\nto a question\nof 1765\n",
+        "Use 8 threads, 2 passes.\n",
+        "isqrt(99) == 9\n",
+    ):
+        (case.dir / "prompt.md.j2").write_text("{{ summary }}\n" + text)
+        assert render(case) is not None, text
+
+
+def test_a_probe_line_re_spaced_and_shuffled_is_found_by_its_tokens(tmp_path: Path) -> None:
+    case = _case(tmp_path)
+    # probes/pos_describe.cpp: `if (TokenHandle::make(5).describe() != "token(5)") return 1;`
+    shuffled = "return 1 if token ( 5 ) != TokenHandle :: make ( 5 ) . describe ( )"
+    (case.dir / "prompt.md.j2").write_text("{{ summary }}\n" + shuffled + "\n")
+    with pytest.raises(PromptError, match=r"probes/pos_describe\.cpp:7 .*its tokens"):
+        render(case)
+
+
+def test_a_size_table_reversed_with_the_batch_seed_fails_the_render(tmp_path: Path) -> None:
+    case = _case(tmp_path, "dedupe")
+    (case.dir / "prompt.md.j2").write_text(
+        "{{ summary }}\nWe time it at n = 4096, 2048, 1024, 512 and 256, seed 90210417.\n"
+    )
+    with pytest.raises(PromptError, match=r"case\.yaml gates\.slope\.sizes .*any order"):
+        render(case, seed="90210417")
+    (case.dir / "prompt.md.j2").write_text("{{ summary }}\nRun with seed 90210417.\n")
+    with pytest.raises(PromptError, match="the batch seed 90210417"):
+        render(case, seed="90210417")
+
+
+def test_a_library_renders_its_prompts_against_the_batch_seed(tmp_path: Path) -> None:
+    lib = tmp_path / "cases"
+    lib.mkdir()
+    shutil.copy(SHIPPED / "envelopes.yaml", lib)
+    shutil.copytree(SHIPPED / "saturating", lib / "saturating")
+    (lib / "saturating" / "prompt.md.j2").write_text("{{ summary }}\nSeed 90210417.\n")
+    settings = Settings(
+        library=lib,
+        out=tmp_path / "out",
+        envelopes=lib / "envelopes.yaml",
+        only=frozenset(),
+        batch=None,
+        report_only=False,
+        given_seed=90210417,
+    )
+    loaded = Library(settings)
+    assert "saturating" not in loaded.cases
+    assert any("prompt.md.j2" in e and "the batch seed 90210417" in e for e in loaded.errors)
+
+
+@pytest.mark.parametrize("name", ["token_handle", "saturating", "duration"])
+def test_every_shipped_prompt_still_renders(tmp_path: Path, name: str) -> None:
+    rendered = render(_case(tmp_path, name), seed="90210417")
+    assert rendered is not None and rendered.text.strip()
 
 
 def test_a_renamed_golden_moves_the_oracle_pin_and_names_both_paths(tmp_path: Path) -> None:
     case = _case(tmp_path)
     envelopes = Envelopes(SHIPPED / "envelopes.yaml")
     gcc = envelopes.get("gcc")
-    files = {g: [] for g in case.enabled_gates()}
+    files: dict[str, list[Path]] = {g: [] for g in case.enabled_gates()}
     before = lock.pins(case, "prompt", files, [gcc])
     probe = case.dir / "probes/pos_describe.cpp"
     probe.rename(case.dir / "probes/pos_describe2.cpp")

@@ -2,12 +2,16 @@
 
 Two checks a green visible test run cannot make:
 
-- literals (integers, floats, strings, characters) the patch adds to the sources (not the
-  tests) whose value the visible oracle shows: the tree's `tests:`, the case files listed
-  in `oracle:`, and every case file another gate's section names (its probes, goldens).
-  Values, not spellings: `0x6E4` and `1'764` are the `1764` of a golden. Ignored: values
-  the reference's sources already hold, 0, 1, -1, "", and the case's `exceptions`. Each is
-  reported as `literal@file:line` with where the oracle shows it;
+- values the patch adds to the sources (not the tests) that the visible oracle shows: the
+  tree's `tests:`, the case files listed in `oracle:`, and every case file another gate's
+  section names (its probes, goldens). Values, not spellings: literals (`0x6E4` and
+  `1'764` are the `1764` of a golden), the constants libclang folds in every tree file the
+  compiled units read, whatever its suffix (`1700 + 64`, a constexpr call, a byte table;
+  literals.constants), and the lines and numbers of files that are not C++. Added: held by
+  the patched tree, by neither the base tree nor the reference. Ignored: 0, 1, -1, "", and
+  the case's `exceptions`. Each is reported as `text (= value)@file:line` with where the
+  oracle shows it. A unit libclang cannot parse, or tree lines its preprocessor newly
+  skips, leave the check incomplete;
 - a hidden oracle: programs and golden stdout kept in the case folder, listed nowhere a
   candidate reads, built against the patched sources at grade time and run.
 
@@ -34,7 +38,9 @@ compile can read any file, hidden ones included.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +49,9 @@ from pydantic import Field, model_validator
 from cxxgate import program
 from cxxgate.cellspec import CellResult
 from cxxgate.diagnostics import why_failed
+from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates import cppsource, lanes, literals
+from cxxgate.gates import cppsource, lanes, ledger, literals
 from cxxgate.program import Expected, Program
 from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
 from cxxgate.run import RunResult
@@ -54,6 +61,8 @@ from cxxgate.yamlfile import InputError, Strict
 NAME = "leak"
 SEVERITY = ("hidden_oracle_fail", "literal_leak")
 TRIVIAL = frozenset({"num:0", "num:1", "num:-1", "str:"})
+# The trees a patch's values are read from (scan name -> Context attribute).
+TREES = {"base": "base_key", "reference": "reference_tree_key", "patched": "tree_key"}
 
 
 class Config(Strict):
@@ -88,8 +97,14 @@ def plan(ctx: Context) -> Plan:
     case = ctx.case
     out = Plan()
     params = {"globs": cfg.sources, "tests": cfg.tests, "parser": cppsource.parser_id()}
-    out.scans["reference"] = ScanSpec.of(ctx.reference_tree_key, literals.sources, params)
-    out.scans["patched"] = ScanSpec.of(ctx.tree_key, literals.sources, params)
+    env = ctx.gate_envelope(NAME, cfg.envelope)
+    folded = _constant_params(ctx, cfg, env)
+    for name, key in TREES.items():
+        tree_key = getattr(ctx, key)
+        out.scans[name] = ScanSpec.of(tree_key, literals.sources, params)
+        out.scans[f"{name} constants"] = ScanSpec.of(
+            tree_key, literals.constants, folded, label=f"{NAME} constants"
+        )
     _keep_hidden(ctx, cfg)
     files = [
         {"name": rel, "path": str(case.oracle(rel, key))} for rel, key in _visible(ctx, cfg).items()
@@ -100,7 +115,6 @@ def plan(ctx: Context) -> Plan:
         {"tests": cfg.tests, "files": files, "parser": cppsource.parser_id()},
         inputs=tuple(Path(f["path"]) for f in files),
     )
-    env = ctx.gate_envelope(NAME, cfg.envelope)
     for i, prog in enumerate(cfg.hidden):
         key = f"gates.{NAME}.hidden[{i}]"
         program.check(ctx, prog, key, need_stdout=True)
@@ -108,6 +122,28 @@ def plan(ctx: Context) -> Plan:
         run = program.run(ctx, cell, prog, key, env.run_env, f"{NAME} hidden run #{i}")
         program.add(ctx, out, f"hidden{i}", prog, cell, run)
     return out
+
+
+def _constant_params(ctx: Context, cfg: Config, env: Envelope) -> dict[str, Any]:
+    """What libclang parses the compiled units with: the case's standard, macros and
+    include folders, g++'s own system include list (no headers of libclang's own)."""
+    spec = ctx.case.spec
+    defines = [*(f"-D{d}" for d in env.defines)]
+    defines += [f for f in env.flags if f.startswith(("-D", "-U"))]
+    dirs = () if env.toolchain.path is None else ledger.system_dirs(env.toolchain.path, env.std)
+    # The units the build compiles; a case without `sources` (a CMake project): the
+    # source files (not headers) of the leak's `sources`.
+    units = list(spec.sources) or list(cfg.sources)
+    return {
+        "std": env.std,
+        "include_dirs": list(spec.include_dirs),
+        "units": units,
+        "tests": cfg.tests,
+        "system_dirs": list(dirs),
+        "defines": defines,
+        "envelope": env.id,
+        "libclang": version("libclang"),
+    }
 
 
 def _visible(ctx: Context, cfg: Config) -> dict[str, str]:
@@ -167,30 +203,40 @@ def leaked(
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     cfg: Config = ctx.case.gate_config(NAME)
     scans = outputs.scans
-    for name in ("reference", "patched", "oracle"):
+    for name in scans:
         if scans[name].status != "ok":
             why = f"{name} scan: {scans[name].status}: {scans[name].detail}"
             return GateResult(NAME, "incomplete", VACUOUS, why)
-    before = {lit["value"] for lit in scans["reference"].data["literals"]}
-    added = [lit for lit in scans["patched"].data["literals"] if lit["value"] not in before]
+    # Added: what the patched tree holds and neither the base tree nor the reference
+    # does (a value the base or the known-good fix holds is the task's, not the oracle's).
+    before: set[str] = set()
+    for name in ("base", "reference"):
+        before |= {lit["value"] for lit in scans[name].data["literals"]}
+        before |= {c["value"] for c in scans[f"{name} constants"].data["constants"]}
+    found = scans["patched"].data["literals"] + scans["patched constants"].data["constants"]
+    found.sort(key=lambda lit: lit.get("kind") == "data")  # a data file's folded value first
+    added = _first_per_value(lit for lit in found if lit["value"] not in before)
     oracle = scans["oracle"].data["values"]
-    checks: list[Check] = []
+    checks: list[Check] = _unfolded(scans)
     findings: list[Finding] = []
     for lit, places in leaked(added, oracle, exception_values(cfg.exceptions)):
-        where = f"{lit['text']}@{lit['file']}:{lit['line']}"
+        where = f"{_shown(lit)}@{lit['file']}:{lit['line']}"
         message = f"{where} is in the visible oracle: {', '.join(places)}"
         checks.append(
             Check(where, False, "literal_leak", f"in the visible oracle: {', '.join(places)}")
         )
         findings.append(Finding("literal_leak", message, lit["file"], lit["line"], lit["column"]))
     shown = len(scans["oracle"].data["files"])
+    constants = scans["patched constants"].data
     if shown:
         checks.append(
             Check(
                 "literals",
                 True,
                 "accept",
-                f"{len(added)} literals added to the sources, against {shown} oracle files",
+                f"{len(added)} values added to the sources (literals and constants "
+                f"the compiled units fold, in {len(constants['read'])} files they read), "
+                f"against {shown} oracle files",
             )
         )
     evidence = [f"visible oracle: {', '.join(scans['oracle'].data['files']) or 'none'}"]
@@ -204,6 +250,55 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             evidence.append(f"hidden #{i}: compiled with sandbox: none (hidden files readable)")
     result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
     return replace(result, findings=findings)
+
+
+def _shown(lit: dict[str, Any]) -> str:
+    """The value as written, and what it folds to when that is not plain to read:
+    `1700 + 64 (= 1764)`."""
+    text, value = lit["text"], lit["value"].partition(":")[2]
+    spelt = cppsource.number_value(text) if lit["value"].startswith("num:") else None
+    if spelt == value or lit.get("kind") in ("int", "float", "string", "char", "data"):
+        return str(text)
+    return (
+        f"{text} (= {value[:40]!r})" if lit["value"].startswith("str:") else f"{text} (= {value})"
+    )
+
+
+def _first_per_value(found: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One place per (file, line, value): a literal and the constant it folds to on the
+    same line are one finding; the tree-sitter literal (exact column) comes first."""
+    seen: set[tuple[str, int, str]] = set()
+    out = []
+    for lit in found:
+        key = (lit["file"], lit["line"], lit["value"])
+        if key not in seen:
+            seen.add(key)
+            out.append(lit)
+    return out
+
+
+def _unfolded(scans: dict[str, Any]) -> list[Check]:
+    """What the constants scan could not fold in the patched tree: parse errors, and tree
+    lines libclang's preprocessor skipped that the base and the reference do not (g++ may
+    compile them: `#ifndef __clang__`). Never green: the values there were not read."""
+    mine = scans["patched constants"].data
+    if not mine["units"]:
+        return [Check("constants", False, VACUOUS, "no compiled unit to fold", incomplete=True)]
+    known = [
+        r["text"] for n in ("base", "reference") for r in scans[f"{n} constants"].data["skipped"]
+    ]
+    out = []
+    for err in mine["errors"][:3]:
+        why = f"libclang cannot parse: {err['file']}:{err['line']}: {err['message']}"
+        out.append(Check("constants", False, VACUOUS, why, incomplete=True))
+    for rng in mine["skipped"]:
+        if rng["text"] not in known:
+            why = (
+                f"{rng['path']}:{rng['line']}-{rng['end']}: lines the preprocessor skips "
+                "for libclang; their values are not folded"
+            )
+            out.append(Check("constants", False, VACUOUS, why, incomplete=True))
+    return out
 
 
 def _hidden(name: str, prog: Program, cell: CellResult, run: RunResult, want: Expected) -> Check:
