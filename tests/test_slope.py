@@ -36,7 +36,7 @@ def _library(dest: Path, patches: dict[str, str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def hidden(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
+def hidden(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     root = tmp_path_factory.mktemp("slope")
     grade = run_grade(root / "out", "seed=77", library=_library(root / "cases", HIDDEN))
     assert grade.returncode == 0, grade.output[-3000:]
@@ -44,11 +44,11 @@ def hidden(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, obje
 
 
 @pytest.mark.parametrize("patch", sorted(HIDDEN))
-def test_hidden_work_lands_on_its_class(hidden: dict[str, dict[str, object]], patch: str) -> None:
+def test_hidden_work_lands_on_its_class(hidden: dict[str, dict[str, str]], patch: str) -> None:
     assert hidden[patch]["class"] == HIDDEN[patch], hidden[patch]["summary"]
 
 
-def test_each_hole_is_named(hidden: dict[str, dict[str, object]]) -> None:
+def test_each_hole_is_named(hidden: dict[str, dict[str, str]]) -> None:
     assert "cost lines add up to" in str(hidden["rewrite_profile"]["summary"])
     assert "natively the function grows far steeper" in str(hidden["preload_switch"]["summary"])
     # The table alone fits the reference's line: only the drawn sizes' tail is steep.
@@ -119,7 +119,7 @@ def test_every_thread_counts_and_totals_are_recounted(tmp_path: Path) -> None:
     for path in files:  # callgrind's own totals are the sum of its cost lines
         slope._totals(path)
     run = type("Run", (), {"kept": str(tmp_path)})()
-    prof = slope.profile_of(run)  # type: ignore[arg-type]
+    prof = slope.profile_of(run)
     assert prof is not None and len(prof.parts) == 5 and prof.children == 0
     small, large = prof.parts[1], prof.parts[3]
     assert small > 100 * 100 and large > 12 * small  # the worker thread's n^2 is counted
@@ -127,7 +127,7 @@ def test_every_thread_counts_and_totals_are_recounted(tmp_path: Path) -> None:
     target = next(p for p in files if p.name.endswith(".4"))
     target.write_text(target.read_text().replace(f"totals: {large}", "totals: 1000"))
     with pytest.raises(slope.Forged, match="cost lines add up to"):
-        slope.profile_of(run)  # type: ignore[arg-type]
+        slope.profile_of(run)
 
 
 def test_charged_counts_work_left_running_after_the_call() -> None:
