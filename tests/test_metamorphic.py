@@ -27,6 +27,7 @@ CASE = "intervals"
 REACHED = {
     "good_in_place": "accept",
     "assumes_sorted": "relation:permutation",
+    "sorts_small": "relation:permutation",
     "shrink_nested": "relation:dominated",
     "bitmap_domain": "relation:scaling",
     "count_calls": "relation:cover",
@@ -178,12 +179,12 @@ def _doit(out: Path, library: Path, *args: str) -> subprocess.CompletedProcess[s
     )
 
 
-def _one_patch_library(dest: Path) -> Path:
+def _one_patch_library(dest: Path, patch: str = "assumes_sorted") -> Path:
     library = case_library(dest, CASE)
     case_file = library / CASE / "case.yaml"
     lines = case_file.read_text().splitlines(keepends=True)
     head = lines[: lines.index("patches:\n") + 1]
-    keep = [ln for ln in lines if "patches/assumes_sorted.diff" in ln]
+    keep = [ln for ln in lines if f"patches/{patch}.diff" in ln]
     case_file.write_text("".join(head + keep))
     return library
 
@@ -232,6 +233,23 @@ def test_seed_replays_and_rotates_without_compiling(tmp_path: Path) -> None:
     with sqlite3.connect(out / "history.sqlite3") as db:
         seeds = [s for (s,) in db.execute("select seed from grades order by id")]
     assert seeds == ["1234", new_seed, "1234"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sizes_across_scales_reach_a_small_input_special_case(tmp_path: Path, seed: int) -> None:
+    """A patch that sorts only inputs of at most 12 intervals passes every snapshot; the
+    relation stage draws sizes up to a few thousand from (seed, trial), whatever the seed,
+    and its counterexample is larger than the special case."""
+    library = _one_patch_library(tmp_path / "cases", "sorts_small")
+    grade = run_grade(tmp_path / "out", f"seed={seed}", library=library)
+    assert grade.returncode == 0, grade.output[-2000:]
+    gate = grade.gate(f"{CASE}/sorts_small", "metamorphic")
+    assert gate["class"] == "relation:permutation", gate["summary"]
+    shown = re.search(r"broke at trial \d+: input (.+?); merged ", gate["summary"])
+    assert shown is not None, gate["summary"]
+    total = re.search(r"\((\d+) in all\)", shown[1])
+    size = int(total[1]) if total else len(re.findall(r"\[-?\d+,-?\d+\)", shown[1]))
+    assert size > 12, gate["summary"]
 
 
 def test_bad_seed_is_named(tmp_path: Path) -> None:

@@ -9,7 +9,10 @@ by its stdin:
 - relation stage: one run, stdin `relations <seed> <trials>\\n`. The seed is the batch's
   (cxxgate/settings.py: `seed=N`, else `<out>/seed`), never in a case or a prompt, and
   enters only this run's key: a new seed reruns this run, no compile. The trial count is
-  the case's.
+  the case's. The driver draws trial t's input, its size included, from (seed, t): sizes
+  must span scales (the intervals driver draws 0..3, tens, hundreds and a few thousand
+  elements, a quarter of the trials each), or a patch that special-cases small inputs
+  (sorts only a dozen elements or fewer) passes every relation on small draws.
 
 The driver reports through the harness's report channel (cxxgate/run.py RunSpec.report,
 cxxgate/templates/metamorphic/report.cpp), never stdout: every line carries a per-run

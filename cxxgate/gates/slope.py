@@ -7,24 +7,46 @@ size on seeded input and prints a checksum of each full result. The driver is a 
 unit, never in the tree, and everything in it has internal linkage: a patch that defines
 `main` or names the driver's size table does not link (`build_fail`).
 
-Instructions executed inside the function are counted by valgrind's callgrind (counts do
-not depend on the machine's load): collection is toggled on the probe's name and a
-profile dumped each time it returns, one per size. The growth exponent is the least-
-squares slope of log(instructions) over log(n), for candidate and reference alike; the
-candidate is `steep` when its exponent exceeds the reference's by more than the case's
-`margin`, and `inconclusive` when its fit is poorer than `min_r2` (a cost that is not a
-power of n over the table says nothing either way: never a pass). Wall-clock medians of
-interleaved native runs are a second lane, shown in the evidence, never deciding.
+Sizes: the case's table, plus `beyond` sizes drawn from the batch's seed above its largest
+(the k-th in ((k + 1/2) * max, (k + 1) * max]): they reach the driver on its command line,
+so a patch cannot know them when it is compiled, and a new seed reruns, never recompiles.
+
+Counting: valgrind's callgrind runs the whole process with collection on, every thread in
+one count (`--separate-threads=no`), exec'd children traced (`--trace-children=yes`), and
+dumps its counters each time the driver calls its marker (`--dump-before`), which brackets
+each call: a size's count is every instruction of every thread between the two markers,
+plus whatever the candidate's threads went on to do before the next marker beyond what
+the reference does there (work left running after the call is the call's), and a forked
+child's whole count is charged to the largest size (nothing places it; it makes a patch
+look steeper, never flatter). The growth exponent is the least-squares slope of
+log(instructions) over log(n) on the table (its fit must reach `min_r2`), and again on the
+tail (the table's largest size and the drawn ones) against the reference's tail with
+`tail_margin`.
+
+Callgrind writes its profiles from inside the candidate's process: the candidate can
+rewrite them. Two cross-checks: each profile's `totals:` must equal the sum of its own
+cost lines, and the same driver runs natively, without valgrind (`native n k`: k calls at
+size n on distinct inputs, timed by the harness from outside, interleaved with the
+reference, minima of `wall_rounds`, the startup subtracted): at the tail's sizes its
+results must be the counted ones and its per-call time must not grow far steeper than the
+count says (`tamper_margin` above the counted tail exponent, and the whole run at the
+largest size over `tamper_ratio` times the reference's: minima, so noise only shrinks the
+excess), and it
+must finish in `wall_timeout`. A patch that tells valgrind from a native run
+(LD_PRELOAD, /proc/self/maps, timing) is caught by that cross-check, not by the count.
 
 | class             | meaning                                                            |
 | ----------------- | ------------------------------------------------------------------ |
 | build_fail        | the driver does not build with the tree (a `main` of its own, ...)  |
 | measurement_tamper| the tree's code (not its comments) names valgrind or callgrind, or  |
-|                   | carries the client-request instruction sequence: it could switch   |
-|                   | the count off or tell it is measured                               |
+|                   | carries the client-request instruction sequence; a profile's totals |
+|                   | are not the sum of its cost lines (rewritten); the count accepts  |
+|                   | but the native runs differ in results, pass their limit, or grow  |
+|                   | far steeper than the count                                         |
 | hang              | the profiled run passed its time limit                             |
 | checksum_mismatch | a size's result differs from the reference's, or the run died      |
-| steep             | exponent above the reference's + margin                            |
+| steep             | exponent above the reference's + margin (table), or + tail_margin  |
+|                   | (the table's largest size and the drawn ones)                      |
 | inconclusive      | the candidate's log-log fit is too poor to decide                  |
 | accept            | same results, exponent within the margin                           |
 """
@@ -38,6 +60,7 @@ import re
 import shutil
 import statistics
 import subprocess
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -66,7 +89,7 @@ SEVERITY = (
     "inconclusive",
 )
 DRIVER = "slope/driver.cpp.j2"
-PROFILE = "cg.out"  # callgrind writes cg.out.1, cg.out.2, ... one per probe return
+PROFILE = "cg"  # callgrind writes cg.<pid>.<part> at each marker, cg.<pid> at exit
 
 
 class Config(Strict):
@@ -78,8 +101,13 @@ class Config(Strict):
     min_r2: float = Field(default=0.98, gt=0, lt=1)
     envelope: str = "rel"
     timeout: float | None = Field(default=None, gt=0, le=600)  # per profiled run
-    wall_rounds: int = Field(default=3, ge=1, le=20)  # the advisory lane's rounds
-    wall_timeout: float = Field(default=2.0, gt=0, le=600)  # per native run of that lane
+    beyond: int = Field(default=2, ge=1, le=4)  # sizes drawn from the seed above the table
+    tail_margin: float = Field(default=0.5, gt=0)  # exponent excess allowed on the tail
+    wall_rounds: int = Field(default=3, ge=1, le=20)  # the native lane's timed rounds
+    wall_timeout: float = Field(default=3.0, gt=0, le=600)  # per native run
+    native_work: int = Field(default=1 << 17, ge=1 << 10, le=1 << 26)  # elements per native run
+    tamper_margin: float = Field(default=0.6, gt=0)  # native exponent excess that is tamper
+    tamper_ratio: float = Field(default=3.0, gt=1)  # ... with this per-call time ratio
 
     @field_validator("sizes")
     @classmethod
@@ -110,10 +138,27 @@ def valgrind() -> tuple[str, str] | None:
     return path, version
 
 
-def probe_name(cfg: Config, case_id: str) -> str:
+def probe_name(cfg: Config, case_id: str, kind: str = "probe") -> str:
     """A name of the harness's, from the seed: a patch cannot define or call it."""
     digest = hashlib.sha256(f"{case_id}:{cfg.seed}".encode()).hexdigest()[:12]
-    return f"cxxgate_probe_{digest}"
+    return f"cxxgate_{kind}_{digest}"
+
+
+def drawn_sizes(cfg: Config, case_id: str, seed: int) -> list[int]:
+    """`beyond` sizes above the table's largest M, from the batch's seed: the k-th in
+    ((k + 1/2) M, (k + 1) M]. A patch compiled before the seed was drawn cannot know them."""
+    top = cfg.sizes[-1]
+    out = []
+    for k in range(1, cfg.beyond + 1):
+        digest = hashlib.sha256(f"slope:{case_id}:{seed}:{k}".encode()).digest()
+        low, high = (2 * k + 1) * top // 2 + 1, (k + 1) * top
+        out.append(low + int.from_bytes(digest[:8], "big") % (high - low + 1))
+    return out
+
+
+def native_calls(cfg: Config, n: int) -> int:
+    """Calls per native run at size n: about `native_work` elements whatever the size."""
+    return max(1, -(-cfg.native_work // n))
 
 
 def driver(ctx: Context, cfg: Config) -> Unit:
@@ -148,6 +193,7 @@ def driver(ctx: Context, cfg: Config) -> Unit:
         sizes=cfg.sizes,
         seed=cfg.seed,
         probe=probe_name(cfg, ctx.case.id),
+        marker=probe_name(cfg, ctx.case.id, "mark"),
         function=cfg.function,
     )
     return Unit(UNIT_NAME, text)
@@ -165,35 +211,41 @@ def plan(ctx: Context) -> Plan:
     candidate = lanes.program_cell(ctx, ctx.tree_key, unit, env, label)
     reference = lanes.program_cell(ctx, ctx.reference_tree_key, unit, env, label)
     limits = ctx.case.spec.limits
-    runs = {
-        "wall": RunSpec(
+    drawn = drawn_sizes(cfg, ctx.case.id, ctx.seed)
+    runs: dict[str, RunSpec] = {}
+    # Native, interleaved with the reference: the startup (no call), then the tail's sizes.
+    for i, (n, calls) in enumerate(
+        [(2, 0), *((n, native_calls(cfg, n)) for n in [cfg.sizes[-1], *drawn])]
+    ):
+        runs[f"native{i}"] = RunSpec(
             cell_key=candidate.key,
-            label=f"{NAME} wall series",
+            args=("native", str(n), str(calls)),
+            label=f"{NAME} native n={n} x{calls}",
             env=env.run_env,
             timeout=cfg.wall_timeout,
             output_cap=limits.output_bytes,
             caps=limits.caps(env.flags),
             reference=reference.key,
-            warmup=1,
-            rounds=cfg.wall_rounds,
+            rounds=cfg.wall_rounds,  # minima: no warm-up round needed
         )
-    }
     tool = valgrind()
     if tool is not None:
-        name = probe_name(cfg, ctx.case.id)
         wrapper = (
             tool[0],
             "--tool=callgrind",
-            # Two patterns: callgrind keeps one setting per pattern text.
-            f"--toggle-collect={name}(*",
-            f"--dump-after=*{name}*",
-            f"--callgrind-out-file={PROFILE}",
+            # Collection on from the start, every thread in one count; a dump at each
+            # marker (the driver brackets each call with two).
+            f"--dump-before=*{probe_name(cfg, ctx.case.id, 'mark')}*",
+            "--separate-threads=no",
+            "--trace-children=yes",
+            f"--callgrind-out-file={PROFILE}.%p",
             "--vgdb=no",
             "-q",
         )
         for side, cell in (("profile", candidate), ("reference_profile", reference)):
             runs[side] = RunSpec(
                 cell_key=cell.key,
+                args=("count", *map(str, [*cfg.sizes, *drawn])),
                 label=f"{NAME} callgrind",
                 # valgrind's identity enters the run's key through its environment; its
                 # temporary files go to the work folder (the sandbox's /tmp is not the run's).
@@ -235,7 +287,7 @@ def profiler_references(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
 # ---- classification -----------------------------------------------------------------
 
 
-def fit(sizes: list[int], counts: list[int]) -> tuple[float, float]:
+def fit(sizes: list[int], counts: list[int] | list[float]) -> tuple[float, float]:
     """Least-squares slope of log(count) over log(n), and its r^2."""
     x = [math.log(n) for n in sizes]
     y = [math.log(c) for c in counts]
@@ -246,28 +298,79 @@ def fit(sizes: list[int], counts: list[int]) -> tuple[float, float]:
 
 
 _CHECKSUM = re.compile(r"^n=(\d+) checksum=([0-9a-f]{16})$", re.M)
-_TOTALS = re.compile(r"^(?:totals|summary): (\d+)", re.M)
+_TOTALS = re.compile(r"^totals: (\d+)$", re.M)
+_NAME = re.compile(rf"^{PROFILE}\.(\d+)(?:\.(\d+))?$")
 
 
-def checksums(run: RunResult) -> dict[int, str]:
-    return {int(n): c for n, c in _CHECKSUM.findall(run.stdout.decode(errors="replace"))}
+def checksums(stdout: bytes) -> dict[int, str]:
+    return {int(n): c for n, c in _CHECKSUM.findall(stdout.decode(errors="replace"))}
 
 
-def profile_counts(run: RunResult) -> list[int] | None:
-    """Instructions per dump, in dump order; None when a dump has no totals line."""
+class Forged(Exception):
+    """A profile whose totals are not what its own cost lines add up to."""
+
+
+def recount(text: str) -> int:
+    """The sum of a profile's self costs (callgrind format, one event): every cost line but
+    the one after `calls=`, which repeats the callee's inclusive cost."""
+    total, after_call = 0, False
+    for line in text.splitlines():
+        if line.startswith("calls="):
+            after_call = True
+        elif line[:1].isdigit() or line[:1] in "+-*":
+            parts = line.split()
+            if not after_call and len(parts) > 1:
+                total += int(parts[1])
+            after_call = False
+    return total
+
+
+def _totals(path: Path) -> int:
+    text = path.read_text(errors="replace")
+    m = _TOTALS.search(text)
+    if m is None:
+        raise Forged(f"{path.name} has no totals line")
+    if int(m[1]) != (summed := recount(text)):
+        raise Forged(f"{path.name} says totals {m[1]}, its cost lines add up to {summed}")
+    return int(m[1])
+
+
+@dataclass
+class Profile:
+    parts: list[int]  # the main process's dumps in order: part 1, 2, ... and the exit's
+    children: int  # instructions of every other process (forked or exec'd)
+
+
+def profile_of(run: RunResult) -> Profile | None:
+    """The run's dumps; None when there are none. Raises Forged on a rewritten one."""
     if not run.kept:
         return None
-    dumps = sorted(
-        (p for p in Path(run.kept).glob(f"{PROFILE}.*") if p.suffix[1:].isdigit()),
-        key=lambda p: int(p.suffix[1:]),
-    )
-    counts = []
-    for path in dumps:
-        m = _TOTALS.search(path.read_text(errors="replace"))
+    by_pid: dict[int, dict[int, int]] = {}
+    for path in Path(run.kept).iterdir():
+        m = _NAME.match(path.name)
         if m is None:
-            return None
-        counts.append(int(m[1]))
-    return counts
+            continue
+        part = int(m[2]) if m[2] else 1 << 30  # the exit's dump comes last
+        by_pid.setdefault(int(m[1]), {})[part] = _totals(path)
+    if not by_pid:
+        return None
+    main = max(by_pid, key=lambda pid: len(by_pid[pid]))
+    parts = [c for _, c in sorted(by_pid.pop(main).items())]
+    return Profile(parts, sum(sum(d.values()) for d in by_pid.values()))
+
+
+def charged(prof: Profile, ref: Profile, sizes: int) -> list[int] | None:
+    """Each call's count: its window between the markers (part 2i+2), plus what ran after
+    it up to the next marker beyond the reference's same window; a child's whole count on
+    the largest size. None when the dumps are not one pair per size and the exit's."""
+    if len(prof.parts) != 2 * sizes + 1 or len(ref.parts) != 2 * sizes + 1:
+        return None
+    out = [
+        prof.parts[2 * i + 1] + max(0, prof.parts[2 * i + 2] - ref.parts[2 * i + 2])
+        for i in range(sizes)
+    ]
+    out[-1] += prof.children
+    return out
 
 
 def _incomplete(why: str) -> GateResult:
@@ -311,80 +414,146 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             for p, n, t in scan.data["found"]
         )
         return result
+    sizes = [*cfg.sizes, *drawn_sizes(cfg, ctx.case.id, ctx.seed)]
+    tail = sizes[len(cfg.sizes) - 1 :]
     ref_run, run = outputs.runs["reference_profile"], outputs.runs["profile"]
     problem = lanes.run_problem(ref_run, 0)
-    ref_counts = profile_counts(ref_run)
-    want = checksums(ref_run)
-    if (
-        problem
-        or ref_counts is None
-        or len(ref_counts) != len(cfg.sizes)
-        or len(want) != len(cfg.sizes)
-    ):
-        why = problem or f"{len(ref_counts or [])} profiles for {len(cfg.sizes)} sizes"
+    want = checksums(ref_run.stdout)
+    try:
+        ref_prof = profile_of(ref_run)
+    except Forged as e:
+        return _incomplete(f"reference under callgrind: {e}")
+    if problem or ref_prof is None or len(want) != len(sizes):
+        why = problem or f"{len(want)} checksums for {len(sizes)} sizes"
         return _incomplete(f"reference under callgrind: {why}")
-    evidence = [f"reference instructions: {_pairs(cfg.sizes, ref_counts)}"]
-    wall = _wall_lane(outputs.runs["wall"])
-    evidence.append(wall)
+    evidence = [
+        f"seed {ctx.seed}: sizes {sizes} (drawn beyond the table: {sizes[len(cfg.sizes) :]})"
+    ]
     if run.status == "hang":
         check = Check("profile", False, "hang", "killed at the time limit under callgrind")
         return GateResult.from_checks(NAME, [check], SEVERITY, evidence)
-    got = checksums(run)
-    wrong = [n for n in cfg.sizes if got.get(n) != want[n]]
+    got = checksums(run.stdout)
+    wrong = [n for n in sizes if got.get(n) != want[n]]
     problem = lanes.run_problem(run, 0)
     if problem or wrong:
         detail = problem or (
             f"results differ from the reference at n={', '.join(map(str, wrong))} "
-            f"({len(cfg.sizes) - len(wrong)}/{len(cfg.sizes)} sizes agree)"
+            f"({len(sizes) - len(wrong)}/{len(sizes)} sizes agree)"
         )
         check = Check("checksums", False, "checksum_mismatch", detail)
         return GateResult.from_checks(NAME, [check], SEVERITY, evidence)
-    checks = [Check("checksums", True, "accept", f"{len(cfg.sizes)} sizes agree")]
-    counts = profile_counts(run)
-    if counts is None or len(counts) != len(cfg.sizes) or min(counts) <= 0:
-        many = "none" if counts is None else str(len(counts))
-        detail = f"{many} callgrind profiles with counts for {len(cfg.sizes)} sizes"
+    checks = [Check("checksums", True, "accept", f"{len(sizes)} sizes agree")]
+    try:
+        prof = profile_of(run)
+    except Forged as e:
+        why = f"a callgrind profile was rewritten after callgrind wrote it: {e}"
+        checks.append(Check("profile", False, "measurement_tamper", why))
+        return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
+    ref_counts = charged(ref_prof, ref_prof, len(sizes))
+    counts = charged(prof, ref_prof, len(sizes)) if prof is not None else None
+    if ref_counts is None or min(ref_counts) <= 0:
+        return _incomplete(f"reference under callgrind: {len(ref_prof.parts)} dumps")
+    evidence.append(f"reference instructions: {_pairs(sizes, ref_counts)}")
+    if counts is None or min(counts) <= 0:
+        many = "no" if prof is None else str(len(prof.parts))
+        detail = f"{many} callgrind dumps for {len(sizes)} sizes (two each and the exit's)"
         checks.append(Check("fit", False, "inconclusive", detail))
         return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
-    evidence.append(f"candidate instructions: {_pairs(cfg.sizes, counts)}")
-    ref_slope, ref_r2 = fit(cfg.sizes, ref_counts)
-    slope, r2 = fit(cfg.sizes, counts)
+    evidence.append(f"candidate instructions: {_pairs(sizes, counts)}")
+    table = len(cfg.sizes)
+    ref_slope, ref_r2 = fit(cfg.sizes, ref_counts[:table])
+    slope, r2 = fit(cfg.sizes, counts[:table])
+    ref_tail, _ = fit(tail, ref_counts[table - 1 :])
+    cand_tail, _ = fit(tail, counts[table - 1 :])
     line = (
         f"exponent {slope:.3f} (r^2 {r2:.4f}), reference {ref_slope:.3f} (r^2 {ref_r2:.4f}), "
-        f"margin {cfg.margin}"
+        f"margin {cfg.margin}; tail {tail}: {cand_tail:.3f}, reference {ref_tail:.3f}, "
+        f"tail_margin {cfg.tail_margin}"
     )
     evidence.append(line)
     if ref_r2 < cfg.min_r2:
         return _incomplete(f"the reference's fit is below min_r2 {cfg.min_r2}: {line}")
+    if slope > ref_slope + cfg.margin or cand_tail > ref_tail + cfg.tail_margin:
+        checks.append(Check("exponent", False, "steep", line))
+        return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
     if r2 < cfg.min_r2:
         checks.append(Check("fit", False, "inconclusive", f"r^2 below {cfg.min_r2}: {line}"))
-    elif slope > ref_slope + cfg.margin:
-        checks.append(Check("exponent", False, "steep", line))
-    else:
-        checks.append(Check("exponent", True, "accept", f"{line}; {wall}"))
+        return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
+    checks.append(Check("exponent", True, "accept", line))
+    checks.append(_native(cfg, plan, outputs, tail, want, cand_tail, evidence))
     return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
+
+
+def _native(
+    cfg: Config,
+    plan: Plan,
+    outputs: Outputs,
+    tail: list[int],
+    want: dict[int, str],
+    counted: float,
+    evidence: list[str],
+) -> Check:
+    """The count accepted: the same driver, natively, must agree with it."""
+    best: dict[str, list[float]] = {"candidate": [], "reference": []}
+    for i in range(len(tail) + 1):
+        series = outputs.runs[f"native{i}"]
+        n = int(plan.runs[f"native{i}"].args[1])
+        timed = [s for s in series.samples if s["phase"] == "timed"]
+        cand = [s for s in series.samples if s["side"] == "candidate"]
+        if any(s["status"] == "hang" for s in cand):
+            why = (
+                f"natively, n={n} passed its limit ({cfg.wall_timeout} s) though the count "
+                f"grew no steeper than the reference's: the count was not of what runs natively"
+            )
+            return Check("native", False, "measurement_tamper", why)
+        for side in best:
+            runs = [s for s in timed if s["side"] == side and s["status"] == "exited"]
+            if not runs or any(s["exit"] != 0 for s in runs):
+                why = f"native n={n}: no clean timed {side} run ({series.status}: {series.detail})"
+                return Check("native", False, "incomplete", why, incomplete=True)
+            if i > 0 and side == "candidate":
+                seen = {checksums(Path(s["stdout_path"]).read_bytes()).get(n) for s in runs}
+                if seen != {want[n]}:
+                    why = (
+                        f"natively, the result at n={n} differs from the counted run's: the "
+                        "candidate behaves otherwise when it is not measured"
+                    )
+                    return Check("native", False, "measurement_tamper", why)
+            best[side].append(min(float(s["wall_seconds"]) for s in runs))
+    per_call = {
+        side: [
+            max(t - times[0], 1e-4) / native_calls(cfg, n)
+            for n, t in zip(tail, times[1:], strict=True)
+        ]
+        for side, times in best.items()
+    }
+    native, _ = fit(tail, per_call["candidate"])
+    ref_native, _ = fit(tail, per_call["reference"])
+    # Whole runs' minima at the largest size, startup included: a ratio no subtraction of
+    # two noisy figures can blow up (the reference's own work is a few milliseconds).
+    ratio = best["candidate"][-1] / max(best["reference"][-1], 1e-4)
+    line = (
+        f"native per call (minimum of {cfg.wall_rounds}, startup subtracted): "
+        + " ".join(
+            f"{n}:{c * 1e6:.0f}/{r * 1e6:.0f}us"
+            for n, c, r in zip(tail, per_call["candidate"], per_call["reference"], strict=True)
+        )
+        + f" (candidate/reference); exponent {native:.2f}, reference {ref_native:.2f}, "
+        f"counted {counted:.2f}; run time ratio at n={tail[-1]}: {ratio:.1f}"
+    )
+    evidence.append(line)
+    steeper = native > counted + cfg.tamper_margin
+    if steeper and ratio > cfg.tamper_ratio:
+        why = (
+            f"natively the function grows far steeper than callgrind counted "
+            f"(tamper_margin {cfg.tamper_margin}, tamper_ratio {cfg.tamper_ratio}): {line}"
+        )
+        return Check("native", False, "measurement_tamper", why)
+    return Check("native", True, "accept", line)
 
 
 def _pairs(sizes: list[int], counts: list[int]) -> str:
     return " ".join(f"{n}:{c}" for n, c in zip(sizes, counts, strict=False))
-
-
-def _wall_lane(series: RunResult) -> str:
-    """Advisory: median wall times of the interleaved native runs."""
-    timed = [s for s in series.samples if s["phase"] == "timed" and s["status"] == "exited"]
-    by_side = {
-        side: [float(s["wall_seconds"]) for s in timed if s["side"] == side]
-        for side in ("candidate", "reference")
-    }
-    if not by_side["candidate"] or not by_side["reference"]:
-        return f"wall (advisory): no timed pair ({series.status})"
-    cand = statistics.median(by_side["candidate"])
-    ref = statistics.median(by_side["reference"])
-    ratio = cand / ref if ref > 0 else float("inf")
-    return (
-        f"wall (advisory): candidate median {cand * 1000:.1f} ms, reference "
-        f"{ref * 1000:.1f} ms, ratio {ratio:.2f}"
-    )
 
 
 GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=80)
