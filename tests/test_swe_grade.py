@@ -78,9 +78,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     world = World(root, repo, _git(repo, "rev-parse", "HEAD"), test_patch)
     records = root / "instances.jsonl"
     records.write_text(json.dumps(_record(base, gold, test_patch)) + "\n")
-    # Multi-SWE-bench's patch file: {org, repo, number, fix_patch}.
+    # Multi-SWE-bench's patch file ({org, repo, number, fix_patch}), and its dataset record
+    # (an instance_id too) read as a prediction of its gold patch.
     preds = root / "preds.jsonl"
-    preds.write_text(json.dumps({"org": "calc", "repo": "calc", "number": 7, "fix_patch": gold}))
+    pred = {"org": "calc", "repo": "calc", "number": 7, "fix_patch": gold}
+    preds.write_text(json.dumps(pred) + "\n" + json.dumps({**pred, "instance_id": INSTANCE}) + "\n")
     world.library.mkdir()
     done = run_doit(
         world.out, "import", f"instances={records}", f"repo={repo}", library=world.library
@@ -115,7 +117,7 @@ def test_imported_library_grades_without_envelopes_yaml(world: World) -> None:
     assert grade.rows[f"{CASE}/reference"]["class"] == "accept"
     assert grade.gate(f"{CASE}/base", "tests")["class"] == "f2p_fail:Parse.Empty"
     candidates = [r for r in grade.rows.values() if r["role"] == "candidate"]
-    assert [r["verdict"] for r in candidates] == ["accept"]
+    assert [r["verdict"] for r in candidates] == ["accept", "accept"]
 
 
 def test_project_builds_with_its_own_flags(world: World) -> None:
@@ -133,13 +135,13 @@ def test_per_instance_report_and_resolved_rate(world: World) -> None:
     grade = world.grade
     assert grade is not None
     report = json.loads((world.out / "swe_report.json").read_text())
-    assert report["resolved_ids"] == [CASE] and report["unresolved_ids"] == []
-    one = report["instances"][CASE]
+    assert len(report["resolved_ids"]) == 2 and report["unresolved_ids"] == []
+    one = report["instances"][report["resolved_ids"][0]]
     assert one["resolved"] is True
     assert one["f2p_tests"] == {"Parse.Empty": {"run": "NONE", "test": "FAIL", "fix": "PASS"}}
     assert one["fixed_tests"] == one["f2p_tests"]
     assert one["p2p_tests"]["Add.Small"]["fix"] == "PASS"
-    assert "resolved: 1/1 (100.0%) of the candidates" in grade.output
+    assert "resolved: 2/2 (100.0%) of the candidates" in grade.output
 
 
 def test_build_longer_than_compile_seconds(world: World) -> None:
