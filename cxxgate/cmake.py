@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import time
 from pathlib import Path
 
-from cxxgate import sandbox, toolcall
+from cxxgate import ccache, sandbox, toolcall
 from cxxgate.cellspec import (
     CellResult,
     CellSpec,
@@ -53,15 +54,33 @@ GTEST_DIR = "gtest"
 CONFIGURE_ONLY = "cxxgate:configure-only"
 LAUNCHER = ".cxxgate-launch"
 NOTED = ".cxxgate-compiles"
-# Notes the object (-o) of each compile, then runs the compiler: `launcher compiler args`.
-_LAUNCHER_TEXT = """#!/bin/sh
+STATS = ".cxxgate-ccache"  # one ccache stats log per compiled object
+# Notes the object (-o) of each compile, then runs the compiler, through ccache when the
+# cell has it (CCACHE_* set by the lines _launcher_text adds): `launcher compiler args`.
+_LAUNCHER_HEAD = """#!/bin/sh
+d=$(dirname "$0")
 prev=
+obj=
 for a in "$@"; do
-  if [ "$prev" = -o ]; then printf '%s\\n' "$a" >> "$(dirname "$0")/.cxxgate-compiles"; fi
+  if [ "$prev" = -o ]; then obj=$a; fi
   prev=$a
 done
-exec "$@"
+if [ -n "$obj" ]; then printf '%s\\n' "$obj" >> "$d/.cxxgate-compiles"; fi
 """
+_LAUNCHER_CCACHE = """if [ -n "$obj" ]; then
+  CCACHE_STATSLOG="$d/.cxxgate-ccache/$(printf '%s' "$obj" | tr / _).log"
+  export CCACHE_STATSLOG
+  exec {ccache} "$@"
+fi
+"""
+# The project's flags are its own: of an envelope, a project build takes what a case asks
+# for (sanitizers, instrumentation, defines, the compiler) and leaves out the warning
+# policy (for the harness's probe units, not someone else's build: -Werror made a line of
+# fmt's own test patch an error), the optimisation and debug levels (the build type's)
+# and the language standard (the project's, unless the case names one: `std:`).
+_NOT_FOR_PROJECTS = ("-W", "-pedantic", "-O", "-g", "-std=")
+_PASS_THROUGH = ("-Wl,", "-Wa,", "-Wp,")  # options for the linker and assembler, not warnings
+
 
 Built = tuple[CellStatus, str, list[Step], str | None]
 
@@ -106,49 +125,75 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         return step
 
     launcher = build_dir / LAUNCHER
-    launcher.write_text(_LAUNCHER_TEXT)
+    launcher.write_text(_LAUNCHER_HEAD)
     launcher.chmod(0o755)
     if not seeded:
-        env = spec.envelope
-        assert env.toolchain.path is not None
-        flags = [*env.flags, *(f"-D{d}" for d in env.defines)]
-        configure = [
-            cmake,
-            "-S",
-            src_at,
-            "-B",
-            build_at,
-            "-G",
-            "Ninja",
-            f"-DCMAKE_CXX_COMPILER={env.toolchain.path}",
-            f"-DCMAKE_CXX_FLAGS={' '.join(flags)}",
-            f"-DCMAKE_CXX_STANDARD={env.std.rpartition('+')[2]}",
-            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-            f"-DCMAKE_CXX_COMPILER_LAUNCHER={build_at}/{LAUNCHER}",
-            *spec.extra_flags,
-        ]
-        step = call("configure", configure)
+        step = call("configure", configure_argv(spec, cmake, src_at, build_at))
         if step.exit != 0 or step.timed_out:
-            return _failed(steps, "cmake could not configure the project")
+            return _failed(steps, "cmake could not configure the project", spec)
     if spec.targets == (CONFIGURE_ONLY,):
         if (build_dir / COMPILE_DB).is_file():
             shutil.copy2(build_dir / COMPILE_DB, out / COMPILE_DB)
         return "ok", "configured", steps, str(build_dir)
     (build_dir / NOTED).write_text("")  # this build's compiles, not the seed's or configure's
+    store = _through_ccache(spec, layout, src, build_dir)
+    if store is not None:
+        mounts = (*mounts, (str(store), str(store)))  # the cache, writable in the sandbox
     targets = [a for t in spec.targets for a in ("--target", t)]
     step = call("build", [cmake, "--build", build_at, "-j", "2", *targets])
-    _log_compiles(layout, spec.key, build_dir / NOTED)
+    steps += _compiles(layout, spec.key, build_dir)
     if (build_dir / COMPILE_DB).is_file():
         shutil.copy2(build_dir / COMPILE_DB, out / COMPILE_DB)
     if step.exit != 0 or step.timed_out:
-        return _failed(steps, "the build failed")
+        return _failed(steps, "the build failed", spec, step)
     return "ok", "seeded" if seeded else "", steps, str(build_dir)
 
 
-def _failed(steps: list[Step], what: str) -> Built:
-    last = steps[-1]
-    status: CellStatus = "timeout" if last.timed_out else "compile_error"
-    return status, f"{what}: {first_diagnostic(last.output)}", steps, None
+def case_options(build_type: str | None, std: str | None) -> tuple[str, ...]:
+    """The configure options a case adds to its `build.options`: its build type and its
+    language standard, each only when it names one (else the project's own)."""
+    options = [f"-DCMAKE_BUILD_TYPE={build_type}"] if build_type else []
+    if std is not None:
+        options.append(f"-DCMAKE_CXX_STANDARD={std.rpartition('+')[2]}")
+        options.append(f"-DCMAKE_CXX_EXTENSIONS={'ON' if std.startswith('gnu') else 'OFF'}")
+    return tuple(options)
+
+
+def build_flags(flags: tuple[str, ...], defines: tuple[str, ...]) -> list[str]:
+    """An envelope's flags as a project build takes them (see _NOT_FOR_PROJECTS)."""
+    kept = [f for f in flags if f.startswith(_PASS_THROUGH) or not f.startswith(_NOT_FOR_PROJECTS)]
+    return [*kept, *(f"-D{d}" for d in defines)]
+
+
+def configure_argv(spec: CellSpec, cmake: str, src_at: str, build_at: str) -> list[str]:
+    """`cmake` configuring the project with its own flags: the envelope gives the compiler
+    and what build_flags keeps; the case's options (build type, standard) come last."""
+    env = spec.envelope
+    assert env.toolchain.path is not None
+    flags = build_flags(env.flags, env.defines)
+    return [
+        cmake,
+        "-S",
+        src_at,
+        "-B",
+        build_at,
+        "-G",
+        "Ninja",
+        f"-DCMAKE_CXX_COMPILER={env.toolchain.path}",
+        *([f"-DCMAKE_CXX_FLAGS={' '.join(flags)}"] if flags else []),
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        f"-DCMAKE_CXX_COMPILER_LAUNCHER={build_at}/{LAUNCHER}",
+        *spec.extra_flags,
+    ]
+
+
+def _failed(steps: list[Step], what: str, spec: CellSpec, last: Step | None = None) -> Built:
+    last = last or steps[-1]
+    if last.timed_out:
+        # Not a compiler's word but the limit's: said so, never "the build failed".
+        said = f"timeout: the build ran past limits.build_seconds ({spec.compile_seconds:g} s)"
+        return "timeout", said, steps, None
+    return "compile_error", f"{what}: {first_diagnostic(last.output)}", steps, None
 
 
 def first_diagnostic(output: str) -> str:
@@ -199,12 +244,97 @@ def _same(a: Path, b: Path) -> bool:
     return hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
 
 
-def _log_compiles(layout: Layout, key: str, noted: Path) -> None:
-    """One compiler-log line per object the launcher saw compiled in this build."""
+def _through_ccache(spec: CellSpec, layout: Layout, src: Path, build_dir: Path) -> Path | None:
+    """Make the launcher run each compile through the grade's ccache (cxxgate/ccache.py)
+    and return the cache's folder; None when compiles do not go through it.
+
+    Keyed as the harness's own compiles are: depend mode (Ninja's compiles carry -MD),
+    ccache's hash of the whole argv, `compiler_check` the toolchain's identity, and a
+    namespace that is the listing of what an include could find (the tree's names and
+    the build folder's files, its products aside): a new header that shadows an include
+    in one tree never takes another tree's result. Under bubblewrap the tree and build
+    folder sit at /src/project and /src/build, so the same unit in two trees (or two
+    build folders) runs the same argv and hits."""
+    tc = spec.envelope.toolchain
+    ccache_bin = ccache.binary()
+    stats = build_dir / STATS
+    shutil.rmtree(stats, ignore_errors=True)
+    if not ccache.enabled() or ccache_bin is None or tc.path is None:
+        return None
+    stats.mkdir()
+    store = ccache.folder(layout.root)
+    (store / "tmp").mkdir(parents=True, exist_ok=True)
+    config = store / "ccache.conf"
+    if not config.exists():
+        config.write_text("")  # ours: no host configuration is read
+    names = hashlib.sha256(_names(src, products=False).encode())
+    names.update(b"\0" + _names(build_dir, products=True).encode())
+    env = {
+        "HOME": str(store),
+        "CCACHE_CONFIGPATH": str(config),
+        "CCACHE_DIR": str(store),
+        "CCACHE_TEMPDIR": str(store / "tmp"),
+        "CCACHE_COMPILERCHECK": f"string:{tc.version_sha}",
+        "CCACHE_DEPEND": "1",
+        "CCACHE_NAMESPACE": names.hexdigest()[:24],
+    }
+    exports = "".join(f"{k}={shlex.quote(v)}\nexport {k}\n" for k, v in env.items())
+    launcher = build_dir / LAUNCHER
+    launcher.write_text(
+        _LAUNCHER_HEAD
+        + exports
+        + _LAUNCHER_CCACHE.format(ccache=shlex.quote(ccache_bin))
+        + 'exec "$@"\n'
+    )
+    return store
+
+
+def _names(root: Path, *, products: bool) -> str:
+    """The files (and, in a tree, folders) under `root`; with `products`, a build folder's
+    outputs left out (CMake's own folders, objects, libraries, executables, Ninja's logs,
+    the harness's notes): a seeded build folder holds the seed's, a fresh one none."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        rel = Path(folder).relative_to(root)
+        if products:
+            dirs[:] = [d for d in dirs if d not in {"CMakeFiles", "Testing"} and d != STATS]
+        else:
+            found += [(rel / d).as_posix() + "/" for d in dirs]
+        for name in files:
+            path = Path(folder, name)
+            if products and (
+                name.startswith((".cxxgate", ".ninja"))
+                or path.suffix in {".o", ".d", ".a", ".so"}
+                or os.access(path, os.X_OK)
+            ):
+                continue
+            found.append((rel / name).as_posix())
+    return "\n".join(sorted(found))
+
+
+def _compiles(layout: Layout, key: str, build_dir: Path) -> list[Step]:
+    """One compiler-log line and one `compile` step per object the launcher saw compiled
+    in this build, with ccache's word on it (hit or miss) when it went through ccache."""
+    noted = build_dir / NOTED
     objects = noted.read_text(errors="replace").splitlines() if noted.is_file() else []
+    steps = []
     with layout.compiler_log.open("a") as log:
-        for obj in sorted(objects):
+        for obj in sorted(set(objects)):
             log.write(f"{time.time():.3f} {key} compile {Path(obj).name}\n")
+            stats = build_dir / STATS / (obj.replace("/", "_") + ".log")
+            try:
+                lines = stats.read_text(errors="replace").splitlines()
+            except OSError:
+                lines = []
+            counters = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+            cached = ccache.outcome(counters) if counters else ""
+            failed = "compile_failed" in counters
+            # argv names the cell: two trees' builds of one object are two compiles.
+            argv = [LAUNCHER, key, obj]
+            steps.append(
+                Step("compile", obj, argv, 1 if failed else 0, False, 0.0, "", cache=cached)
+            )
+    return steps
 
 
 def _ctest(spec: CellSpec, layout: Layout, out: Path) -> Built:

@@ -45,8 +45,13 @@ class EnvelopeEntry(Strict):
 
 
 class Manifest(Strict):
-    toolchains: dict[str, ToolchainEntry]
-    envelopes: dict[str, EnvelopeEntry]
+    toolchains: dict[str, ToolchainEntry] = Field(default_factory=dict)
+    envelopes: dict[str, EnvelopeEntry] = Field(default_factory=dict)
+
+
+# The envelopes every case library has: a library's own envelopes.yaml adds to them and
+# overrides them by name (a toolchain or an envelope of the same name is the library's).
+DEFAULTS = Path(__file__).with_name("envelopes.yaml")
 
 
 @dataclass(frozen=True)
@@ -119,13 +124,20 @@ def _binds(path: Path, prefix: str | None) -> tuple[tuple[str, str], ...]:
 class Envelopes:
     """The manifest of named envelopes, with toolchains identified once per process."""
 
-    def __init__(self, path: Path, *, protect: Iterable[Path] = ()) -> None:
-        """`protect`: folders no toolchain prefix may overlap (the case library and the
-        build folder); the manifest's own folder always is one."""
-        self.path = path
-        self.manifest = load_model(path, Manifest)
+    def __init__(self, path: Path, *, protect: Iterable[Path] = (), optional: bool = False) -> None:
+        """The package's DEFAULTS, overridden by name by the manifest at `path`; with
+        `optional`, a missing file means the defaults alone (a library without its own
+        envelopes.yaml). `protect`: folders no toolchain prefix may overlap (the case
+        library and the build folder); the manifest's own folder always is one."""
+        defaults = load_model(DEFAULTS, Manifest)
+        own = Manifest() if optional and not path.exists() else load_model(path, Manifest)
+        self.path = path if path.exists() else DEFAULTS
+        self.manifest = Manifest(
+            toolchains={**defaults.toolchains, **own.toolchains},
+            envelopes={**defaults.envelopes, **own.envelopes},
+        )
         guarded = [path.parent, *protect]
-        for name, tc in self.manifest.toolchains.items():
+        for name, tc in own.toolchains.items():
             if tc.prefix is not None:
                 _check_prefix(path, f"toolchains.{name}.prefix", tc.prefix, guarded)
         for name, env in self.manifest.envelopes.items():

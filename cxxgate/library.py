@@ -54,7 +54,11 @@ class Library:
         lib = self.settings.library
         try:
             # A toolchain prefix must not hold the oracles or the build outputs.
-            self.envelopes = Envelopes(self.settings.envelopes, protect=(lib, self.settings.out))
+            self.envelopes = Envelopes(
+                self.settings.envelopes,
+                protect=(lib, self.settings.out),
+                optional=self.settings.envelopes == lib / "envelopes.yaml",
+            )
         except InputError as exc:
             self.errors.append(str(exc))
             return

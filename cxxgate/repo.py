@@ -50,7 +50,9 @@ class BuildSpec(Strict):
     system: Literal["cmake"] = "cmake"
     options: list[str] = Field(default_factory=list)  # extra -D options to configure with
     targets: list[str] = Field(default_factory=list)  # default: all
-    build_type: str = "Debug"
+    # CMAKE_BUILD_TYPE; none: the project's own default, as a plain `cmake ..` (the
+    # benchmarks' recipe) builds it.
+    build_type: str | None = None
     # Per envelope name: another CMAKE_BUILD_TYPE for the builds in that envelope.
     build_types: dict[str, str] = Field(default_factory=dict)
 
@@ -68,7 +70,7 @@ class BuildSpec(Strict):
                 raise ValueError(msg)
         return v
 
-    def type_for(self, envelope: str) -> str:
+    def type_for(self, envelope: str) -> str | None:
         return self.build_types.get(envelope, self.build_type)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
-from cxxgate import atomic, codehash, junit, report_html, report_md, sarif
+from cxxgate import atomic, codehash, junit, report_html, report_md, sarif, swe_report
 from cxxgate.diagnostics import why_failed
 from cxxgate.evidence import Evidence
 from cxxgate.layout import Layout
@@ -146,6 +146,7 @@ def grade(
     junit.write(layout.junit, verdicts, orphans, problems)
     _write_reports(layout, rows, gates, problems, flips or [], evidence_roots)
     lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]
+    lines.append(swe_report.write(layout, verdicts))  # cases with a `tests` gate only
     if caching is not None:
         lines.append(caching.summary())
     if problems:

@@ -176,10 +176,12 @@ def _prediction(raw: bytes, first: bool) -> tuple[str, str, bytes]:
         msg = f"found a JSON {type(entry).__name__}; {_SHAPE}"
         raise _BadLine(msg)
     case_id, model = entry.get("instance_id"), entry.get("model_name_or_path") or "model"
-    if case_id is None and {"org", "repo", "number", "fix_patch"} <= entry.keys():
+    if "model_patch" not in entry and {"org", "repo", "number", "fix_patch"} <= entry.keys():
         # Multi-SWE-bench's patch files: {org, repo, number, fix_patch}, named as its
-        # instances are (cxxgate/swe_import.py).
-        case_id = f"{entry['org']}__{entry['repo']}-{entry['number']}"
+        # instances are (cxxgate/swe_import.py); its dataset records (which also carry
+        # an instance_id) read the same way: their gold patches as predictions.
+        if case_id is None:
+            case_id = f"{entry['org']}__{entry['repo']}-{entry['number']}"
         entry = {**entry, "model_patch": entry["fix_patch"]}
     if not isinstance(case_id, str) or not isinstance(model, str) or "model_patch" not in entry:
         msg = f"instance_id and model_name_or_path must be strings; {_SHAPE}"

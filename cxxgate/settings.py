@@ -4,9 +4,12 @@
     [tool.cxxgate]
     cases = "mycases"         # the case library (default: cases/)
     out = "build"             # the build folder (default: .grade/)
-    envelopes = "envs.yaml"   # default: envelopes.yaml in the case library
+    envelopes = "envs.yaml"   # default: envelopes.yaml in the case library, if it has one
     seed = 7                  # pin the batch's seed (default: the build folder's, below)
     ccache_remote = "redis://cache.example:6379"   # ccache's remote storage (shards share it)
+
+Envelopes: the package's own (cxxgate/envelopes.yaml), which the chosen file adds to and
+overrides by name; a case library without envelopes.yaml grades with the package's alone.
 
 Compiles go through ccache (cxxgate/ccache.py), its cache in `<out>/ccache`;
 CXXGATE_CCACHE=0 turns that off. A remote storage: `ccache_remote`, or the environment's

@@ -55,6 +55,7 @@ CASE_FILES = ("case.yaml", "prompt.md.j2", "gold.diff", "test.diff")
 HEADER = "# imported by `doit import`"  # a folder that starts otherwise is never replaced
 WITHHELD = "[a line withheld here: it quotes the hidden tests or the reference fix]"
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")
+IMPORTED_RUN_SECONDS = 60
 
 
 def case_id(instance_id: str) -> str:
@@ -379,6 +380,9 @@ def case_yaml(inst: Instance, where: str, repo_path: str, commit: str, options: 
         "build": {"system": "cmake", "options": options},
         "writable": ["**"],
         "reference": "gold.diff",
+        # Each test of a real suite gets a minute (ctest --timeout) on a loaded machine;
+        # the build and the whole run have build_seconds / test_seconds (cxxgate/case.py).
+        "limits": {"run_seconds": IMPORTED_RUN_SECONDS},
         "gates": {
             "tests": {
                 "test_patch": "test.diff",

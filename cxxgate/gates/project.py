@@ -26,7 +26,7 @@ def build_spec(
     if build is None:
         msg = f"{ctx.case.file}: gates.{gate}: the case has no `build:` section (build: cmake)"
         raise InputError(msg)
-    options = (*build.options, f"-DCMAKE_BUILD_TYPE={build.type_for(env.name)}")
+    options = (*build.options, *cmake.case_options(build.type_for(env.name), ctx.case.spec.std))
     units = (Unit(cmake.TEST_PATCH, test_patch),) if test_patch is not None else ()
     return CellSpec(
         "cmake",
@@ -35,7 +35,7 @@ def build_spec(
         (),
         (),
         env,
-        ctx.case.spec.limits.compile_seconds,
+        ctx.case.spec.limits.build_seconds,
         label=f"cmake build ({'with test patch' if units else 'as is'})",
         needs=(seed,) if seed else (),
         extra_flags=options,

@@ -19,7 +19,8 @@ Classes, most severe first:
 | path_violation     | the patch changes a test file (`test_files`), or adds a file    |
 |                    | whose path ends in a system header's (include/gtest/gtest.h)    |
 | build_fail         | configure or build failed (the first diagnostic is the summary) |
-| hang               | a listed test ran into its time limit, or the suite did         |
+| hang               | a listed test ran into its time limit, or the suite did, or the |
+|                    | build ran past `limits.build_seconds`                           |
 | test_missing       | a listed test did not run (absent, skipped, disabled)           |
 | p2p_broken:<tests> | pass-to-pass tests that failed                                  |
 | f2p_fail:<tests>   | fail-to-pass tests still failing                                |
@@ -87,7 +88,7 @@ def plan(ctx: Context) -> Plan:
         (),
         (),
         env,
-        limits.compile_seconds,
+        limits.test_seconds,  # the whole run; each test has run_seconds (--timeout)
         label="ctest",
         needs=(built.key,),
         extra_flags=("--timeout", f"{limits.run_seconds:g}", "-j", "1"),
@@ -192,8 +193,10 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         # Not building counts as failing for a fail-to-pass test (the base tree with the
         # new tests often does not build); pass-to-pass tests are then not decided.
         detail = built.detail or built.status
-        checks.append(Check("build", False, "build_fail", detail, fail_to_pass=True))
-        checks += [Check(t, False, "build_fail", "not built", True) for t in cfg.fail_to_pass]
+        # A build that ran past limits.build_seconds is a hang, not broken code.
+        klass = "hang" if built.status == "timeout" else "build_fail"
+        checks.append(Check("build", False, klass, detail, fail_to_pass=True))
+        checks += [Check(t, False, klass, "not built", True) for t in cfg.fail_to_pass]
         return GateResult.from_checks(NAME, checks, SEVERITY, [])
     checks += _test_checks(cfg, outputs.cells["suite"], ctx.case.spec.limits.run_seconds)
     return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))

@@ -1,0 +1,176 @@
+"""Imported instances grade out of the box: a case library made by `doit import` alone (no
+envelopes.yaml), a project built with its own flags (a warning its test patch carries is
+no error), builds and test runs under limits of their own (a build longer than
+compile_seconds is fine; one past build_seconds is a timeout, said so), project compiles
+through ccache, and the per-instance report in Multi-SWE-bench's shape. The project is
+a small CMake + GoogleTest repository made here (tests/test_repo_cases.py's)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Grade, run_doit
+from tests.test_repo_cases import FILES, PARSE_BODY, _diff, _git, _write
+
+INSTANCE = "calc__calc-7"
+CASE = INSTANCE
+# A test the project's own flags accept and -Wall -Wextra -Werror refused: `seen` is set,
+# never read (-Wunused-but-set-variable).
+WARNED_TEST = """\
+TEST(Parse, Empty) {
+    int seen = 0;
+    seen = 1;
+    EXPECT_EQ(calc::parse(""), 0);
+}
+TEST(Parse, Digits) { EXPECT_EQ(calc::parse("42"), 42); }
+"""
+# A later commit whose build runs a slow step: more than compile_seconds, less than the
+# default build_seconds.
+SLOW = "add_custom_target(slow ALL COMMAND sleep 3)\n"
+
+
+class World:
+    def __init__(self, root: Path, repo: Path, slow: str, test_patch: str) -> None:
+        self.root, self.repo, self.slow, self.test_patch = root, repo, slow, test_patch
+        self.library = root / "cases"
+        self.out = root / "out"
+        self.grade: Grade | None = None
+
+
+def _record(base: str, gold: str, test_patch: str) -> dict[str, object]:
+    status = {"run": "NONE", "test": "FAIL", "fix": "PASS"}
+    return {
+        "org": "calc",
+        "repo": "calc",
+        "number": 7,
+        "base": {"label": "calc:main", "ref": "main", "sha": base},
+        "resolved_issues": [{"number": 6, "title": "empty text", "body": "parse('') throws"}],
+        "fix_patch": gold,
+        "test_patch": test_patch,
+        "f2p_tests": {"Parse.Empty": status},
+        "p2p_tests": {t: {"run": "PASS", "test": "PASS", "fix": "PASS"} for t in ("Add.Small",)},
+    }
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    root = tmp_path_factory.mktemp("swe_grade")
+    repo = root / "calc.git"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _write(repo, FILES)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    source = (repo / "src/parse.cpp").read_text()
+    gold = _diff(
+        repo,
+        "src/parse.cpp",
+        source.replace(PARSE_BODY, "    if (text.empty()) return 0;\n" + PARSE_BODY),
+    )
+    tests = (repo / "tests/test_calc.cpp").read_text()
+    test_patch = _diff(repo, "tests/test_calc.cpp", tests + WARNED_TEST)
+    (repo / "CMakeLists.txt").write_text((repo / "CMakeLists.txt").read_text() + SLOW)
+    _git(repo, "commit", "-q", "-am", "slow")
+    world = World(root, repo, _git(repo, "rev-parse", "HEAD"), test_patch)
+    records = root / "instances.jsonl"
+    records.write_text(json.dumps(_record(base, gold, test_patch)) + "\n")
+    # Multi-SWE-bench's patch file ({org, repo, number, fix_patch}), and its dataset record
+    # (an instance_id too) read as a prediction of its gold patch.
+    preds = root / "preds.jsonl"
+    pred = {"org": "calc", "repo": "calc", "number": 7, "fix_patch": gold}
+    preds.write_text(json.dumps(pred) + "\n" + json.dumps({**pred, "instance_id": INSTANCE}) + "\n")
+    world.library.mkdir()
+    done = run_doit(
+        world.out, "import", f"instances={records}", f"repo={repo}", library=world.library
+    )
+    assert done.returncode == 0, done.output
+    assert not (world.library / "envelopes.yaml").exists()
+    world.grade = run_doit(world.out, "grade", f"patches={preds}", library=world.library)
+    return world
+
+
+def _slow_case(world: World, name: str, limits: str) -> None:
+    folder = world.library / name
+    folder.mkdir()
+    (folder / "test.diff").write_text(world.test_patch)
+    (folder / "case.yaml").write_text(
+        f"summary: a project whose build runs a slow step\n"
+        f"repo: {{path: {world.repo}, commit: {world.slow}}}\n"
+        "build: cmake\n"
+        'writable: ["src/**"]\n'
+        f"limits: {limits}\n"
+        "gates:\n"
+        "  tests: {test_patch: test.diff, pass_to_pass: [Add.Small, Parse.Digits]}\n"
+    )
+
+
+def test_imported_library_grades_without_envelopes_yaml(world: World) -> None:
+    """The README's two commands, nothing else: import, then grade the predictions."""
+    grade = world.grade
+    assert grade is not None
+    assert "cannot read" not in grade.output
+    assert grade.returncode == 0, grade.output[-3000:]
+    assert grade.rows[f"{CASE}/reference"]["class"] == "accept"
+    assert grade.gate(f"{CASE}/base", "tests")["class"] == "f2p_fail:Parse.Empty"
+    candidates = [r for r in grade.rows.values() if r["role"] == "candidate"]
+    assert [r["verdict"] for r in candidates] == ["accept", "accept"]
+
+
+def test_project_builds_with_its_own_flags(world: World) -> None:
+    """The test patch sets a variable it never reads: a warning, an error under the
+    envelope's -Wall -Wextra -Werror, nothing under the project's own flags."""
+    out = world.out
+    dbs = list((out / "cells").glob("*/*/compile_commands.json"))
+    assert dbs
+    for db in dbs:
+        text = db.read_text()
+        assert "-Werror" not in text and "-std=c++20" not in text and "-O0" not in text, db
+
+
+def test_per_instance_report_and_resolved_rate(world: World) -> None:
+    grade = world.grade
+    assert grade is not None
+    report = json.loads((world.out / "swe_report.json").read_text())
+    assert len(report["resolved_ids"]) == 2 and report["unresolved_ids"] == []
+    one = report["instances"][report["resolved_ids"][0]]
+    assert one["resolved"] is True
+    assert one["f2p_tests"] == {"Parse.Empty": {"run": "NONE", "test": "FAIL", "fix": "PASS"}}
+    assert one["fixed_tests"] == one["f2p_tests"]
+    assert one["p2p_tests"]["Add.Small"]["fix"] == "PASS"
+    assert "resolved: 2/2 (100.0%) of the candidates" in grade.output
+
+
+def test_build_longer_than_compile_seconds(world: World) -> None:
+    """A build (its slow step: 3 s) far past compile_seconds builds under build_seconds;
+    one past build_seconds is a timeout, said as one (not "the build failed")."""
+    _slow_case(world, "slow_ok", "{compile_seconds: 1}")
+    _slow_case(world, "slow_timeout", "{build_seconds: 1}")
+    ok = run_doit(world.out, "grade", "case=slow_ok", library=world.library)
+    assert ok.returncode == 0, ok.output[-3000:]
+    assert ok.rows["slow_ok/reference"]["class"] == "accept"
+    late = run_doit(world.out, "grade", "case=slow_timeout", library=world.library)
+    assert late.returncode != 0
+    tests = late.gate("slow_timeout/reference", "tests")
+    assert tests["class"] == "hang", tests
+    assert "ran past limits.build_seconds (1 s)" in tests["summary"]
+    assert "no diagnostic" not in late.output
+
+
+def test_project_compiles_go_through_ccache(world: World) -> None:
+    """A second build of the same trees in new build folders (a new build limit: new cell
+    keys) compiles nothing itself: every object is a ccache hit, counted in the summary."""
+    case = world.library / CASE / "case.yaml"
+    text = case.read_text()
+    case.write_text(text.replace("gates:\n", "limits: {build_seconds: 1700}\ngates:\n", 1))
+    try:
+        again = run_doit(world.out, "grade", f"case={CASE}", library=world.library)
+    finally:
+        case.write_text(text)
+    assert again.returncode == 0, again.output[-3000:]
+    line = next(ln for ln in again.output.splitlines() if ln.startswith("ccache:"))
+    hits, misses = int(line.split()[1]), int(line.split("),")[1].split()[0])
+    assert hits >= 4 and misses == 0, line
