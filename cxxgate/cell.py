@@ -272,12 +272,7 @@ def _link(layout: Layout, spec: CellSpec, linked: Linked, out: Path) -> libcell.
     steps.append(toolcall.call(layout, spec.key, "link", "a.out", link, out, spec))
     status = toolcall.status(steps)
     if status == "ok" and spec.entry:
-        hooks = sum(
-            premain.preinit_bytes(out / name)
-            for name, role in zip(objects, linked.roles, strict=True)
-            if role == "harness"
-        )
-        refused = premain.program_problems(out / "a.out", hooks)
+        refused = premain.program_problems(out / "a.out")
         if refused:
             return "premain_hook", "\n".join(refused), steps, None
     return status, "", steps, str(out / "a.out") if status == "ok" else None
