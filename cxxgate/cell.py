@@ -22,16 +22,18 @@ import json
 import os
 import re
 import shutil
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cxxgate import atomic, cmake, libcell, reuse, toolcall
+from cxxgate import atomic, cmake, libcell, premain, reuse, toolcall
 from cxxgate.cellspec import (
     CXX_SUFFIXES,
     ENTRY_SOURCE,
     ENTRY_SYMBOL,
     ENTRY_UNIT,
+    GCOV_FLAGS,
+    HARNESS_SOURCES,
     LIBRARY_KINDS,
     NO_TREE,
     PROJECT_KINDS,
@@ -106,7 +108,7 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         parts: list[str] = []
         if spec.kind in ("archive", "shared"):
             linked = _linked(spec, layout, tree, units)
-            objects = (linked.steps(), linked.place(out, rename_first=False))
+            objects = (linked.steps(), linked.place(out))
             parts = linked.keys(spec)
         return done(*libcell.build(spec, layout, tree, out, objects), parts)
     if spec.kind in PROJECT_KINDS:
@@ -175,9 +177,13 @@ def _compile(
 
 @dataclass(frozen=True)
 class Linked:
-    """The objects a cell links, in link order: its units', the entry's, the tree's."""
+    """The objects a cell links, in link order: the entry's (first: its `.preinit_array`
+    hook runs first), its units', the tree's. `roles` says whose each is: `harness` (a
+    file of the harness's, cellspec.HARNESS_SOURCES), `unit` (a grader unit with the tree's
+    headers in it), `tree` (a file of the tree)."""
 
     cells: list[CellResult]
+    roles: list[str] = field(default_factory=list)
 
     def steps(self) -> list[Step]:
         return [s for c in self.cells for s in c.steps]
@@ -194,10 +200,10 @@ class Linked:
             read.update(cell.reads)
         return sorted(read)
 
-    def place(self, out: Path, *, rename_first: bool) -> list[str]:
+    def place(self, out: Path, *, rename: int | None = None) -> list[str]:
         """The objects in the linking cell's folder as tu<i>.o (links to the object cells'
-        files; the first a copy when objcopy will rename its main), their coverage notes
-        beside them under their own names. Nothing when one did not compile."""
+        files; object `rename` a copy, as objcopy will rename its main), their coverage
+        notes beside them under their own names. Nothing when one did not compile."""
         if any(c.status != "ok" or c.binary is None for c in self.cells):
             return []
         names = []
@@ -205,7 +211,7 @@ class Linked:
             assert cell.binary is not None
             made, name = Path(cell.binary), f"tu{i}.o"
             (out / name).unlink(missing_ok=True)
-            if i == 0 and rename_first:
+            if i == rename:
                 shutil.copyfile(made, out / name)  # objcopy may write through a hard link
             else:
                 os.link(made, out / name)
@@ -217,19 +223,26 @@ class Linked:
 
 def _linked(spec: CellSpec, layout: Layout, tree: Path, units: list[Unit]) -> Linked:
     """Every object the cell links, each built (or adopted) once, whoever asks."""
-    own = [
-        spec.object_cell(unit=u)
-        for u in units
-        if spec.kind == "exe" or u.name.endswith(CXX_SUFFIXES)
-    ]
+    own: list[CellSpec] = []
+    roles: list[str] = []
     if spec.entry:
         # The entry includes nothing (templates/entry/entry.cpp): no tree, one per envelope.
+        # In a coverage build it resets the counts before the unit's main.
         entry = spec.object_cell(unit=Unit(ENTRY_UNIT, ENTRY_SOURCE.read_text()))
-        own.append(replace(entry, tree_key=NO_TREE, include_dirs=()))
+        gcov = ("-DCXXGATE_GCOV",) if GCOV_FLAGS & set(spec.envelope.flags) else ()
+        own.append(replace(entry, tree_key=NO_TREE, include_dirs=(), extra_flags=gcov))
+        roles.append("harness")
+    harness_texts = {p.read_text() for p in HARNESS_SOURCES}
+    for u in units:
+        if spec.kind == "exe" or u.name.endswith(CXX_SUFFIXES):
+            own.append(spec.object_cell(unit=u))
+            roles.append("harness" if u.text in harness_texts else "unit")
     objects = spec.objects_cell
     if objects is not None:  # its task compiled them before this one ran
-        own += _source_objects(objects, tree)
-    return Linked([ensure(s, layout) for s in own])
+        sources = _source_objects(objects, tree)
+        own += sources
+        roles += ["tree"] * len(sources)
+    return Linked([ensure(s, layout) for s in own], roles)
 
 
 def _source_objects(spec: CellSpec, tree: Path) -> list[CellSpec]:
@@ -242,19 +255,39 @@ def _link(layout: Layout, spec: CellSpec, linked: Linked, out: Path) -> libcell.
     steps = linked.steps()
     if toolcall.status(steps) != "ok":
         return toolcall.status(steps), "", steps, None
-    objects = linked.place(out, rename_first=spec.entry)
+    # With the entry, the unit whose main it calls comes right after it (see _linked).
+    objects = linked.place(out, rename=1 if spec.entry else None)
     if spec.entry:
+        refused = _before_harness(linked, out, objects)
+        if refused:
+            return "premain_hook", "\n".join(refused), steps, None
         objcopy = shutil.which("objcopy")
         if objcopy is None:
             return "toolchain_missing", "objcopy (binutils) is not installed", steps, None
-        rename = [objcopy, "--redefine-sym", f"main={ENTRY_SYMBOL}", objects[0]]
-        steps.append(toolcall.call(layout, spec.key, "link", objects[0], rename, out, spec))
+        rename = [objcopy, "--redefine-sym", f"main={ENTRY_SYMBOL}", objects[1]]
+        steps.append(toolcall.call(layout, spec.key, "link", objects[1], rename, out, spec))
     env = spec.envelope
     assert env.toolchain.path is not None
     link = [env.toolchain.path, *env.flags, *env.link_flags, *objects, "-o", "a.out"]
     steps.append(toolcall.call(layout, spec.key, "link", "a.out", link, out, spec))
     status = toolcall.status(steps)
+    if status == "ok" and spec.entry:
+        refused = premain.program_problems(out / "a.out")
+        if refused:
+            return "premain_hook", "\n".join(refused), steps, None
     return status, "", steps, str(out / "a.out") if status == "ok" else None
+
+
+def _before_harness(linked: Linked, out: Path, objects: list[str]) -> list[str]:
+    """What in the objects that are not the harness's could run before its hooks
+    (cxxgate/premain.py), each named by the file it was compiled from."""
+    found: list[str] = []
+    for cell, role, name in zip(linked.cells, linked.roles, objects, strict=True):
+        if role == "harness":
+            continue
+        for problem in premain.object_problems(out / name, tree_code_only=role == "tree"):
+            found.append(f"{cell.label}: {problem.partition(': ')[2]}")
+    return found
 
 
 def _adopt(layout: Layout, spec: CellSpec, earlier: str, tree: Path, out: Path) -> CellResult:

@@ -35,6 +35,7 @@ CellStatus = Literal[
     "no_tree",
     "toolchain_missing",
     "harness_error",
+    "premain_hook",  # a candidate object holds code that runs before the harness's (premain.py)
     "needs_failed",  # a cell this one builds on (its `needs`) did not produce its product
     "tool_error",  # an inspection tool (abidiff) failed for its own reasons
 ]
@@ -61,10 +62,17 @@ UNIT_NAME = "main.cpp"
 ENTRY_SOURCE = codehash.TEMPLATES / "entry" / "entry.cpp"
 ENTRY_UNIT = "cxxgate_entry.cpp"
 ENTRY_SYMBOL = "cxxgate_unit_main"
+# The harness's own objects, known by their exact text: they include nothing (so no tree
+# reaches them) and hold the `.preinit_array` hooks that take the nonces; every other
+# object a program links is checked by cxxgate/premain.py before the link.
+HARNESS_SOURCES = (ENTRY_SOURCE, codehash.TEMPLATES / "metamorphic" / "report.cpp")
+# A coverage build's entry resets the counts before the unit's main (templates/entry).
+GCOV_FLAGS = frozenset({"--coverage", "-fprofile-arcs"})
 # The modules whose code shapes what a compile produces: they enter every cell key.
 COMPILE_CODE = (
     "cellspec",
     "cell",
+    "premain",
     "toolcall",
     "process",
     "sandbox",

@@ -39,7 +39,7 @@ from cxxgate.layout import Layout
 from cxxgate.library import Library
 from cxxgate.preprocessed import Preprocess
 from cxxgate.progress import GradeProgress
-from cxxgate.result import HARNESS_ERROR, GateResult
+from cxxgate.result import HARNESS_ERROR, PREMAIN_HOOK, GateResult
 from cxxgate.rows import Orphan, Row
 from cxxgate.run import RunResult
 from cxxgate.run import execute as execute_run
@@ -490,12 +490,24 @@ class Pipeline:
         broken = [c.label for c in outputs.cells.values() if c.status == HARNESS_ERROR]
         broken += [r.label for r in outputs.runs.values() if r.status == HARNESS_ERROR]
         broken += [s.label for s in outputs.scans.values() if s.status == HARNESS_ERROR]
+        # A program refused at its link for code that runs before the harness's: one class
+        # for every gate that planned it, whatever the gate would make of a missing binary.
+        refused = [c for c in outputs.cells.values() if c.status == PREMAIN_HOOK]
         if broken:
             result = GateResult(
                 gate_name,
                 "incomplete",
                 HARNESS_ERROR,
                 f"{broken[0]}: harness error (see its result.json)",
+            )
+        elif refused:
+            first = refused[0].detail.splitlines()[0] if refused[0].detail else ""
+            more = f" (and {len(refused) - 1} more programs)" if len(refused) > 1 else ""
+            result = GateResult(
+                gate_name,
+                "fail",
+                PREMAIN_HOOK,
+                f"{refused[0].label}: code that runs before the harness's: {first}{more}",
             )
         else:
             result = registry.gates()[gate_name].classify(self.lib.context(row), plan, outputs)

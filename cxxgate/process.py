@@ -16,7 +16,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +32,9 @@ _WATCH_SECONDS = 0.1
 # Sanitizers whose runtime reserves terabytes of address space (shadow, allocator regions):
 # an address-space limit would stop them at start-up, so their runs get the watch.
 _RESERVING_SANITIZERS = frozenset({"address", "hwaddress", "thread", "memory", "leak"})
+# Descriptors a child gets at fixed numbers (`fixed_fds`) are put there in this process
+# just for the spawn: one spawn at a time, so two runs never share a number.
+_fixed_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,7 @@ def bounded(
     timeout: float,
     output_cap: int,
     pass_fds: tuple[int, ...] = (),
+    fixed_fds: tuple[tuple[int, int], ...] = (),
     caps: Caps | None = None,
 ) -> Outcome:
     """Run argv in its own session; kill the group on timeout or when output passes the cap.
@@ -109,11 +116,15 @@ def bounded(
     Python's own resident size, and under bubblewrap it is bwrap's, not the program's.
     Runs that measure go through the meter launcher (cxxgate/run.py), which reports over
     one of `pass_fds`.
+
+    `fixed_fds` are (number in the child, descriptor here): the child finds each at that
+    number whatever it is here, so a program can be told where to look without being told
+    in its environment or arguments (cxxgate/run.py: the harness's nonces).
     """
     if caps is not None:
         argv = [*caps.prlimit(), *argv]
     watch_kib = caps.memory_mib << 10 if caps is not None and caps.resident else 0
-    with tempfile.TemporaryFile() as stdin_file:
+    with tempfile.TemporaryFile() as stdin_file, _at_fixed(fixed_fds) as numbers:
         stdin_file.write(stdin)
         stdin_file.seek(0)
         start = time.monotonic()
@@ -125,7 +136,7 @@ def bounded(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            pass_fds=pass_fds,
+            pass_fds=pass_fds + numbers,
         )
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -196,6 +207,33 @@ def bounded(
         stray_processes=stray and not over_memory,  # the watch's kill, not leftovers
         over_memory=over_memory,
     )
+
+
+@contextmanager
+def _at_fixed(fixed: tuple[tuple[int, int], ...]) -> Iterator[tuple[int, ...]]:
+    """Copies of the descriptors at their fixed numbers, for as long as the spawn takes
+    (Popen returns once the child has exec'd). A number already open here is not taken
+    over: that is a harness error, not something to close under another thread's feet."""
+    if not fixed:
+        yield ()
+        return
+    with _fixed_lock:
+        made: list[int] = []
+        try:
+            for number, fd in fixed:
+                try:
+                    os.fstat(number)
+                except OSError:
+                    pass  # free: the usual case
+                else:
+                    msg = f"descriptor {number} is open in the harness: cannot hand it to a run"
+                    raise RuntimeError(msg)
+                os.dup2(fd, number, inheritable=True)
+                made.append(number)
+            yield tuple(made)
+        finally:
+            for number in made:
+                os.close(number)
 
 
 def _tree(root: int) -> list[int]:

@@ -16,6 +16,10 @@ TOOLCHAIN_MISSING = "toolchain_missing"
 BASELINE_RED = "baseline_red"
 VACUOUS = "checked_nothing"
 HARNESS_ERROR: Final = "harness_error"
+# A program whose candidate objects hold code that runs before the harness's own (a
+# `.preinit_array` entry, an IFUNC, an early constructor priority): refused at its link
+# (cxxgate/premain.py), the class of every gate that planned it (cxxgate/pipeline.py).
+PREMAIN_HOOK: Final = "premain_hook"
 # What a patch stopped at intake carries as every gate's class (cxxgate/tree.py).
 INTAKE_CLASSES = frozenset(
     {
@@ -27,7 +31,7 @@ INTAKE_CLASSES = frozenset(
     }
 )
 ENGINE_CLASSES = (
-    frozenset({"accept", TOOLCHAIN_MISSING, BASELINE_RED, VACUOUS, HARNESS_ERROR})
+    frozenset({"accept", TOOLCHAIN_MISSING, BASELINE_RED, VACUOUS, HARNESS_ERROR, PREMAIN_HOOK})
     | INTAKE_CLASSES
 )
 # A row's class besides its gates' classes (cxxgate/verdict.py, cxxgate/rows.py).

@@ -26,9 +26,15 @@ stored; a result records `returned` (yes or no), so results stay cacheable.
 A spec with `report` gives the program a report channel its stdout cannot forge (a
 grader-owned driver's verdict lines, cxxgate/templates/metamorphic/report.cpp): a fresh
 nonce waits in one inherited pipe, and a file opened by the harness outside /work is
-inherited as another descriptor (CXXGATE_REPORT_FDS="R,W"). Only the lines written there
-that begin with the nonce are kept, without it, in `report_path`: anything the program
-prints, however spelt, is not a report line.
+inherited as another descriptor. Only the lines written there that begin with the nonce
+are kept, without it, in `report_path`: anything the program prints, however spelt, is
+not a report line.
+
+Where the nonces are: at fixed descriptor numbers (RETURN_FDS, REPORT_FDS), never named
+in the environment or the arguments. The harness's own objects read each nonce pipe in a
+`.preinit_array` hook, the first code of the program to run, and close it; the candidate's
+objects may not hold code that runs earlier or alongside (cxxgate/premain.py, checked
+before the link), so by the time any of its code runs the pipe is gone.
 """
 
 from __future__ import annotations
@@ -58,6 +64,10 @@ from cxxgate.process import Caps, Outcome, bounded
 RunStatus = Literal["exited", "signaled", "hang", "output_overflow", "not_built", "harness_error"]
 
 BASE_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "LANG": "C", "HOME": "/nonexistent"}
+# (nonce pipe's read end, write end) as the program sees them. The numbers are also
+# spelt in the templates that read them (a test holds them equal).
+RETURN_FDS = (1000, 1001)  # templates/entry/entry.cpp: the nonce goes back after main
+REPORT_FDS = (1002, 1003)  # templates/metamorphic/report.cpp: the report file
 
 
 @dataclass(frozen=True)
@@ -292,18 +302,12 @@ def _execute_one(
             outcome = bounded(
                 argv,
                 cwd=work,
-                env={
-                    **BASE_ENV,
-                    **dict(spec.env),
-                    **(nonce.env if nonce else {}),
-                    **(channel.env if channel else {}),
-                },
+                env={**BASE_ENV, **dict(spec.env)},
                 stdin=spec.stdin.encode(),
                 timeout=spec.timeout,
                 output_cap=spec.output_cap,
-                pass_fds=((report_w,) if meter is not None else ())
-                + (nonce.fds if nonce else ())
-                + (channel.fds if channel else ()),
+                pass_fds=(report_w,) if meter is not None else (),
+                fixed_fds=(nonce.fds if nonce else ()) + (channel.fds if channel else ()),
                 caps=spec.caps,
             )
     finally:
@@ -449,8 +453,9 @@ def _remove(work: Path) -> None:
 
 class _Nonce:
     """One execution's proof of return: a random nonce waits in one pipe (the child's read
-    end), and the entry copies it into another (the child's write end) after main returned.
-    Both ends are inherited (the meter forks the program without closing them)."""
+    end, at RETURN_FDS[0]), and the entry copies it into another (the child's write end, at
+    RETURN_FDS[1]) after main returned. Both ends are inherited (the meter forks the program
+    without closing them)."""
 
     def __init__(self) -> None:
         self.value = secrets.token_hex(16).encode()
@@ -458,8 +463,7 @@ class _Nonce:
         self._out_r, self._out_w = os.pipe()
         os.write(in_w, self.value)
         os.close(in_w)
-        self.fds = (self._in_r, self._out_w)
-        self.env = {"CXXGATE_RETURN_FDS": f"{self._in_r},{self._out_w}"}
+        self.fds = ((RETURN_FDS[0], self._in_r), (RETURN_FDS[1], self._out_w))
 
     def close_child_ends(self) -> None:
         os.close(self._in_r)
@@ -492,8 +496,7 @@ class _Report:
         os.write(in_w, self.value.encode())
         os.close(in_w)
         self._file = os.open(self.raw, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-        self.fds = (self._in_r, self._file)
-        self.env = {"CXXGATE_REPORT_FDS": f"{self._in_r},{self._file}"}
+        self.fds = ((REPORT_FDS[0], self._in_r), (REPORT_FDS[1], self._file))
 
     def close_child_ends(self) -> None:
         os.close(self._in_r)

@@ -8,7 +8,14 @@ header code kept, so an uncalled inline function counts as unexecuted rather tha
 and run one per run task; each run leaves its .gcda counts in its kept folder
 (GCOV_PREFIX, cxxgate/run.py `keep`), which gcov's JSON reads (cxxgate/gates/gcovjson.py).
 Counts of every test are summed, then joined to the hunks by exact tree-relative path,
-headers included. Per hunk: executable added lines, lines hit.
+headers included. Per hunk: executable added lines, lines hit, lines fully taken.
+
+Only what runs while a test runs counts: the harness entry resets the counters right
+before the test's main and writes them right after it returns (CXXGATE_GCOV in
+cxxgate/templates/entry/entry.cpp), so a static initialiser or a destructor that calls
+the new code covers nothing. A line is covered when it ran *and* every branch on it was
+taken by some test (gcov `-b`; exceptional edges aside): `if (*text == '+') ++text;` runs
+its condition under every test, but its `++text` only when some test gives a '+'.
 
 | class            | meaning                                                           |
 | ---------------- | ----------------------------------------------------------------- |
@@ -16,10 +23,15 @@ headers included. Per hunk: executable added lines, lines hit.
 |                  | instrumentation switch or a libgcov call: lines hidden or forged  |
 | suite_red        | a test does not build, fails, or does not return from main        |
 | zero_hit         | an executable added line no test executed (each one a finding)    |
+| branch_untested  | an added line that ran, with a branch no test took (a finding)    |
 | no_overlap       | code changed, yet no added line was executable: nothing scored    |
 | not_applicable   | comments, whitespace or deletions only (status not_applicable:    |
 |                  | the verdict neither fails nor blocks the row on it)               |
-| accept           | every executable added line ran                                   |
+| accept           | every executable added line ran, every branch on it was taken     |
+
+A program whose tree objects hold code that runs before the harness's entry (a
+`.preinit_array` hook, an IFUNC, an early constructor) is `premain_hook`, decided for
+every runtime gate at the link (cxxgate/premain.py).
 
 The reference state (the base tree, no hunk) is green when its tests pass and gcov scored
 lines of the tree: the build and the join are proven before any candidate is believed.
@@ -41,7 +53,14 @@ from cxxgate.scan import ScanSpec
 from cxxgate.yamlfile import InputError, Strict
 
 NAME = "coverage"
-SEVERITY = ("exclusion_tamper", "suite_red", "zero_hit", "no_overlap", "not_applicable")
+SEVERITY = (
+    "exclusion_tamper",
+    "suite_red",
+    "zero_hit",
+    "branch_untested",
+    "no_overlap",
+    "not_applicable",
+)
 # .gcda files land in the run's work folder under their own names (tu0.gcda, ...): the
 # prefix is the work folder, every directory of the object's path stripped.
 GCOV_ENV = (("GCOV_PREFIX", "."), ("GCOV_PREFIX_STRIP", "1000"))
@@ -162,10 +181,12 @@ def _suite(
 def _score(
     scored: dict[str, dict[str, Any]], counts: gcovjson.Counts, evidence: list[str]
 ) -> tuple[Check, list[Finding]]:
-    """Per hunk: executable added lines and those hit; the zero-hit lines as findings."""
+    """Per hunk: executable added lines, those hit, those whose branches were all taken;
+    the zero-hit lines and the lines with an untaken branch as findings."""
     if counts.problem:
         return Check("hunks", False, "no_overlap", counts.problem), []
     zero: list[tuple[str, int]] = []
+    partial: list[tuple[str, int, int, int]] = []  # path, line, untaken, branches
     executable = hit = 0
     for path, info in scored.items():
         lines = counts.lines.get(path, {})
@@ -175,13 +196,25 @@ def _score(
             executable += len(exe)
             hit += len(ran)
             zero += [(path, n) for n in exe if lines[n] == 0]
+            open_ = [(path, n, *counts.untaken(path, n)) for n in ran]
+            open_ = [o for o in open_ if o[2]]
+            partial += open_
             evidence.append(
                 f"{path} hunk at {hunk[0]}: {len(hunk)} added, {len(exe)} executable, "
-                f"{len(ran)} hit"
+                f"{len(ran)} hit, {len(ran) - len(open_)} with every branch taken"
             )
     findings = [
         Finding("zero_hit", "a line the patch added that no test executed", path, n)
         for path, n in zero
+    ]
+    findings += [
+        Finding(
+            "branch_untested",
+            f"a line the patch added ran, but {k} of its {m} branches no test took",
+            path,
+            n,
+        )
+        for path, n, k, m in partial
     ]
     if zero:
         shown = ", ".join(f"{p}:{n}" for p, n in zero)
@@ -190,6 +223,15 @@ def _score(
             False,
             "zero_hit",
             f"{len(zero)} of {executable} executable added lines never ran: {shown}",
+        ), findings
+    if partial:
+        shown = ", ".join(f"{p}:{n} ({k}/{m} untaken)" for p, n, k, m in partial)
+        return Check(
+            "hunks",
+            False,
+            "branch_untested",
+            f"{len(partial)} of {executable} executable added lines ran with a branch "
+            f"no test took: {shown}",
         ), findings
     if executable == 0:
         files = ", ".join(scored)

@@ -1,5 +1,11 @@
-"""Line counts of one coverage run: gcov's JSON over the cell's .gcno notes and the .gcda
-counts the run left (kept by cxxgate/run.py), by tree-relative path.
+"""Line and branch counts of one coverage run: gcov's JSON (`-b`: with each line's
+branches) over the cell's .gcno notes and the .gcda counts the run left (kept by
+cxxgate/run.py), by tree-relative path.
+
+Branches are kept per translation unit (the object's note): one unit's copy of an inline
+function has branches of its own, and a line's branches are compared only with copies of
+the same shape (the same number of branches). Branches on exceptional edges (`throw`)
+are not counted: every call that may throw has one.
 
 gcov reads what the candidate's process wrote, so it runs confined (bubblewrap where
 available: a scratch folder holding copies of both, nothing else writable) and bounded.
@@ -27,20 +33,45 @@ OUTPUT_CAP = 64 << 20
 
 @dataclass
 class Counts:
-    """Executable lines of the tree's files and their execution counts, summed over TUs."""
+    """Executable lines of the tree's files and their execution counts, summed over TUs;
+    each line's branch counts per TU (`branches[path][line][unit]`, summed over runs)."""
 
     lines: dict[str, dict[int, int]] = field(default_factory=dict)
+    branches: dict[str, dict[int, dict[str, list[int]]]] = field(default_factory=dict)
     problem: str = ""  # gcov could not read the counts (the reason)
 
     def add(self, path: str, line: int, count: int) -> None:
         per_file = self.lines.setdefault(path, {})
         per_file[line] = per_file.get(line, 0) + count
 
+    def add_branches(self, path: str, line: int, unit: str, counts: list[int]) -> None:
+        per_unit = self.branches.setdefault(path, {}).setdefault(line, {})
+        had = per_unit.get(unit)
+        if had is None or len(had) != len(counts):
+            per_unit[unit] = list(counts) if had is None else had  # a unit has one shape
+            return
+        per_unit[unit] = [a + b for a, b in zip(had, counts, strict=True)]
+
     def merge(self, other: Counts) -> None:
         for path, lines in other.lines.items():
             for line, count in lines.items():
                 self.add(path, line, count)
+        for path, per_line in other.branches.items():
+            for line, per_unit in per_line.items():
+                for unit, counts in per_unit.items():
+                    self.add_branches(path, line, unit, counts)
         self.problem = self.problem or other.problem
+
+    def untaken(self, path: str, line: int) -> tuple[int, int]:
+        """(branches no run took, branches) of a line. Copies of the line from several
+        units count as one where they have the same shape: a branch is taken when any
+        copy took it."""
+        shapes: dict[int, list[bool]] = {}
+        for counts in self.branches.get(path, {}).get(line, {}).values():
+            taken = shapes.setdefault(len(counts), [False] * len(counts))
+            shapes[len(counts)] = [t or c > 0 for t, c in zip(taken, counts, strict=True)]
+        total = sum(len(v) for v in shapes.values())
+        return sum(v.count(False) for v in shapes.values()), total
 
 
 def gcov_for(compiler: str) -> str | None:
@@ -69,7 +100,8 @@ def read(cell: CellResult, run: RunResult, gcov: str) -> Counts:
             data = Path(run.kept) / f"{note.stem}.gcda"
             if data.is_file():
                 shutil.copy(data, work / data.name)
-        argv = [gcov, "--json-format", "--stdout", *(n.stem for n in notes)]
+        argv = [gcov, "--branch-probabilities", "--json-format", "--stdout"]
+        argv += [n.stem for n in notes]
         confined, _ = confine(argv, cwd=work, read=[], write=[work])
         outcome = bounded(
             confined,
@@ -98,11 +130,16 @@ def parse(text: str) -> Counts:
         except json.JSONDecodeError:
             counts.problem = "gcov printed something that is not its JSON"
             continue
+        unit = str(doc.get("data_file", ""))
         for entry in doc.get("files", []):
             name = str(entry.get("file", ""))
             if not name.startswith(prefix):
                 continue  # the driver, the entry, the standard library
             rel = name[len(prefix) :]
             for line in entry.get("lines", []):
-                counts.add(rel, int(line["line_number"]), int(line["count"]))
+                number = int(line["line_number"])
+                counts.add(rel, number, int(line["count"]))
+                taken = [int(b["count"]) for b in line.get("branches", []) if not b.get("throw")]
+                if taken:
+                    counts.add_branches(rel, number, unit, taken)
     return counts

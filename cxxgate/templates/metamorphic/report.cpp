@@ -2,72 +2,74 @@
 //
 // Linked into every metamorphic driver as a unit of its own. The harness (cxxgate/run.py,
 // RunSpec.report) puts a fresh nonce in one inherited pipe and a file of its own behind
-// another descriptor: CXXGATE_REPORT_FDS="R,W". Every line written here starts with the
-// nonce; the harness keeps only such lines. So nothing the candidate's code prints (to
-// stdout, stderr, or any file it opens) reads as a verdict line.
+// another descriptor, both at fixed numbers (cxxgate/run.py REPORT_FDS), named in no
+// environment variable. Every line written here starts with the nonce; the harness keeps
+// only such lines. So nothing the candidate's code prints (to stdout, stderr, or any file
+// it opens) reads as a verdict line.
 //
-// The nonce is read in a constructor that runs before the C++ static initialisers of
-// every unit (priority 101; 0-100 are the implementation's, and the envelopes' -Werror
-// refuses them to a candidate), so it is in this unit's memory before any of the
-// candidate's code runs.
+// The nonce is read, and its pipe closed, in a `.preinit_array` hook: code that runs
+// before any constructor. The candidate's objects may hold no such hook, no IFUNC resolver
+// and no constructor priority up to 101 (cxxgate/premain.py, checked before the link), so
+// none of their code runs while the pipe is open.
 //
-// No #include at all, like the entry: what it needs from the C library is declared here.
+// No #include at all, like the entry, and no C library call: what it needs is made as
+// system calls here, so a candidate's `read` or `write` never sees the nonce.
 extern "C" {
-char* getenv(const char* name);
-long read(int fd, void* buf, unsigned long count);
-long write(int fd, const void* buf, unsigned long count);
-int close(int fd);
-
 int cxxgate_report_open(void);
 void cxxgate_report_line(const char* text, unsigned long size);
 }
 
 namespace {
 
+constexpr long kNonceIn = 1002;  // REPORT_FDS[0]: the pipe holding the nonce
+constexpr long kReport = 1003;   // REPORT_FDS[1]: the file the lines go to
+
+#if defined(__x86_64__)
+constexpr long kRead = 0, kWrite = 1, kClose = 3;
+long sys3(long number, long a, long b, long c) {
+  long ret;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(number), "D"(a), "S"(b), "d"(c)
+               : "rcx", "r11", "memory");
+  return ret;
+}
+#elif defined(__aarch64__)
+constexpr long kRead = 63, kWrite = 64, kClose = 57;
+long sys3(long number, long a, long b, long c) {
+  register long x8 asm("x8") = number;
+  register long x0 asm("x0") = a;
+  register long x1 asm("x1") = b;
+  register long x2 asm("x2") = c;
+  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+  return x0;
+}
+#else
+#error "cxxgate report: no direct system call for this architecture"
+#endif
+
 char nonce[64];
 unsigned long nonce_size = 0;
 int report_fd = -1;
 
-bool parse_fds(const char* text, int& in, int& out) {
-  int* target = &in;
-  in = out = -1;
-  int value = -1;
-  for (const char* p = text; ; ++p) {
-    if (*p >= '0' && *p <= '9') {
-      value = (value < 0 ? 0 : value * 10) + (*p - '0');
-      if (value > 1 << 20) return false;
-    } else if (*p == ',' && target == &in && value >= 0) {
-      in = value;
-      target = &out;
-      value = -1;
-    } else if (*p == '\0' && target == &out && value >= 0) {
-      out = value;
-      return true;
-    } else {
-      return false;
-    }
-  }
-}
-
-__attribute__((constructor(101))) void take_nonce() {
-  const char* fds = getenv("CXXGATE_REPORT_FDS");
-  int in = -1;
-  int out = -1;
-  if (fds == nullptr || !parse_fds(fds, in, out)) return;  // run outside the harness
+void take_nonce(int, char**, char**) {
   unsigned long got = 0;
   while (got < sizeof nonce) {
-    const long n = read(in, nonce + got, sizeof nonce - got);
-    if (n <= 0) break;
+    const long n = sys3(kRead, kNonceIn, reinterpret_cast<long>(nonce + got),
+                        static_cast<long>(sizeof nonce - got));
+    if (n <= 0) break;  // the end of the pipe; or no pipe: run outside the harness
     got += static_cast<unsigned long>(n);
   }
-  close(in);
+  sys3(kClose, kNonceIn, 0, 0);
   if (got == 0 || got == sizeof nonce) {
-    close(out);
+    sys3(kClose, kReport, 0, 0);
     return;
   }
   nonce_size = got;
-  report_fd = out;
+  report_fd = static_cast<int>(kReport);
 }
+
+[[gnu::used, gnu::section(".preinit_array")]] void (*take)(int, char**, char**) = take_nonce;
 
 }  // namespace
 
@@ -86,7 +88,8 @@ void cxxgate_report_line(const char* text, unsigned long size) {
   }
   line[n++] = '\n';
   for (unsigned long sent = 0; sent < n;) {
-    const long w = write(report_fd, line + sent, n - sent);
+    const long w = sys3(kWrite, report_fd, reinterpret_cast<long>(line + sent),
+                        static_cast<long>(n - sent));
     if (w <= 0) return;
     sent += static_cast<unsigned long>(w);
   }
