@@ -19,6 +19,9 @@ from cxxgate import atomic
 EXPORTS_FILE = "exports.json"
 
 # Bindings and types a client can bind to through the dynamic symbol table.
+# pyelftools names the GNU values by their range: binding 10 (STB_GNU_UNIQUE) is
+# STB_LOOS, type 10 (STT_GNU_IFUNC) is STT_LOOS.
+_GNU = {"STB_LOOS": "STB_GNU_UNIQUE", "STT_LOOS": "STT_GNU_IFUNC"}
 _BINDINGS = {"STB_GLOBAL", "STB_WEAK", "STB_GNU_UNIQUE"}
 _TYPES = {"STT_FUNC", "STT_OBJECT", "STT_TLS", "STT_GNU_IFUNC", "STT_COMMON"}
 
@@ -43,8 +46,8 @@ def dynamic_exports(path: Path) -> list[Export]:
         if not isinstance(dynsym, SymbolTableSection):
             return []
         for sym in dynsym.iter_symbols():
-            bind = sym["st_info"]["bind"]
-            kind = sym["st_info"]["type"]
+            bind = _GNU.get(sym["st_info"]["bind"], sym["st_info"]["bind"])
+            kind = _GNU.get(sym["st_info"]["type"], sym["st_info"]["type"])
             shndx = sym["st_shndx"]
             if not sym.name or shndx == "SHN_UNDEF" or bind not in _BINDINGS or kind not in _TYPES:
                 continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from conftest import SHIPPED, Grade, case_library, run_grade
 from cxxgate import libcell
 from cxxgate.cell import build as build_cell
 from cxxgate.cellspec import CellSpec
+from cxxgate.elf import dynamic_exports
 from cxxgate.envelope import Envelopes
 from cxxgate.gates import symbols
 from cxxgate.layout import Layout
@@ -153,3 +155,27 @@ def test_abidiff_lane_without_abidiff_is_incomplete(
 
     check = symbols._abidiff_check(result)
     assert check.incomplete and not check.ok
+
+
+def test_exports_read_like_nm_for_gnu_kinds(tmp_path: Path) -> None:
+    """An IFUNC export and a unique (template static, inline function's static) export are
+    listed with nm's letters: pyelftools names those ELF values STT_LOOS / STB_LOOS, and
+    a reader keyed on the GNU names alone drops them from the golden comparison."""
+    src = tmp_path / "a.cpp"
+    src.write_text(
+        "static int impl() { return 1; }\n"
+        'extern "C" int (*resolve())() { return impl; }\n'
+        'extern "C" int picked() __attribute__((ifunc("resolve")));\n'
+        "template <class T> struct S { static int x; };\n"
+        "template <class T> int S<T>::x = 0;\n"
+        "int use() { return S<int>::x; }\n"
+    )
+    lib = tmp_path / "liba.so"
+    subprocess.run(["g++", "-fPIC", "-shared", str(src), "-o", str(lib)], check=True)
+    nm = subprocess.run(
+        ["nm", "-D", "--defined-only", str(lib)], check=True, capture_output=True, text=True
+    ).stdout
+    want = {(name, letter) for _, letter, name in (line.split() for line in nm.splitlines())}
+    got = {(e.name, e.kind) for e in dynamic_exports(lib)}
+    assert ("picked", "i") in got and ("_ZN1SIiE1xE", "u") in got
+    assert got == want
