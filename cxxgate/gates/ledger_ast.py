@@ -220,7 +220,8 @@ def is_const_object(t: ci.Type) -> bool:
     int`. A reference is const in this sense only when what it refers to is."""
     t = t.get_canonical()
     if t.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
-        return _immutable(t.get_pointee(), 0)
+        target = t.get_pointee().get_canonical()
+        return target.is_const_qualified() and _immutable(target, 0)
     for _ in range(16):
         if t.is_const_qualified() or t.kind not in _ARRAY_KINDS:
             break
