@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import SHIPPED, Grade, compiler_calls, run_grade
 
-from cxxgate.gates import ledger_ast, ledger_rules
+from cxxgate.gates import ledger_ast, ledger_objects, ledger_rules
 from cxxgate.gates.ledger import system_dirs
 from cxxgate.yamlfile import InputError, load_model
 
@@ -49,6 +49,20 @@ REACHED = {
     "asm_label": "assumption_fail:sleep+inline_asm",
     "dlsym_sleep": "assumption_fail:indirect_binding",
     "syscall_sleep": "assumption_fail:indirect_binding",
+    # Names not on any list (the red team's, redteam/ledger/size_cache).
+    "nanosleep_alias": "assumption_fail:sleep",
+    "poll_alias": "assumption_fail:sleep",
+    "clone_thread": "assumption_fail:thread_creation",
+    "epoll_wait2": "assumption_fail:sleep+unlisted_binding",
+    "timerfd_sleep": "assumption_fail:unlisted_binding",
+    "system_spawn": "assumption_fail:thread_creation",
+    "flockfile_lock": "assumption_fail:lock+unlisted_binding",
+    "atomic_wait": "assumption_fail:indirect_binding+unlisted_binding+static_storage",
+    "spinlock_flag": "assumption_fail:lock",
+    "const_mutable": "assumption_fail:static_storage",
+    "const_pointer": "assumption_fail:static_storage",
+    "tu_macro_static": "assumption_fail:static_storage",
+    "static_binding": "assumption_fail:static_storage",
 }
 # row -> (rule, path, line) of the finding the trick must produce, read from the tree.
 WHERE = {
@@ -71,7 +85,11 @@ WHERE = {
     "extern_lock": ("lock", "src/size_cache.cpp", "pthread_mutex_lock(guard_);"),
     "asm_label": ("inline_asm", "src/size_cache.cpp", '__asm__("nanosleep")'),
     "dlsym_sleep": ("indirect_binding", "src/size_cache.cpp", "dlsym(nullptr"),
-    "syscall_sleep": ("indirect_binding", "src/size_cache.cpp", "syscall(SYS_nanosleep"),
+    "syscall_sleep": ("indirect_binding", "src/size_cache.cpp", "syscall(35"),
+    "spinlock_flag": ("lock", "src/size_cache.cpp", "while (busy_.test_and_set("),
+    "const_mutable": ("static_storage", "src/size_cache.cpp", "const Slot slot{}"),
+    "const_pointer": ("static_storage", "src/size_cache.cpp", "std::size_t* const previous"),
+    "tu_macro_static": ("static_storage", "include/size_cache_slot.hpp", "previous_slot = 0"),
 }
 # row -> (rule, symbol, the line of the tree function that binds it): found in the
 # compiled objects (ledger_objects.py), where the AST names nothing of the facility.
@@ -80,6 +98,23 @@ BOUND = {
     "asm_label": ("sleep", "nanosleep", "void SizeCache::store("),
     "extern_lock": ("lock", "pthread_mutex_lock", "void SizeCache::store("),
     "atomic_mutex": ("lock", "pthread_mutex_lock", "void SizeCache::store("),
+    # glibc's other names of listed functions (alias groups of the toolchain's libraries).
+    "nanosleep_alias": ("sleep", "__nanosleep", "void SizeCache::store("),
+    "poll_alias": ("sleep", "__poll", "void SizeCache::store("),
+    "clone_thread": ("thread_creation", "__clone", "void SizeCache::store("),
+    "epoll_wait2": ("sleep", "epoll_pwait", "void SizeCache::store("),
+    "system_spawn": ("thread_creation", "system", "void SizeCache::store("),
+    "flockfile_lock": ("lock", "flockfile", "void SizeCache::store("),
+    # Neither a facility nor known benign: read() blocks on a timerfd.
+    "timerfd_sleep": ("unlisted_binding", "read", "void SizeCache::store("),
+}
+# row -> (symbol, section) of new writable data in the candidate's objects: mutable state
+# however the source spelt it (const with a mutable member, a macro per unit).
+WRITABLE = {
+    "const_mutable": ("slotE", ".bss"),
+    "const_pointer": ("previousE", ".bss"),
+    "tu_macro_static": ("previous_slotE", ".bss"),
+    "atomic_wait": ("__waiter_pool_base", ".bss"),
 }
 
 
@@ -123,6 +158,22 @@ def test_objects_name_what_the_code_binds(shipped: Grade, patch: str) -> None:
     assert {(f["rule"], f["path"], f["line"]) for f in bound} == {
         (f"assumption_fail:{rule}", "src/size_cache.cpp", line)
     }
+
+
+@pytest.mark.parametrize("patch", sorted(WRITABLE))
+def test_objects_writable_data_is_static_storage(shipped: Grade, patch: str) -> None:
+    symbol, section = WRITABLE[patch]
+    findings = _result(shipped, patch)["findings"]
+    data = [f for f in findings if "writable data" in f["message"] and symbol in f["message"]]
+    assert data and all(f["rule"] == "assumption_fail:static_storage" for f in data), findings
+    assert f"({section}" in data[0]["message"]
+
+
+def test_clean_rows_count_writable_data(shipped: Grade) -> None:
+    """The objects' writable data is read on every row: the clean ones say how much."""
+    for patch in ("reference", "good_limit"):
+        detail = _result(shipped, patch)["checks"][0]["detail"]
+        assert "0 writable data symbols" in detail, detail
 
 
 def test_reference_objects_bind_no_facility(shipped: Grade) -> None:
@@ -494,6 +545,103 @@ def test_what_names_resolve_to(tmp_path: Path) -> None:
 
 def test_opaque_rules_follow_the_facility_rules() -> None:
     """asm and syscalls are findings whenever any facility is forbidden, not otherwise."""
-    assert set(ledger_rules.active(LEDGER)) == {"sleep", "thread", "asm", "indirect"}
+    assert set(ledger_rules.active(LEDGER)) == {"sleep", "thread", "asm", "indirect", "unlisted"}
     bare = ledger_rules.Assumptions(forbidden_constructs=["using_namespace_header"])
     assert ledger_rules.active(bare) == {}
+
+
+def test_alias_groups_come_from_the_toolchains_libraries() -> None:
+    """glibc's own dynamic symbol table: __nanosleep is nanosleep, __clone is clone."""
+    groups = ledger_objects.aliases(shutil.which("g++") or "g++")
+    assert {"nanosleep", "__nanosleep"} <= groups["__nanosleep"]
+    assert "clone" in groups["__clone"] and "poll" in groups["__poll"]
+    assert ledger_rules.facility_of_symbol("__select", groups) == "sleep"
+    assert ledger_rules.facility_of_symbol("__select") is None  # by name alone: missed
+
+
+def test_unlisted_and_benign_bindings() -> None:
+    """The list of harmless calls decides, not the list of facilities: an unknown name is
+    a finding, a benign one or one the case allows is not."""
+    cand = [
+        {"symbol": s, "path": "src/a.cpp", "line": 3}
+        for s in ("memcpy", "_Znwm", "_ZSt20__throw_length_errorPKc", "sigwaitinfo", "getpid")
+    ]
+    ledger = LEDGER.model_copy(update={"symbols": ledger_rules.Symbols(allowed_calls=["getp*"])})
+    found = ledger_rules._bound(ledger, [], cand, {})
+    assert [(f.rule, f.message.split(" binds ")[1].split(":")[0]) for f in found] == [
+        ("assumption_fail:sleep", "sigwaitinfo")
+    ]
+    found = ledger_rules._bound(LEDGER, [], cand, {})
+    assert ("assumption_fail:unlisted_binding") in {f.rule for f in found}
+
+
+MUTABLE = """\
+    #include <atomic>
+    #include <cstddef>
+    struct Slot { mutable int seen = 0; };
+    struct Outer { Slot inner; };
+    struct Ptr { int* p; };
+    namespace {
+    const Slot slot{};
+    const Outer outer{};
+    int* const heap = new int{0};
+    int& alias = *new int{0};
+    const Ptr boxed{nullptr};
+    const int* const fixed = nullptr;
+    const char* const words[] = {"a", "b"};
+    }  // namespace
+    struct Spin {
+        std::atomic_flag busy_;
+        std::atomic<int> turn_{0};
+        std::atomic<int> count_{0};
+        void lock() { while (busy_.test_and_set(std::memory_order_acquire)) {} }
+        void wait_turn() { for (;;) { if (turn_.load() == 0) break; } }
+        void cas_add() { int v = count_.load(); while (!count_.compare_exchange_weak(v, v + 1)) {} }
+        void bump() { for (int i = 0; i < 3; ++i) count_.fetch_add(1); }
+        int plain(int n) { int s = 0; while (n > 0) { s += n--; } return s; }
+    };
+"""
+
+
+def test_const_with_mutable_reach_and_spin_waits(tmp_path: Path) -> None:
+    cand = _facts(tmp_path / "cand", {"src/a.cpp": MUTABLE})
+    assert cand["errors"] == []
+    ref = _facts(tmp_path / "ref", EMPTY)
+    ledger = LEDGER.model_copy(
+        update={"forbidden_constructs": [*LEDGER.forbidden_constructs, "lock"]}
+    )
+    found = {(f.rule.partition(":")[2], f.line) for f in ledger_rules.compare(ledger, ref, cand)}
+    for needle in (
+        "const Slot slot",
+        "const Outer outer",
+        "int* const heap",
+        "int& alias",
+        "const Ptr boxed",
+    ):
+        assert ("static_storage", _at(needle, MUTABLE)) in found, (needle, found)
+    for needle in ("while (busy_.test_and_set", "if (turn_.load()"):
+        assert ("lock", _at(needle, MUTABLE)) in found, (needle, found)
+    quiet = {line for _, line in found}
+    for needle in (
+        "const int* const fixed",
+        "words[]",
+        "compare_exchange_weak",
+        "fetch_add(1)",
+        "int plain",
+    ):
+        assert _at(needle, MUTABLE) not in quiet, (needle, found)
+
+
+def test_a_header_is_read_in_every_unit(tmp_path: Path) -> None:
+    """The same header text, const in one unit and mutable in the next (a macro): the
+    unit that makes it mutable is seen, whichever unit is parsed first."""
+    header = "#pragma once\nnamespace { SLOT int previous = 0; }\n"
+    files = {
+        "include/slot.hpp": header,
+        "src/a_view.cpp": '#define SLOT const\n#include "slot.hpp"\n',
+        "src/b_store.cpp": '#define SLOT\n#include "slot.hpp"\nint keep() { return previous++; }\n',
+    }
+    cand = _facts(tmp_path / "cand", files)
+    ref = _facts(tmp_path / "ref", EMPTY)
+    found = [(f.rule, f.path, f.line) for f in ledger_rules.compare(LEDGER, ref, cand)]
+    assert ("assumption_fail:static_storage", "include/slot.hpp", 2) in found, found

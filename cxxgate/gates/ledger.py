@@ -175,9 +175,12 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         check = Check("ledger", False, VACUOUS, why, incomplete=True)
         return GateResult.from_checks(NAME, [check], SEVERITY, [])
     symbols = _symbols(outputs, ref, cand)
-    findings = ledger_rules.compare(ledger, ref, cand, symbols)
+    writable = _writable(outputs, ref, cand)
+    tc = env.toolchain
+    aliases = {} if tc.path is None else ledger_objects.aliases(tc.path, tc.binds)
+    findings = ledger_rules.compare(ledger, ref, cand, symbols, writable, aliases)
     evidence = [f"{f.path}:{f.line}: {f.rule}: {f.message}" for f in findings]
-    evidence.append(_counts(cand, symbols))
+    evidence.append(_counts(cand, symbols, writable))
     if findings:
         rules = list(dict.fromkeys(f.rule.partition(":")[2] for f in findings))
         checks = [
@@ -192,7 +195,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             summary=summary,
             findings=findings,
         )
-    checks = [Check("ledger", True, "accept", _counts(cand, symbols))]
+    checks = [Check("ledger", True, "accept", _counts(cand, symbols, writable))]
     checks += program.tagged(
         cfg.program, f"gates.{NAME}.program", [_behaviour(ctx, cfg.program, outputs)]
     )
@@ -221,10 +224,27 @@ def _symbols(
     return ledger_objects.undefined_symbols(theirs, ref["functions"]), mine
 
 
+def _writable(
+    outputs: Outputs, ref: dict[str, Any], cand: dict[str, Any]
+) -> ledger_rules.Pair | None:
+    """(reference, candidate) writable data of the oracle's library objects; None, like
+    _symbols, when the candidate's did not compile."""
+    cell = outputs.cells.get(OBJECTS)
+    if cell is None or cell.status != "ok":
+        return None
+    mine = ledger_objects.writable_data(cell, cand["statics"])
+    theirs = outputs.cells.get(OBJECTS + program.REFERENCE)
+    if theirs is None or theirs.status != "ok":
+        return [], mine
+    return ledger_objects.writable_data(theirs, ref["statics"]), mine
+
+
 def _counts(
-    facts: dict[str, Any], symbols: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None
+    facts: dict[str, Any], symbols: ledger_rules.Pair | None, writable: ledger_rules.Pair | None
 ) -> str:
     bound = "objects not compiled" if symbols is None else f"{len(symbols[1])} undefined symbols"
+    if writable is not None:
+        bound += f", {len(writable[1])} writable data symbols"
     return (
         f"ledger read {len(facts['parsed'])} unit(s): {len(facts['reached_headers'])} headers, "
         f"{len(facts['statics'])} statics, {len(facts['functions'])} function declarations, "

@@ -204,17 +204,57 @@ def holds(t: ci.Type, names: frozenset[str], depth: int = 0) -> str | None:
     return None
 
 
+_POINTER_KINDS = (
+    ci.TypeKind.LVALUEREFERENCE,
+    ci.TypeKind.RVALUEREFERENCE,
+    ci.TypeKind.POINTER,
+)
+_ARRAY_KINDS = (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY)
+
+
 def is_const_object(t: ci.Type) -> bool:
-    """A const object: its canonical type is const-qualified (an array's qualifier sits on
-    the array type or on its element, as clang spells it)."""
+    """Immutable state: a const object (an array's qualifier sits on the array type or on
+    its element, as clang spells it) with nothing reachable from it writable. A `mutable`
+    member, or a pointer or reference (its own, or a member's) to non-const data, makes a
+    const object mutable state: `const Slot s` with `mutable int n`, `int* const p = new
+    int`. A reference is const in this sense only when what it refers to is."""
     t = t.get_canonical()
+    if t.kind in (ci.TypeKind.LVALUEREFERENCE, ci.TypeKind.RVALUEREFERENCE):
+        target = t.get_pointee().get_canonical()
+        return target.is_const_qualified() and _immutable(target, 0)
     for _ in range(16):
-        if t.is_const_qualified():
-            return True
-        if t.kind not in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
-            return False
+        if t.is_const_qualified() or t.kind not in _ARRAY_KINDS:
+            break
         t = t.get_array_element_type().get_canonical()
-    return False
+    return t.is_const_qualified() and _immutable(t, 0)
+
+
+def _immutable(t: ci.Type, depth: int) -> bool:
+    """Nothing writable is reachable from a const `t`: no mutable field, no pointer or
+    reference to non-const, in its members and bases (a few levels deep)."""
+    t = t.get_canonical()
+    if depth > 6:
+        return True
+    while t.kind in _ARRAY_KINDS:
+        t = t.get_array_element_type().get_canonical()
+    if t.kind in _POINTER_KINDS:
+        target = t.get_pointee().get_canonical()
+        if target.kind == ci.TypeKind.FUNCTIONPROTO or target.kind == ci.TypeKind.FUNCTIONNOPROTO:
+            return True
+        return target.is_const_qualified() and _immutable(target, depth + 1)
+    if t.kind != ci.TypeKind.RECORD:
+        return True
+    for member in t.get_fields():
+        if member.is_mutable_field():
+            return False
+        ft = member.type.get_canonical()
+        nested = ft.kind in (*_POINTER_KINDS, *_ARRAY_KINDS, ci.TypeKind.RECORD)
+        if nested and not _immutable(ft, depth + 1):
+            return False
+    for child in t.get_declaration().get_children():
+        if child.kind == ci.CursorKind.CXX_BASE_SPECIFIER and not _immutable(child.type, depth + 1):
+            return False
+    return True
 
 
 def _noexcept(cursor: ci.Cursor) -> str:
@@ -239,7 +279,6 @@ class _Walk:
     exported: dict[str, dict[str, Any]] = field(default_factory=dict)
     uses: list[dict[str, Any]] = field(default_factory=list)
     usings: list[dict[str, Any]] = field(default_factory=list)
-    walked: set[str] = field(default_factory=set)
     files: dict[str, str | None] = field(default_factory=dict)  # libclang's name -> tree path
 
     def where(self, cursor: ci.Cursor) -> tuple[str, int, int] | None:
@@ -256,19 +295,17 @@ class _Walk:
         return None if rel is None else (rel, loc.line, loc.column)
 
     def visit_unit(self, tu: ci.TranslationUnit) -> None:
-        """Top-level declarations of the tree files this unit read; a header an earlier
-        unit already read is not walked twice."""
-        walked: set[str] = set()
+        """Top-level declarations of the tree files this unit read. A header is walked in
+        every unit that reads it: macros defined before its #include make the same text
+        another declaration in each (`SLOT int x` is const in one unit, not in the next)."""
         for child in tu.cursor.get_children():
             if child.kind in _PREPROCESSING:
                 continue  # the detailed record's macros and #includes: read elsewhere
             place = self.where(child)
-            if place is None or place[0] in self.walked:
+            if place is None:
                 continue  # system headers are not the patch's code
-            walked.add(place[0])
             self.record(child, place, in_body=False)
             self.visit(child, in_body=child.kind in _BODY_KINDS)
-        self.walked |= walked
 
     def visit(self, cursor: ci.Cursor, in_body: bool) -> None:
         for child in cursor.get_children():
@@ -276,7 +313,30 @@ class _Walk:
             if place is None:
                 continue
             self.record(child, place, in_body)
+            if child.kind in _LOOP_KINDS:
+                self.spin(child, place[0])
             self.visit(child, in_body or child.kind in _BODY_KINDS)
+
+    def spin(self, loop: ci.Cursor, path: str) -> None:
+        """A spin-wait is a lock: a loop whose exit reads an atomic by anything but a
+        compare-exchange (its condition, or the condition of an `if` in its body whose
+        branch breaks, returns or jumps out)."""
+        children = list(loop.get_children())
+        if not children:
+            return
+        if loop.kind == ci.CursorKind.DO_STMT:
+            body, controls = children[0], children[1:]
+        else:
+            body, controls = children[-1], children[:-1]
+        controls += _exit_conditions(body)
+        for expr in controls:
+            for node in expr.walk_preorder():
+                name = _atomic_read(node)
+                if name is not None:
+                    where = self.where(node)
+                    line = where[1] if where else loop.location.line
+                    self.use("lock", f"spin-wait on {name}", path, line)
+                    return
 
     def record(self, c: ci.Cursor, place: tuple[str, int, int], in_body: bool) -> None:
         path, line, _ = place
@@ -408,10 +468,20 @@ class _Walk:
             "mutex": holds(c.type, MUTEX_TYPES),
             "atomic": holds(c.type, ATOMIC_TYPES),
             "definition": c.is_definition(),
+            # The symbol it compiles to: writable-data findings (ledger_objects.py) point here.
+            "mangled": c.mangled_name if c.is_definition() else "",
         }
         old = self.statics.get(ident)
-        if old is None or (entry["definition"] and not old["definition"]):
-            self.statics[ident] = entry
+        if old is not None:
+            # The same declaration read in several units (a header): it is mutable, a
+            # mutex or an atomic if it is so in any of them.
+            entry["const"] = entry["const"] and old["const"]
+            entry["mutex"] = entry["mutex"] or old["mutex"]
+            entry["atomic"] = entry["atomic"] or old["atomic"]
+            entry["mangled"] = entry["mangled"] or old["mangled"]
+            if old["definition"] and not entry["definition"]:
+                entry = {**old, **{k: entry[k] for k in ("const", "mutex", "atomic", "mangled")}}
+        self.statics[ident] = entry
         if external and scope != "local":
             self.exported.setdefault(
                 ident, {"key": ident, "name": entry["name"], "path": path, "line": line}
@@ -441,6 +511,66 @@ class _Walk:
         # what it binds is the facility rules' business; a definition is an export.
         if c.linkage == ci.LinkageKind.EXTERNAL and c.is_definition():
             self.exported.setdefault(key, {"key": key, "name": name, "path": path, "line": line})
+
+
+_LOOP_KINDS = frozenset({ci.CursorKind.WHILE_STMT, ci.CursorKind.DO_STMT, ci.CursorKind.FOR_STMT})
+_EXITS = frozenset({ci.CursorKind.BREAK_STMT, ci.CursorKind.RETURN_STMT, ci.CursorKind.GOTO_STMT})
+# Atomic types and the free functions on them: a read of any of these, but a
+# compare-exchange, in a loop's exit is a spin.
+_CALLING_KINDS = frozenset(
+    {ci.CursorKind.CALL_EXPR, ci.CursorKind.MEMBER_REF_EXPR, ci.CursorKind.DECL_REF_EXPR}
+)
+_ATOMIC_SCOPES = ("std::atomic", "std::__atomic", "std::atomic_flag", "std::atomic_ref")
+
+
+def _exit_conditions(body: ci.Cursor) -> list[ci.Cursor]:
+    """Conditions of the `if` statements in a loop body (not in a nested loop or lambda)
+    one of whose branches leaves the loop."""
+    out: list[ci.Cursor] = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        for child in node.get_children():
+            if child.kind in _LOOP_KINDS or child.kind == ci.CursorKind.LAMBDA_EXPR:
+                continue
+            if child.kind == ci.CursorKind.IF_STMT:
+                parts = list(child.get_children())
+                branches = parts[1:]
+                if any(_leaves(b) for b in branches):
+                    out.append(parts[0])
+            stack.append(child)
+    return out
+
+
+def _leaves(node: ci.Cursor) -> bool:
+    if node.kind in _EXITS:
+        return True
+    return any(
+        _leaves(c)
+        for c in node.get_children()
+        if c.kind not in _LOOP_KINDS and c.kind != ci.CursorKind.LAMBDA_EXPR
+    )
+
+
+def _atomic_read(node: ci.Cursor) -> str | None:
+    """The qualified name of the atomic operation `node` calls, when it is one that reads
+    the atomic and is not a compare-exchange; else None."""
+    if node.kind not in _CALLING_KINDS:
+        return None
+    ref = node.referenced
+    if ref is None:
+        return None
+    name = qualified(ref)
+    short = ref.spelling
+    if "compare_exchange" in short or "compare_and_swap" in short:
+        return None
+    if name.startswith(("__atomic_", "__sync_")):
+        return name
+    if name.startswith(_ATOMIC_SCOPES) and ref.kind in _FUNCTION_KINDS:
+        if short in ("store", "clear", "notify_one", "notify_all") or short.startswith("operator="):
+            return None  # writes: they do not decide when a loop ends
+        return name
+    return None
 
 
 def _system_name(path: str, system_dirs: list[str]) -> str:
@@ -555,11 +685,23 @@ def facts(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
         "direct_includes": direct,
         "reached_headers": reached,
         "statics": sorted(walk.statics.values(), key=lambda s: (s["path"], s["line"], s["key"])),
-        "functions": walk.functions,
+        "functions": _unique(walk.functions),
         "exported": sorted(walk.exported.values(), key=lambda s: (s["path"], s["line"], s["key"])),
-        "uses": walk.uses,
-        "usings": walk.usings,
+        "uses": _unique(walk.uses),
+        "usings": _unique(walk.usings),
     }
+
+
+def _unique(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records without the repeats of a header read by several units."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for item in items:
+        key = repr(sorted(item.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
 
 
 def _place(loc: ci.SourceLocation, tree: Path) -> tuple[str, int]:

@@ -8,35 +8,53 @@ as a weak definition in the same object, its own calls undefined there), a call 
 asm statement that names its target. ledger_rules.facility_of_symbol maps each to a
 facility. A finding points at the tree function whose code holds the reference (followed
 back through the object's own helper functions), by its mangled name as libclang gives it.
+
+Two more facts come from the same objects. Their writable data (`writable_data`): every
+symbol in a section the loader maps writable (.data, .bss, .tdata, .tbss, a named section
+with SHF_WRITE; not .data.rel.ro, read-only after relocation), which is new mutable state
+however the source spelt it (a const object with a `mutable` member, a const pointer to a
+heap object, a header whose text a macro makes non-const in one unit). And the toolchain's
+own shared libraries' alias groups (`aliases`): glibc exports one function under several
+names (`__nanosleep`, `nanosleep`; `__poll`, `poll`; `__clone`, `clone`), found by equal
+addresses in each library's dynamic symbol table, so a listed facility is known by any
+of its names.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
+from cxxgate import toolcall
 from cxxgate.cellspec import CellResult
 from cxxgate.layout import Layout
+
+# The shared libraries g++ links a C++ program against: where every name an object leaves
+# undefined is bound (unless another object of the tree defines it).
+LINKED_LIBRARIES = ("libc.so.6", "libstdc++.so.6", "libm.so.6", "libgcc_s.so.1")
 
 
 def undefined_symbols(cell: CellResult, functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every undefined symbol of the objects `cell` (an `objects` cell) linked, with the
     tree file it came from and the line of the tree function that references it (0 when
     none is found). `functions`: the ledger scan's function records of the same tree."""
-    layout = Layout(Path(cell.tree_root).parent.parent)  # trees live at <build>/trees/<key>
     defined = {f["mangled"]: f for f in functions if f.get("mangled")}
+    objects = _objects(cell)
+    # A name one object of the tree leaves undefined and another defines is a call
+    # inside the library, not a binding to the outside.
+    inside = {name for path, _ in objects for name in _defined(path)}
     out: list[dict[str, Any]] = []
-    for key in cell.parts:
-        part = CellResult.load(layout.cell_result(key))
-        if part.binary is None or not part.steps:
-            continue
-        source = part.steps[0].source
-        for symbol, holder in _read(Path(part.binary)):
+    for path, source in objects:
+        for symbol, holder in _read(path):
+            if symbol in inside:
+                continue
             at = _tree_function(holder, defined)
             entry: dict[str, Any] = {
                 "symbol": symbol,
@@ -46,6 +64,110 @@ def undefined_symbols(cell: CellResult, functions: list[dict[str, Any]]) -> list
             if entry not in out:
                 out.append(entry)
     return sorted(out, key=lambda e: (e["path"], e["line"], e["symbol"]))
+
+
+def _objects(cell: CellResult) -> list[tuple[Path, str]]:
+    """(object file, the tree source it was compiled from) of each part of `cell`."""
+    layout = Layout(Path(cell.tree_root).parent.parent)  # trees live at <build>/trees/<key>
+    out = []
+    for key in cell.parts:
+        part = CellResult.load(layout.cell_result(key))
+        if part.binary is not None and part.steps:
+            out.append((Path(part.binary), part.steps[0].source))
+    return out
+
+
+def _defined(path: Path) -> set[str]:
+    with path.open("rb") as fh:
+        symtab = ELFFile(fh).get_section_by_name(".symtab")
+        if not isinstance(symtab, SymbolTableSection):
+            return set()
+        return {
+            s.name
+            for s in symtab.iter_symbols()
+            if s.name
+            and s["st_shndx"] != "SHN_UNDEF"
+            and s["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK", "STB_GNU_UNIQUE")
+        }
+
+
+def writable_data(cell: CellResult, statics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every data symbol the objects of `cell` place in writable memory, with the tree file
+    it came from and the line of the tree variable of that symbol (0 when none matches).
+    `statics`: the ledger scan's static records of the same tree (their `mangled` names)."""
+    known = {s["mangled"]: s for s in statics if s.get("mangled")}
+    out: list[dict[str, Any]] = []
+    for path, source in _objects(cell):
+        for symbol, section in _writable(path):
+            at = known.get(symbol)
+            entry = {
+                "symbol": symbol,
+                "section": section,
+                "path": at["path"] if at else source,
+                "line": at["line"] if at else 0,
+            }
+            if entry not in out:
+                out.append(entry)
+    return sorted(out, key=lambda e: (e["path"], e["line"], e["symbol"]))
+
+
+def _writable(path: Path) -> list[tuple[str, str]]:
+    """(symbol, section) of the object's data in writable sections, or common."""
+    with path.open("rb") as fh:
+        elf = ELFFile(fh)
+        symtab = elf.get_section_by_name(".symtab")
+        if not isinstance(symtab, SymbolTableSection):
+            return []
+        out = []
+        for s in symtab.iter_symbols():
+            kind, index = s["st_info"]["type"], s["st_shndx"]
+            if not s.name or kind not in ("STT_OBJECT", "STT_TLS", "STT_COMMON", "STT_NOTYPE"):
+                continue
+            if index == "SHN_COMMON":
+                out.append((s.name, "COMMON"))
+                continue
+            if not isinstance(index, int):
+                continue
+            section = elf.get_section(index)
+            relro = section.name.startswith(".data.rel.ro")
+            if section["sh_flags"] & SH_FLAGS.SHF_WRITE and not relro:
+                if kind == "STT_NOTYPE" and s.name.startswith("."):
+                    continue  # an assembler-local label, not an object
+                if s.name.startswith("DW.ref."):
+                    continue  # g++'s pointer to the EH personality: no C++ name has a '.'
+                out.append((s.name, section.name))
+        return sorted(set(out))
+
+
+@cache
+def aliases(compiler: str, binds: tuple[tuple[str, str], ...] = ()) -> dict[str, frozenset[str]]:
+    """name -> every name the toolchain's shared libraries export at the same address
+    (its alias group). Each library's path is asked of the compiler through
+    cxxgate/toolcall.py (`-print-file-name`); a library it cannot name or that cannot be
+    read gives no groups (its names then stay unknown: unlisted, never benign)."""
+    groups: dict[str, frozenset[str]] = {}
+    for lib in LINKED_LIBRARIES:
+        code, text = toolcall.query([compiler, f"-print-file-name={lib}"], binds=binds)
+        path = Path(text.strip().splitlines()[-1]) if code == 0 and text.strip() else None
+        if path is None or not path.is_absolute() or not path.is_file():
+            continue
+        for group in _groups(path):
+            for name in group:
+                groups[name] = groups.get(name, frozenset()) | group
+    return groups
+
+
+def _groups(path: Path) -> list[frozenset[str]]:
+    by_address: dict[int, set[str]] = defaultdict(set)
+    with path.open("rb") as fh:
+        dynsym = ELFFile(fh).get_section_by_name(".dynsym")
+        if not isinstance(dynsym, SymbolTableSection):
+            return []
+        for s in dynsym.iter_symbols():
+            function = s["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC")
+            if function and s.name and s["st_shndx"] != "SHN_UNDEF" and s["st_value"]:
+                by_address[s["st_value"]].add(s.name.partition("@")[0])
+    return [frozenset(names) for names in by_address.values() if len(names) > 1]
 
 
 def _read(path: Path) -> list[tuple[str, list[str]]]:

@@ -27,9 +27,23 @@ Rules (the `<rule>` of `assumption_fail:<rule>`):
 |                        | ledger cannot name (implied by any facility rule)               |
 | indirect_binding       | new use of syscall / dlsym / dlopen: a facility by number or    |
 |                        | string (implied by any facility rule)                           |
+| unlisted_binding       | a new undefined symbol of the tree's objects that is no listed  |
+|                        | facility (by any of its libc alias names) and not known benign  |
+|                        | (BENIGN_SYMBOLS, symbols.allowed_calls): `epoll_pwait`,         |
+|                        | `system`, `read` may block or spawn (implied by any facility    |
+|                        | rule)                                                           |
 | using_namespace_header | new `using namespace` at namespace scope in a header            |
 | qualifier_dropped      | a declaration of a named function without a qualifier it keeps  |
-| static_storage         | new non-const variable of static or thread storage duration     |
+| static_storage         | new non-const variable of static or thread storage duration (a  |
+|                        | `mutable` member or a pointer/reference to non-const data makes |
+|                        | a const one mutable), or new writable data in the tree's objects|
+|                        | (.data/.bss/.tdata/.tbss, whatever the source spelt)            |
+
+A spin-wait is a lock: a loop whose exit (its condition, or an `if` in its body that
+breaks or returns) reads an atomic by anything but a compare-exchange (`test_and_set`,
+`exchange`, `load`, `wait`, `fetch_*`, `__atomic_*`/`__sync_*` builtins). A
+compare-exchange retry loop is the lock-free update the case allows, and is not read as
+a lock (a CAS spinlock is therefore not seen: README, ledger threat model).
 """
 
 from __future__ import annotations
@@ -67,6 +81,7 @@ RULES = (
     "lock",
     "inline_asm",
     "indirect_binding",
+    "unlisted_binding",
     "using_namespace_header",
     "qualifier_dropped",
     "static_storage",
@@ -83,6 +98,9 @@ class Symbols(Strict):
     # Qualified names (globs: `Cache::detail_*`) of new external functions and variables
     # a patch may add; None: no check.
     allowed_new: list[str] | None = None
+    # Undefined symbols (globs on the mangled name) the tree's objects may newly bind
+    # beyond BENIGN_SYMBOLS, e.g. `printf` for a library that prints.
+    allowed_calls: list[str] = Field(default_factory=list)
 
 
 class Keep(Strict):
@@ -112,10 +130,11 @@ FACILITY_RULE = {
     "lock": "lock",
     "indirect": "indirect_binding",
     "asm": "inline_asm",
+    "unlisted": "unlisted_binding",
 }
 # Facilities that hide what code binds to: reported whenever the ledger forbids any
 # facility at all, since through them any of the others is reached unseen.
-OPAQUE = ("asm", "indirect")
+OPAQUE = ("asm", "indirect", "unlisted")
 _FACILITY_RULES = ("sleep", "thread_creation", "lock", "static_mutex")
 FACILITY_NAMES: dict[str, tuple[str, ...]] = {
     "sleep": (
@@ -135,6 +154,10 @@ FACILITY_NAMES: dict[str, tuple[str, ...]] = {
         "epoll_wait",
         "sigsuspend",
         "sigtimedwait",
+        "sigwaitinfo",
+        "sigwait",
+        "epoll_pwait",
+        "epoll_pwait2",
     ),
     "thread": (
         "std::thread",
@@ -158,6 +181,22 @@ FACILITY_NAMES: dict[str, tuple[str, ...]] = {
         "vfork",
         "posix_spawn",
         "posix_spawnp",
+        "_Fork",
+        "system",
+        "popen",
+        "execl",
+        "execlp",
+        "execle",
+        "execv",
+        "execvp",
+        "execvpe",
+        "execve",
+        "fexecve",
+        "wait",
+        "waitpid",
+        "waitid",
+        "wait3",
+        "wait4",
     ),
     "lock": (
         "std::mutex",
@@ -195,6 +234,9 @@ FACILITY_NAMES: dict[str, tuple[str, ...]] = {
         "__gthread_recursive_mutex_*",
         "__gthread_cond_*",
         "__gthread_once",
+        "flockfile",
+        "ftrylockfile",
+        "funlockfile",
     ),
     "indirect": ("syscall", "dlsym", "dlvsym", "dlopen", "dlmopen", "__libc_dlsym"),
 }
@@ -233,6 +275,10 @@ FACILITY_SYMBOLS: dict[str, tuple[str, ...]] = {
         "epoll_wait",
         "sigsuspend",
         "sigtimedwait",
+        "sigwaitinfo",
+        "sigwait",
+        "epoll_pwait",
+        "epoll_pwait2",
         "_ZNSt11this_thread11__sleep_for*",
     ),
     "thread": (
@@ -247,6 +293,22 @@ FACILITY_SYMBOLS: dict[str, tuple[str, ...]] = {
         "fork",
         "vfork",
         "posix_spawn*",
+        "_Fork",
+        "system",
+        "popen",
+        "execl",
+        "execlp",
+        "execle",
+        "execv",
+        "execvp",
+        "execvpe",
+        "execve",
+        "fexecve",
+        "wait",
+        "waitpid",
+        "waitid",
+        "wait3",
+        "wait4",
         "_ZNSt6thread*",
         "_ZNSt6jthread*",
         "_ZNSt13__future_base*",
@@ -274,6 +336,9 @@ FACILITY_SYMBOLS: dict[str, tuple[str, ...]] = {
         "_ZSt11__once_call",
         "_ZSt15__once_callable",
         "__once_proxy",
+        "flockfile",
+        "ftrylockfile",
+        "funlockfile",
     ),
     "indirect": ("syscall", "dlsym", "dlvsym", "dlopen", "dlmopen", "__libc_dlsym"),
 }
@@ -293,11 +358,121 @@ def facility_of_name(name: str, header: str | None) -> str | None:
     return None
 
 
-def facility_of_symbol(symbol: str) -> str | None:
+# What a tree's objects may newly bind without naming a facility: memory, strings and
+# maths, the C++ runtime's allocation, exceptions and static-initialisation support, and
+# libstdc++'s out-of-line string and container code. Nothing here blocks, spawns or
+# locks a caller (static-local guards do, but a static local is static_storage anyway).
+# Anything else an object newly leaves undefined is `unlisted_binding`: the ledger does not
+# know what it does, so a case that means to allow it lists it (symbols.allowed_calls).
+BENIGN_SYMBOLS: tuple[str, ...] = (
+    "mem[cs]py",
+    "memmove",
+    "memset",
+    "memcmp",
+    "memchr",
+    "str[nl]en",
+    "strcmp",
+    "strncmp",
+    "strchr",
+    "strrchr",
+    "strstr",
+    "malloc",
+    "calloc",
+    "realloc",
+    "free",
+    "aligned_alloc",
+    "posix_memalign",
+    "abort",
+    "__assert_fail",
+    "__stack_chk_fail",
+    "__errno_location",
+    "_GLOBAL_OFFSET_TABLE_",
+    "__dso_handle",
+    "__cxa_atexit",
+    "__cxa_guard_acquire",
+    "__cxa_guard_release",
+    "__cxa_guard_abort",
+    "__cxa_allocate_exception",
+    "__cxa_free_exception",
+    "__cxa_throw",
+    "__cxa_rethrow",
+    "__cxa_begin_catch",
+    "__cxa_end_catch",
+    "__cxa_call_unexpected",
+    "__cxa_pure_virtual",
+    "__cxa_deleted_virtual",
+    "__cxa_bad_cast",
+    "__cxa_bad_typeid",
+    "__cxa_throw_bad_array_new_length",
+    "__gxx_personality_v0",
+    "_Unwind_Resume",
+    "_ZSt9terminatev",
+    "_ZSt*__throw_*",
+    "_Znwm*",
+    "_Znam*",
+    "_ZdlPv*",
+    "_ZdaPv*",
+    "_ZTI*",
+    "_ZTS*",
+    "_ZTV*",
+    "_ZNSt7__cxx1112basic_string*",
+    "_ZNKSt7__cxx1112basic_string*",
+    "_ZNSt8__detail15_List_node_base*",
+    "_ZSt18_Rb_tree_*",
+    "_ZSt28_Rb_tree_rebalance_for_erase*",
+    "_ZSt29_Rb_tree_insert_and_rebalance*",
+    "_ZNKSt8__detail20_Prime_rehash_policy*",
+    "_ZNSt9exception*",
+    "_ZNKSt9exception*",
+    "_ZNSt9bad_alloc*",
+    "_ZNSt11logic_error*",
+    "_ZNSt13runtime_error*",
+    "_ZNSt12out_of_range*",
+    "_ZNSt12length_error*",
+    "_ZNSt16invalid_argument*",
+    *(
+        f"{f}{suffix}"
+        for f in (
+            "sqrt",
+            "cbrt",
+            "pow",
+            "exp",
+            "exp2",
+            "log",
+            "log2",
+            "log10",
+            "floor",
+            "ceil",
+            "round",
+            "trunc",
+            "fmod",
+            "fabs",
+            "sin",
+            "cos",
+            "tan",
+            "atan2",
+            "hypot",
+            "ldexp",
+            "frexp",
+        )
+        for suffix in ("", "f", "l")
+    ),
+)
+
+
+def facility_of_symbol(symbol: str, aliases: dict[str, frozenset[str]] | None = None) -> str | None:
+    """The facility an undefined symbol binds, by its name or any name the toolchain's
+    libraries export at the same address (`__nanosleep` is nanosleep); `unlisted` for a
+    name that is no facility and not benign."""
+    names = {symbol} | set((aliases or {}).get(symbol, ()))
     for what, globs in FACILITY_SYMBOLS.items():
-        if any(fnmatch.fnmatchcase(symbol, g) for g in globs):
+        if any(fnmatch.fnmatchcase(n, g) for n in sorted(names) for g in globs):
             return what
     return None
+
+
+def is_benign(symbol: str, allowed: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(symbol, g) for g in (*BENIGN_SYMBOLS, *allowed))
 
 
 def active(ledger: Assumptions) -> dict[str, str]:
@@ -314,15 +489,21 @@ def _find(rule: str, message: str, item: dict[str, Any]) -> Finding:
     return Finding(f"assumption_fail:{rule}", message, item["path"], item["line"])
 
 
+Pair = tuple[list[dict[str, Any]], list[dict[str, Any]]]  # (reference's, candidate's)
+
+
 def compare(
     ledger: Assumptions,
     ref: dict[str, Any],
     cand: dict[str, Any],
-    symbols: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+    symbols: Pair | None = None,
+    writable: Pair | None = None,
+    aliases: dict[str, frozenset[str]] | None = None,
 ) -> list[Finding]:
-    """Findings of the patched tree `cand` against its reference `ref` (scan data), and of
-    the undefined symbols of the candidate's objects against the reference's (`symbols`:
-    (reference, candidate), ledger_objects.py)."""
+    """Findings of the patched tree `cand` against its reference `ref` (scan data), of the
+    undefined symbols of the candidate's objects against the reference's (`symbols`,
+    ledger_objects.py; `aliases`: the libraries' alias groups), and of their writable
+    data (`writable`)."""
     out: list[Finding] = []
     out += [_find("unparsed", f"libclang: {e['message']}", e) for e in cand["errors"]]
     out += _skipped(ref, cand)
@@ -332,7 +513,15 @@ def compare(
     out += _uses(ledger, ref, cand)
     out += keep_findings(ledger.keep, cand)
     if symbols is not None:
-        out += _bound(ledger, *symbols)
+        out += _bound(ledger, *symbols, aliases or {})
+    if writable is not None and ledger.no_new_static_storage:
+        # A static already found holding a mutex or an atomic is that finding, not two.
+        named = {
+            (f.path, f.line)
+            for f in out
+            if f.rule in ("assumption_fail:static_mutex", "assumption_fail:file_scope_atomic")
+        }
+        out += [f for f in _writable(*writable) if (f.path, f.line) not in named]
     seen: set[tuple[str, str, int, str]] = set()
     unique = []
     for f in out:
@@ -442,21 +631,52 @@ def _uses(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> lis
 
 
 def _bound(
-    ledger: Assumptions, ref: list[dict[str, Any]], cand: list[dict[str, Any]]
+    ledger: Assumptions,
+    ref: list[dict[str, Any]],
+    cand: list[dict[str, Any]],
+    aliases: dict[str, frozenset[str]],
 ) -> list[Finding]:
-    """Undefined symbols of the candidate's objects the reference's objects do not have,
-    that bind a forbidden facility: what the code calls however it was written (a hand
-    declaration, an asm label, an inline header function emitted at -O0)."""
+    """Undefined symbols of the candidate's objects the reference's objects do not have:
+    what the code calls however it was written (a hand declaration, an asm label, an
+    inline header function emitted at -O0). A listed facility by any of its alias names
+    is that facility; any other name not known benign is `unlisted_binding` (the list of
+    facilities is never complete, the list of harmless calls can be)."""
     rules = active(ledger)
     old = {s["symbol"] for s in ref}
     out = []
     for s in cand:
-        what = facility_of_symbol(s["symbol"])
-        if s["symbol"] in old or what is None or what not in rules:
+        name = s["symbol"]
+        if name in old:
             continue
-        via = f" (through {s['via']})" if s.get("via") else ""
-        msg = f"the object of {s['path']} binds {s['symbol']}{via}: {what}"
+        what = facility_of_symbol(name, aliases)
+        if what is None and not is_benign(name, ledger.symbols.allowed_calls):
+            what = "unlisted"
+        if what is None or what not in rules:
+            continue
+        same = sorted(aliases.get(name, frozenset()) - {name})
+        also = f" (also exported as {', '.join(same)})" if same else ""
+        if what == "unlisted":
+            msg = (
+                f"the object of {s['path']} binds {name}{also}: not a call the ledger knows "
+                "to be harmless (ledger_rules.BENIGN_SYMBOLS, symbols.allowed_calls)"
+            )
+        else:
+            msg = f"the object of {s['path']} binds {name}{also}: {what}"
         out.append(_find(rules[what], msg, s))
+    return out
+
+
+def _writable(ref: list[dict[str, Any]], cand: list[dict[str, Any]]) -> list[Finding]:
+    """Writable data of the candidate's objects the reference's objects do not have: new
+    mutable state, whatever the source spelt (const with a `mutable` member, a const
+    pointer to a heap object, a macro that drops `const` in one unit)."""
+    old = {s["symbol"] for s in ref}
+    out = []
+    for s in cand:
+        if s["symbol"] in old:
+            continue
+        msg = f"the object of {s['path']} holds new writable data {s['symbol']} ({s['section']})"
+        out.append(_find("static_storage", msg, s))
     return out
 
 
