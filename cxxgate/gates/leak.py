@@ -298,8 +298,10 @@ def _shown(lit: dict[str, Any]) -> str:
     read: `if (n == 1764) goto <D.1> (= 1764)`."""
     text, value = lit["text"], lit["value"].partition(":")[2]
     if lit.get("kind") in ("gimple", "optimized", "object"):
-        return f"{text} (= {value[:40]!r})" if lit["value"].startswith("str:") else (
-            f"{text} (= {value})"
+        return (
+            f"{text} (= {value[:40]!r})"
+            if lit["value"].startswith("str:")
+            else (f"{text} (= {value})")
         )
     return str(text)
 

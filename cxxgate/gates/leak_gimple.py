@@ -133,7 +133,7 @@ def gimple_values(text: str, roots: tuple[str, ...], unit: str) -> list[dict[str
             out += pending
             pending, last = [], here
         shown = stmt if len(stmt) <= TEXT_SHOWN else stmt[: TEXT_SHOWN - 3] + "..."
-        items = [
+        items: list[dict[str, Any]] = [
             {"value": v, "text": shown, "kind": "gimple"} for v in _statement_values(stmt)
         ]
         if here is None:
