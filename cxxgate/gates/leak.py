@@ -2,16 +2,21 @@
 
 Two checks a green visible test run cannot make:
 
-- values the patch adds to the sources (not the tests) that the visible oracle shows: the
-  tree's `tests:`, the case files listed in `oracle:`, and every case file another gate's
-  section names (its probes, goldens). Values, not spellings: literals (`0x6E4` and
-  `1'764` are the `1764` of a golden), the constants libclang folds in every tree file the
-  compiled units read, whatever its suffix (`1700 + 64`, a constexpr call, a byte table;
-  literals.constants), and the lines and numbers of files that are not C++. Added: held by
-  the patched tree, by neither the base tree nor the reference. Ignored: 0, 1, -1, "", and
-  the case's `exceptions`. Each is reported as `text (= value)@file:line` with where the
-  oracle shows it. A unit libclang cannot parse, or tree lines its preprocessor newly
-  skips, leave the check incomplete;
+- values the patch adds to the sources (not the tests) that an oracle holds: the visible
+  one (the tree's `tests:`, the case files listed in `oracle:`, every case file another
+  gate's section names) and the hidden one (its units' inputs, its golden's outputs).
+  Values, not spellings: literals as spelt (`0x6E4` and `1'764` are the `1764` of a
+  golden), and the constants g++ compiled, read from its own GIMPLE dumps before and after
+  -O2 and from the objects' data (leak_gimple.py: after template instantiation and g++'s
+  folding of builtins, sizeof, `__VERSION__`, `__PRETTY_FUNCTION__`). Added: held by the
+  patched tree more often than by the base tree and by the reference (a multiset per
+  value). Each is reported as `text (= value)@file:line` with where the oracle holds it.
+  A tree whose units gave no dump leaves the check incomplete.
+
+  The rule for what is no secret: integers of magnitude SMALL or less and "" (honest code
+  and g++ itself write them everywhere); every word and number the base tree's sources
+  already show, comments included (the API's own names, a documented bound): the task's
+  public text; and the case's `allow` (each value with its reason);
 - a hidden oracle: programs and golden stdout kept in the case folder, listed nowhere a
   candidate reads, built against the patched sources at grade time and run.
 
