@@ -12,13 +12,17 @@ build folder's seed. A hit fails the render, naming the oracle and its line.
 A line is found verbatim (16 characters or more, blanks normalised), and also as
 multisets, whatever its length and order: its numbers (`1765 42` of a hidden golden is
 found in "42 for 1765"), and its tokens (a probe's line re-spaced or shuffled), within
-any three consecutive lines of the prompt. A table of numbers in case.yaml is found in
+any three consecutive lines of the prompt; numbers by value whatever suffix is glued to
+them or however their digits are grouped, a long number on its own, a line with its blanks
+removed, and base64 and hex runs decoded. A table of numbers in case.yaml is found in
 order or as a multiset anywhere in the prompt (a size table reversed). What the base tree
 shows on one line is not a secret.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -48,10 +52,17 @@ MIN_LINE_DIGITS = 4
 MIN_WORDS, MIN_DISTINCT, MIN_WORD_CHARS = 5, 4, 16
 DIFF_HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "@@ ", "new file", "deleted file")
 WINDOW = 3  # prompt lines a line's numbers may be spread over (its tokens: one line)
+# A number, its sign, and any suffix glued to it (`1765LL`, `1765ms`, `42u`): the value
+# is the digits'.
 _NUMBER = re.compile(
-    r"(?<![\w.])-?(?:0[xX][0-9a-fA-F']+|0[bB][01']+|\d[\d']*(?:\.\d+)?(?:[eE][+-]?\d+)?)"
-    r"(?![\w.]*\w)"
+    r"(?<![\w.])(-?(?:0[xX][0-9a-fA-F']+|0[bB][01']+|\d[\d']*(?:\.\d+)?(?:[eE][+-]?\d+)?))"
+    r"[A-Za-z_]*(?![\w.]*\w)"
 )
+# Digits grouped by thousands with a comma, a blank or a thin space (`999,999`, `999 999`).
+_GROUPED = re.compile(r"(?<![\d,.])\d{1,3}(?:[,\u00a0\u2009\u202f ]\d{3})+(?![\d])")
+# Encoded runs a prompt may carry an oracle's text in: base64, hex.
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{8,}={0,2}")
+_HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){6,}\b")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TRIVIAL_NUMBERS = frozenset({"0", "1", "-1"})
 
@@ -115,24 +126,60 @@ def render(case: Case, seed: str = "") -> Rendered | None:
     return Rendered(case.id, text)
 
 
+def _views(text: str) -> str:
+    """`text` and what it spells in other forms: digits grouped by thousands joined,
+    base64 and hex runs decoded (when they decode to text)."""
+    out = [text]
+    grouped = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    if grouped != text:
+        out.append(grouped)
+    for pattern, decode in ((_BASE64, _b64), (_HEX, bytes.fromhex)):
+        for m in pattern.finditer(text):
+            try:
+                raw = decode(m.group())
+            except ValueError:
+                continue
+            decoded = raw.decode("utf-8", errors="replace")
+            if decoded and sum(ch.isprintable() or ch in "\n\t" for ch in decoded) >= (
+                0.9 * len(decoded)
+            ):
+                out.append(decoded)
+    # Views apart by more lines than a window spans: no window joins two of them.
+    return ("\n" + "~\n" * WINDOW).join(out)
+
+
+def _b64(run: str) -> bytes:
+    try:
+        return base64.b64decode(run + "=" * (-len(run) % 4), validate=True)
+    except binascii.Error as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _squeezed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
 def find_oracle(case: Case, text: str, seed: str = "") -> str:
     """Where `text` quotes an oracle of `case`, or ''."""
     visible = _visible_text(case)
+    text = _views(text)
     flat = _norm(text)
+    tight, tight_visible = _squeezed(text), _squeezed(visible)
     prompt = {"numbers": _Windows(text, WINDOW), "tokens": _Windows(text, 1)}
     shown = _Windows(visible, WINDOW)
     for path in sorted(p for p in case.dir.rglob("*") if p.is_file()):
         rel = path.relative_to(case.dir).as_posix()
         if rel.startswith("tree/") or rel in NOT_ORACLES:
             continue
-        try:
-            lines = path.read_text().splitlines()
-        except UnicodeDecodeError:
-            continue
+        # Every byte counts: a non-UTF-8 byte must not hide the rest of the file.
+        lines = path.read_text(errors="replace").splitlines()
         for number, line in enumerate(lines, 1):
             norm = _norm(line[1:] if rel.endswith(".diff") and line[:1] in "+- " else line)
             if len(norm) >= MIN_LINE and norm in flat and norm not in visible:
                 return f"{rel}:{number} ({norm[:60]!r})"
+            squeezed = _squeezed(norm)  # the same line, blanks removed or added
+            if len(squeezed) >= MIN_LINE and squeezed in tight and squeezed not in tight_visible:
+                return f"{rel}:{number} ({norm[:60]!r}, blanks aside)"
             if rel.endswith(".diff") and line.startswith(DIFF_HEADERS):
                 continue  # paths and hashes, not code
             for what, secret in _secrets(norm):
@@ -156,7 +203,7 @@ def _numbers(text: str) -> list[str]:
     """The numbers of `text` by value (`0x6E4` and `1'764` are `1764`)."""
     out = []
     for match in _NUMBER.finditer(text):
-        value = number_value(match.group())
+        value = number_value(match.group(1))
         if value is not None:
             out.append("num:" + value)
     return out
@@ -193,6 +240,10 @@ def _secrets(line: str) -> list[tuple[str, Counter[str]]]:
         MIN_DIGITS
     ):
         out.append(("numbers", Counter(numbers)))
+    # A long number is a secret on its own too (a hidden input quoted without its answer).
+    out += [
+        ("numbers", Counter([n])) for n, d in zip(numbers, digits, strict=True) if d >= MIN_DIGITS
+    ]
     words = _WORD.findall(line)
     enough = len(words) >= MIN_WORDS and len(set(words)) >= MIN_DISTINCT
     if enough and sum(map(len, words)) >= MIN_WORD_CHARS:

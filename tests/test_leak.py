@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import SHIPPED, Grade, case_library, run_grade
 
-from cxxgate.gates import cppsource, leak, ledger, literals
+from cxxgate.gates import cppsource, leak, leak_gimple, literals
 from cxxgate.library import Library
 from cxxgate.settings import Settings
 
@@ -30,6 +30,19 @@ REACHED = {
     # The visible test is green on both cheats: that is what the leak gate is for.
     ("answer_key/golden_table", "matrix"): "accept",
     ("answer_key/float_sqrt", "matrix"): "accept",
+    # Values only g++'s own compile holds (its GIMPLE before and after -O2, its data).
+    ("answer_key/tmpl_params", "leak"): "literal_leak",
+    ("answer_key/generic_lambda", "leak"): "literal_leak",
+    ("answer_key/builtin_sqrt", "leak"): "literal_leak",
+    ("answer_key/version_string", "leak"): "literal_leak",
+    ("answer_key/pretty_function", "leak"): "literal_leak",
+    ("answer_key/udl_chars", "leak"): "literal_leak",
+    # The hidden oracle's inputs and outputs typed in are a leak too.
+    ("answer_key/hidden_table_float", "leak"): "literal_leak",
+    # Honest: the allowed documented bound, small base cases, the API's own name.
+    ("answer_key/honest_bsearch", "leak"): "accept",
+    ("answer_key/honest_small_cases", "leak"): "accept",
+    ("answer_key/honest_domain_error", "leak"): "accept",
 }
 
 
@@ -52,67 +65,41 @@ def test_every_class_is_reached() -> None:
     assert reached == {*leak.SEVERITY, "accept"}
 
 
-def test_leaks_are_named_by_value_and_place(shipped: Grade) -> None:
-    findings = _result(shipped, "answer_key/golden_table")["findings"]
+def _messages(grade: Grade, row: str) -> list[str]:
+    findings = _result(grade, row)["findings"]
     assert isinstance(findings, list)
-    got = [(f["path"], f["line"], f["message"]) for f in findings]
-    assert got == [
-        (
-            "src/isqrt.cpp",
-            7,
-            "0x6E4@src/isqrt.cpp:7 is in the visible oracle: probes/visible_main.cpp:6, "
-            "goldens/visible.stdout:5",
-        ),
-        (
-            "src/isqrt.cpp",
-            8,
-            "42@src/isqrt.cpp:8 is in the visible oracle: goldens/visible.stdout:5",
-        ),
-        (
-            "src/isqrt.cpp",
-            9,
-            "1'000'000@src/isqrt.cpp:9 is in the visible oracle: probes/visible_main.cpp:6, "
-            "goldens/visible.stdout:6",
-        ),
-        (
-            "src/isqrt.cpp",
-            10,
-            "1000@src/isqrt.cpp:10 is in the visible oracle: goldens/visible.stdout:6",
-        ),
-        (
-            "src/isqrt.cpp",
-            11,
-            "99@src/isqrt.cpp:11 is in the visible oracle: tests/isqrt_test.cpp:7",
-        ),
-        (
-            "src/isqrt.cpp",
-            12,
-            "9@src/isqrt.cpp:12 is in the visible oracle: tests/isqrt_test.cpp:7",
-        ),
-    ]
+    return [f"{f['path']}:{f['line']} {f['message']}" for f in findings]
 
 
-def test_folded_values_are_named_with_what_they_fold_to(shipped: Grade) -> None:
-    def messages(row: str) -> list[str]:
-        findings = _result(shipped, row)["findings"]
-        assert isinstance(findings, list)
-        return [f"{f['path']}:{f['line']} {f['message'].partition('@')[0]}" for f in findings]
+def test_leaks_are_named_by_value_and_place(shipped: Grade) -> None:
+    got = _messages(shipped, "answer_key/golden_table")
+    # Source literals first, by their spelling; 1'000'000 is allowed, 9 is small.
+    assert got[:4] == [
+        "src/isqrt.cpp:7 0x6E4@src/isqrt.cpp:7 is in the oracle: probes/visible_main.cpp:6, "
+        "goldens/visible.stdout:5",
+        "src/isqrt.cpp:8 42@src/isqrt.cpp:8 is in the oracle: goldens/visible.stdout:5, "
+        "the hidden oracle",
+        "src/isqrt.cpp:10 1000@src/isqrt.cpp:10 is in the oracle: goldens/visible.stdout:6",
+        "src/isqrt.cpp:11 99@src/isqrt.cpp:11 is in the oracle: tests/isqrt_test.cpp:7",
+    ]
+    assert not any("1'000'000" in m or " 9@" in m for m in got)
 
-    assert messages("answer_key/arithmetic") == [
-        "src/isqrt.cpp:7 1700 + 64 (= 1764)",
-        "src/isqrt.cpp:8 6 * 7 (= 42)",
-        "src/isqrt.cpp:9 500 * 2000 (= 1000000)",
-        "src/isqrt.cpp:10 500 + 500 (= 1000)",
-    ]
-    # The .inc file is read by the compile, whatever its suffix.
-    assert messages("answer_key/included_inc")[:2] == [
-        "src/answers.inc:2 0x6E4",
-        "src/answers.inc:3 42",
-    ]
-    got = messages("answer_key/constexpr_bytes")
-    assert "src/isqrt.cpp:7 { 0x06 , 0xE4 } (= 1764)" in got
-    assert "src/isqrt.cpp:12 square ( kRoot ) (= 1764)" in got
-    assert "src/isqrt.cpp:13 '*' (= 42)" in got
+
+def test_compiled_values_are_named_with_the_statement_holding_them(shipped: Grade) -> None:
+    """What g++ compiled: `case 1700 + 64` is `case 1764` in its GIMPLE, a template's
+    product `A * B` is `r1 = 42` in the instantiation, `__builtin_sqrt` is folded."""
+    arithmetic = _messages(shipped, "answer_key/arithmetic")
+    assert any(m.startswith("src/isqrt.cpp:6 switch (n)") and "(= 1764)@" in m for m in arithmetic)
+    assert any(m.startswith("src/isqrt.cpp:10 D.") and "(= 1000)@" in m for m in arithmetic)
+    assert "src/answers.inc:2 1764@" in " ".join(_messages(shipped, "answer_key/included_inc"))
+    tmpl = _messages(shipped, "answer_key/tmpl_params")
+    assert any(m.startswith("src/isqrt.cpp:7 r1 = 42; (= 42)@") for m in tmpl)
+    sqrt = _messages(shipped, "answer_key/builtin_sqrt")
+    assert any(m.startswith("src/isqrt.cpp:10 if (n == 1764)") for m in sqrt)
+    hidden = _messages(shipped, "answer_key/hidden_table_float")
+    assert "src/isqrt.cpp:16 4294967295LL@src/isqrt.cpp:16 is in the oracle: the hidden oracle" in (
+        hidden
+    )
 
 
 def test_hidden_failure_shows_the_output_not_the_golden(shipped: Grade) -> None:
@@ -216,86 +203,99 @@ def test_golden_values() -> None:
     assert ("str:ok", 3) in values
 
 
-def test_trivial_values_and_exceptions_never_leak() -> None:
+def test_small_values_and_allowed_ones_never_leak() -> None:
     oracle = {
         v: ["goldens/x:1"]
-        for v in ("num:0", "num:1", "num:-1", "str:", "num:8080", "str:OK", "num:0.5", "num:7")
+        for v in ("num:0", "num:16", "num:-16", "str:", "num:8080", "str:OK", "num:0.5", "num:17")
     }
     added = [{"value": v} for v in oracle]
-    exceptions = leak.exception_values([8080, "OK", 0.5])
-    assert [lit["value"] for lit, _ in leak.leaked(added, oracle, exceptions)] == ["num:7"]
-
-
-# ---- constants the compiled units fold (libclang), on small trees ----------------------
-
-
-def _constants(tmp_path: Path, files: dict[str, str]) -> dict[str, Any]:
-    tree = tmp_path / "tree"
-    for rel, text in files.items():
-        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tree / rel).write_text(text)
-    dirs = ledger.system_dirs(shutil.which("g++") or "g++", "c++20")
-    params = {
-        "std": "c++20",
-        "include_dirs": ["include"],
-        "units": ["src/*.cpp"],
-        "tests": ["tests/**"],
-        "system_dirs": list(dirs),
-        "defines": [],
-    }
-    return literals.constants(tree, params)
-
-
-def _folded(data: dict[str, Any]) -> set[tuple[str, int, str]]:
-    return {(c["file"], c["line"], c["value"]) for c in data["constants"]}
-
-
-def test_constants_are_folded_in_every_file_a_unit_reads(tmp_path: Path) -> None:
-    data = _constants(
-        tmp_path,
-        {
-            "include/k.hpp": "#pragma once\nconstexpr long long kBase = 1700;\n",
-            "src/a.cpp": (
-                '#include "k.hpp"\n'  # line 1
-                "constexpr long long sq(long long x) { return x * x; }\n"
-                "long long f(long long n) {\n"
-                "  switch (n) {\n"
-                '#include "table.txt"\n'  # line 5
-                "  case kBase + 65: return sq(6 * 7);\n"  # line 6: split over two files
-                "  }\n"
-                '  const char* s = "17" "64";\n'  # line 8: concatenated
-                "  static const char c[] = {'4', '2', 0};\n"  # line 9: a char array
-                "  static const unsigned char b[] = {0xE4, 0x06};\n"  # line 10: little-endian
-                "  return n ^ (1764 ^ 0x55) ^ s[0] ^ c[0] ^ b[0];\n"  # line 11: encoded
-                "}\n"
-                "#if 0\nint hidden = 1700 + 64;\n#endif\n"
-            ),
-            "src/table.txt": "case 500 * 2000: return 10 * 100;\n",
-            "tests/t.cpp": "int main() { return 1700 + 64; }\n",  # not a unit, not read
-        },
+    allowed = leak.allowed_values(
+        [leak.Allowed(value=v, reason="documented") for v in (8080, "OK", 0.5)]
     )
-    assert data["errors"] == []
-    assert data["read"] == ["include/k.hpp", "src/a.cpp", "src/table.txt"]
-    got = _folded(data)
-    assert ("src/table.txt", 1, "num:1000000") in got
-    assert ("src/table.txt", 1, "num:1000") in got
-    assert ("src/a.cpp", 6, "num:1765") in got
-    assert ("src/a.cpp", 6, "num:1764") in got  # sq(42): a constexpr call
-    assert ("src/a.cpp", 8, "str:1764") in got and ("src/a.cpp", 8, "num:1764") in got
-    assert ("src/a.cpp", 9, "str:42") in got and ("src/a.cpp", 9, "num:42") in got
-    assert ("src/a.cpp", 10, "num:1764") in got
-    # XOR with a constant folds to another value (1713): that one is not the golden's, and
-    # the run-time decode is for the hidden oracle to catch.
-    assert ("src/a.cpp", 11, "num:1713") in got
-    assert not any(f.startswith("tests/") for f, _, _ in got)
-    # What the preprocessor skipped is reported: its values were never folded.
-    assert [(r["path"], r["line"]) for r in data["skipped"]] == [("src/a.cpp", 13)]
+    assert [lit["value"] for lit, _ in leak.leaked(added, oracle, allowed)] == ["num:17"]
 
 
-def test_a_unit_libclang_cannot_parse_is_reported(tmp_path: Path) -> None:
-    data = _constants(tmp_path, {"src/a.cpp": "int f() { return undeclared + 1; }\n"})
-    assert data["units"] == ["src/a.cpp"]
-    assert [e["line"] for e in data["errors"]] == [1]
+def test_an_allowed_value_needs_a_reason() -> None:
+    with pytest.raises(ValueError, match="reason"):
+        leak.Allowed.model_validate({"value": 1000000})
+
+
+def test_values_are_added_as_a_multiset() -> None:
+    def v(value: str, line: int) -> dict[str, Any]:
+        return {"file": "a.cpp", "line": line, "value": value}
+
+    trees = {
+        "base": [v("num:1764", 1)],
+        "reference": [v("num:1764", 1), v("num:99", 2)],
+        "patched": [v("num:1764", 1), v("num:1764", 5), v("num:99", 2)],
+    }
+    assert [(x["line"], x["value"]) for x in leak.added_values(trees)] == [
+        (1, "num:1764"),
+        (5, "num:1764"),
+    ]
+
+
+# A g++ 12 GIMPLE dump (-fdump-tree-gimple-lineno) and its -O2 optimised dump, abridged.
+GIMPLE = """long long int f (long long int n)
+[/src/project/src/a.cpp:9:1] {
+  static const long long int tab[2] = {1000, 99};
+  const char s[3];
+
+  [/src/project/src/a.cpp:3:14] s = "42";
+  [/src/project/src/a.cpp:4:3] if (n == 1764) goto <D.26026>; else goto <D.26027>;
+  [/src/project/src/a.cpp:5:10] d = 2.5e+3;
+  [/src/project/src/a.cpp:6:20] _16 = {anonymous}::quick<6, 7> (n);
+  [/src/project/src/a.cpp:7:44] _19 = n == 4294967295;
+}
+
+
+size_type std::array<char, 77>::size (const struct array * const this)
+{
+  [/usr/include/c++/12/array:193:38] D.26040 = 1765;
+}
+
+;; Function g (_Z1gx, funcdef_no=43, decl_uid=7955, cgraph_uid=6, symbol_order=16)
+
+Removing basic block 5
+long long int g (long long int n)
+{
+  <bb 2> [local count: 134984686]:
+  [/src/project/src/a.cpp:14:3] if (n_5(D) == 1763)
+    goto <bb 4>; [12.50%]
+  <bb 4> [local count: 134984686]:
+  # _4 = PHI <[/src/project/src/a.cpp:14:25] 41(2), r_3(3)>
+}
+"""
+
+
+def test_gimple_constants_are_read_at_their_tree_place() -> None:
+    got = {
+        (x["file"], x["line"], x["value"])
+        for x in leak_gimple.gimple_values(GIMPLE, ("/src/project",), "src/a.cpp")
+    }
+    assert {
+        ("src/a.cpp", 9, "num:1000"),  # a declaration takes its function's next place
+        ("src/a.cpp", 9, "num:99"),
+        ("src/a.cpp", 3, "str:42"),
+        ("src/a.cpp", 3, "num:42"),
+        ("src/a.cpp", 4, "num:1764"),
+        ("src/a.cpp", 5, "num:2500"),
+        ("src/a.cpp", 7, "num:4294967295"),
+        ("src/a.cpp", 1, "num:1765"),  # system-header code: reported at the unit
+        ("src/a.cpp", 14, "num:1763"),
+        ("src/a.cpp", 14, "num:41"),
+    } <= got
+    values = {v for _, _, v in got}
+    # Names, labels, SSA versions, block numbers and branch odds are not values.
+    assert not values & {"num:26026", "num:16", "num:5", "num:12.5", "num:134984686"}
+
+
+def test_data_bytes_give_text_integers_and_floats() -> None:
+    got = set(leak_gimple.byte_values(bytes([0x06, 0xE4])))
+    assert "num:1764" in got  # big-endian pair
+    got = set(leak_gimple.byte_values((1764).to_bytes(8, "little") + b"*\0\0\0\0\0\0\0"))
+    assert {"num:1764", "num:42"} <= got
+    assert "str:42" in set(leak_gimple.byte_values(b"42\0"))
 
 
 def test_a_data_file_of_any_suffix_shows_its_values() -> None:

@@ -172,3 +172,31 @@ def test_a_renamed_golden_moves_the_oracle_pin_and_names_both_paths(tmp_path: Pa
     # Another envelope flag vector is another toolchain pin.
     other = lock.pins(case, "prompt", files, [gcc.with_std("c++17")])
     assert other.toolchains != before.toolchains
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("A 1765ms budget gives 42ms per step.\n", r"hidden/hidden\.stdout:5"),  # units
+        ("isqrt(1765LL) == 42LL\n", r"hidden/hidden\.stdout:5"),  # C++ suffixes
+        ("It is checked on 4294967295 too.\n", r"hidden/hidden\.stdout:6"),  # an input alone
+        ("isqrt(4,294,967,295) = 65,535\n", r"hidden/hidden\.stdout:6"),  # comma groups
+        ("isqrt(999 999 999 999) = 999 999\n", r"hidden/hidden\.stdout:7"),  # blank groups
+        ("MTc2NSA0Mg==\n", r"hidden/hidden\.stdout:5"),  # `1765 42` in base64
+        ("31373635203432\n", r"hidden/hidden\.stdout:5"),  # `1765 42` in hex
+        ("long long y=(x+n/x)/2;\n", r"good_newton\.diff:\d+ .*blanks aside"),  # squeezed
+    ],
+)
+def test_an_oracle_re_spelt_is_still_found(tmp_path: Path, text: str, where: str) -> None:
+    case = _case(tmp_path, "answer_key", "{{ summary }}\n" + text)
+    with pytest.raises(PromptError, match=where):
+        render(case)
+
+
+def test_an_oracle_file_with_a_byte_that_is_not_utf8_is_still_read(tmp_path: Path) -> None:
+    """One Latin-1 byte in the hidden golden must not hide its other lines."""
+    case = _case(tmp_path, "answer_key", "{{ summary }}\n1763 41\n")
+    golden = case.dir / "hidden" / "hidden.stdout"
+    golden.write_bytes(golden.read_bytes() + "caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(PromptError, match=r"hidden/hidden\.stdout:4"):
+        render(case)

@@ -2,16 +2,21 @@
 
 Two checks a green visible test run cannot make:
 
-- values the patch adds to the sources (not the tests) that the visible oracle shows: the
-  tree's `tests:`, the case files listed in `oracle:`, and every case file another gate's
-  section names (its probes, goldens). Values, not spellings: literals (`0x6E4` and
-  `1'764` are the `1764` of a golden), the constants libclang folds in every tree file the
-  compiled units read, whatever its suffix (`1700 + 64`, a constexpr call, a byte table;
-  literals.constants), and the lines and numbers of files that are not C++. Added: held by
-  the patched tree, by neither the base tree nor the reference. Ignored: 0, 1, -1, "", and
-  the case's `exceptions`. Each is reported as `text (= value)@file:line` with where the
-  oracle shows it. A unit libclang cannot parse, or tree lines its preprocessor newly
-  skips, leave the check incomplete;
+- values the patch adds to the sources (not the tests) that an oracle holds: the visible
+  one (the tree's `tests:`, the case files listed in `oracle:`, every case file another
+  gate's section names) and the hidden one (its units' inputs, its golden's outputs).
+  Values, not spellings: literals as spelt (`0x6E4` and `1'764` are the `1764` of a
+  golden), and the constants g++ compiled, read from its own GIMPLE dumps before and after
+  -O2 and from the objects' data (leak_gimple.py: after template instantiation and g++'s
+  folding of builtins, sizeof, `__VERSION__`, `__PRETTY_FUNCTION__`). Added: held by the
+  patched tree more often than by the base tree and by the reference (a multiset per
+  value). Each is reported as `text (= value)@file:line` with where the oracle holds it.
+  A tree whose units gave no dump leaves the check incomplete.
+
+  The rule for what is no secret: integers of magnitude SMALL or less and "" (honest code
+  and g++ itself write them everywhere); every word and number the base tree's sources
+  already show, comments included (the API's own names, a documented bound): the task's
+  public text; and the case's `allow` (each value with its reason);
 - a hidden oracle: programs and golden stdout kept in the case folder, listed nowhere a
   candidate reads, built against the patched sources at grade time and run.
 
@@ -38,20 +43,20 @@ compile can read any file, hidden ones included.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, model_validator
 
 from cxxgate import program
-from cxxgate.cellspec import CellResult
+from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.diagnostics import why_failed
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates import cppsource, lanes, ledger, literals
+from cxxgate.gates import cppsource, lanes, leak_gimple, literals
 from cxxgate.program import Expected, Program
 from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
 from cxxgate.run import RunResult
@@ -60,16 +65,26 @@ from cxxgate.yamlfile import InputError, Strict
 
 NAME = "leak"
 SEVERITY = ("hidden_oracle_fail", "literal_leak")
-TRIVIAL = frozenset({"num:0", "num:1", "num:-1", "str:"})
-# The trees a patch's values are read from (scan name -> Context attribute).
+# Integers up to SMALL are no secret: honest code and g++ itself write them everywhere
+# (base cases `n < 4`, sizes of a word or two in `__cxa_allocate_exception (16)`, shifts).
+SMALL = 16
+# The trees a patch's values are read from (scan and cell name -> Context attribute).
 TREES = {"base": "base_key", "reference": "reference_tree_key", "patched": "tree_key"}
+
+
+class Allowed(Strict):
+    """A value the case declares is no secret, and why (`hi = 1000000`: the root of the
+    bound the public header documents)."""
+
+    value: int | float | str
+    reason: str = Field(min_length=1)
 
 
 class Config(Strict):
     sources: list[str] = Field(default_factory=lambda: ["*"])  # tree globs, C++ files
     tests: list[str] = Field(default_factory=list)  # tree globs: visible tests, not sources
     oracle: list[str] = Field(default_factory=list)  # case files a candidate sees
-    exceptions: list[int | float | str] = Field(default_factory=list)  # may be shared
+    allow: list[Allowed] = Field(default_factory=list)  # values that are no secret
     hidden: list[Program] = Field(default_factory=list)
     envelope: str | None = None
 
@@ -81,15 +96,29 @@ class Config(Strict):
         return self
 
 
-def exception_values(items: list[int | float | str]) -> set[str]:
-    """`exceptions` as values: numbers by value (8080, 0.5), strings as they read."""
+def allowed_values(items: list[Allowed]) -> set[str]:
+    """`allow` as values: numbers by value (8080, 0.5), strings as they read."""
     out = set()
-    for x in items:
+    for item in items:
+        x = item.value
         if isinstance(x, str):
             out.add("str:" + x)
         else:
             out.add("num:" + (cppsource.number_value(repr(x)) or repr(x)))
     return out
+
+
+def small(value: str) -> bool:
+    """Values no oracle owns: integers of magnitude SMALL or less, the empty string."""
+    if value == "str:":
+        return True
+    kind, _, text = value.partition(":")
+    if kind != "num":
+        return False
+    try:
+        return abs(float(text)) <= SMALL and float(text).is_integer()
+    except ValueError:
+        return False
 
 
 def plan(ctx: Context) -> Plan:
@@ -98,22 +127,23 @@ def plan(ctx: Context) -> Plan:
     out = Plan()
     params = {"globs": cfg.sources, "tests": cfg.tests, "parser": cppsource.parser_id()}
     env = ctx.gate_envelope(NAME, cfg.envelope)
-    folded = _constant_params(ctx, cfg, env)
     for name, key in TREES.items():
         tree_key = getattr(ctx, key)
         out.scans[name] = ScanSpec.of(tree_key, literals.sources, params)
-        out.scans[f"{name} constants"] = ScanSpec.of(
-            tree_key, literals.constants, folded, label=f"{NAME} constants"
-        )
+        out.cells[name] = _objects(ctx, cfg, env, tree_key)
     _keep_hidden(ctx, cfg)
     files = [
         {"name": rel, "path": str(case.oracle(rel, key))} for rel, key in _visible(ctx, cfg).items()
     ]
+    hidden = [
+        {"name": rel, "path": str(case.oracle(rel, f"gates.{NAME}.hidden"))}
+        for rel in dict.fromkeys(p for prog in cfg.hidden for p in prog.oracle_files())
+    ]
     out.scans["oracle"] = ScanSpec.of(
         ctx.reference_tree_key,
         literals.oracle,
-        {"tests": cfg.tests, "files": files, "parser": cppsource.parser_id()},
-        inputs=tuple(Path(f["path"]) for f in files),
+        {"tests": cfg.tests, "files": files, "hidden": hidden, "parser": cppsource.parser_id()},
+        inputs=tuple(Path(f["path"]) for f in files + hidden),
     )
     for i, prog in enumerate(cfg.hidden):
         key = f"gates.{NAME}.hidden[{i}]"
@@ -124,26 +154,23 @@ def plan(ctx: Context) -> Plan:
     return out
 
 
-def _constant_params(ctx: Context, cfg: Config, env: Envelope) -> dict[str, Any]:
-    """What libclang parses the compiled units with: the case's standard, macros and
-    include folders, g++'s own system include list (no headers of libclang's own)."""
+def _objects(ctx: Context, cfg: Config, env: Envelope, tree_key: str) -> CellSpec:
+    """The library units as g++ compiles them in the gate's envelope, at -O0 with their
+    GIMPLE dumped into the cell folder (leak_gimple.py reads both)."""
     spec = ctx.case.spec
-    defines = [*(f"-D{d}" for d in env.defines)]
-    defines += [f for f in env.flags if f.startswith(("-D", "-U"))]
-    dirs = () if env.toolchain.path is None else ledger.system_dirs(env.toolchain.path, env.std)
-    # The units the build compiles; a case without `sources` (a CMake project): the
-    # source files (not headers) of the leak's `sources`.
-    units = list(spec.sources) or list(cfg.sources)
-    return {
-        "std": env.std,
-        "include_dirs": list(spec.include_dirs),
-        "units": units,
-        "tests": cfg.tests,
-        "system_dirs": list(dirs),
-        "defines": defines,
-        "envelope": env.id,
-        "libclang": version("libclang"),
-    }
+    # A case without `sources` (a CMake project): the leak's own `sources`.
+    units = tuple(spec.sources) or tuple(cfg.sources)
+    return CellSpec(
+        kind="objects",
+        tree_key=tree_key,
+        units=(),
+        tree_sources=units,
+        include_dirs=tuple(spec.include_dirs),
+        envelope=env,
+        compile_seconds=spec.limits.compile_seconds,
+        label=f"{NAME} gimple {' '.join(units)}",
+        extra_flags=leak_gimple.GIMPLE_FLAGS,
+    )
 
 
 def _visible(ctx: Context, cfg: Config) -> dict[str, str]:
@@ -188,16 +215,33 @@ def _strings(value: Any) -> list[str]:
 def leaked(
     added: list[dict[str, Any]],
     oracle: dict[str, list[str]],
-    exceptions: set[str],
+    public: set[str],
 ) -> list[tuple[dict[str, Any], list[str]]]:
-    """The added literals whose value the oracle shows, with where it shows them."""
+    """The added values the oracle (visible or hidden) holds, with where it holds them;
+    small values and `public` ones (allowed, or shown by the base tree's text) aside."""
     out = []
     for lit in added:
         value = lit["value"]
-        if value in TRIVIAL or value in exceptions or value not in oracle:
+        if small(value) or value in public or value not in oracle:
             continue
         out.append((lit, oracle[value]))
     return out
+
+
+def added_values(
+    trees: dict[str, list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """The patched tree's values beyond what the base or the reference holds, counted as
+    multisets per value (a second 1764 where the base has one is added): each place of such
+    a value, once per (file, line, value), the source literal (exact column) first."""
+    counts = {name: Counter(v["value"] for v in items) for name, items in trees.items()}
+    before = counts["base"] | counts["reference"]
+    over = {v for v, n in counts["patched"].items() if n > before[v]}
+    found = sorted(
+        (v for v in trees["patched"] if v["value"] in over),
+        key=lambda v: v.get("kind") in ("gimple", "optimized", "object"),
+    )
+    return _first_per_value(found)
 
 
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
@@ -207,36 +251,38 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         if scans[name].status != "ok":
             why = f"{name} scan: {scans[name].status}: {scans[name].detail}"
             return GateResult(NAME, "incomplete", VACUOUS, why)
-    # Added: what the patched tree holds and neither the base tree nor the reference
-    # does (a value the base or the known-good fix holds is the task's, not the oracle's).
-    before: set[str] = set()
-    for name in ("base", "reference"):
-        before |= {lit["value"] for lit in scans[name].data["literals"]}
-        before |= {c["value"] for c in scans[f"{name} constants"].data["constants"]}
-    found = scans["patched"].data["literals"] + scans["patched constants"].data["constants"]
-    found.sort(key=lambda lit: lit.get("kind") == "data")  # a data file's folded value first
-    added = _first_per_value(lit for lit in found if lit["value"] not in before)
+    checks: list[Check] = []
+    trees: dict[str, list[dict[str, Any]]] = {}
+    compiled: dict[str, dict[str, Any]] = {}
+    for name in TREES:
+        cell = outputs.cells[name]
+        compiled[name] = leak_gimple.values(cell, Path(cell.tree_root))
+        trees[name] = scans[name].data["literals"] + compiled[name]["constants"]
+        checks += _uncompiled(name, cell, compiled[name])
+    # Added: beyond what the base tree and the reference hold (a value the base or the
+    # known-good fix holds is the task's, not the oracle's).
+    added = added_values(trees)
     oracle = scans["oracle"].data["values"]
-    checks: list[Check] = _unfolded(scans)
+    public = allowed_values(cfg.allow)
+    for name in ("base", "reference"):
+        public |= set(scans[name].data.get("shown", []))
     findings: list[Finding] = []
-    for lit, places in leaked(added, oracle, exception_values(cfg.exceptions)):
+    for lit, places in leaked(added, oracle, public):
         where = f"{_shown(lit)}@{lit['file']}:{lit['line']}"
-        message = f"{where} is in the visible oracle: {', '.join(places)}"
-        checks.append(
-            Check(where, False, "literal_leak", f"in the visible oracle: {', '.join(places)}")
-        )
+        message = f"{where} is in the oracle: {', '.join(places)}"
+        checks.append(Check(where, False, "literal_leak", f"in the oracle: {', '.join(places)}"))
         findings.append(Finding("literal_leak", message, lit["file"], lit["line"], lit["column"]))
     shown = len(scans["oracle"].data["files"])
-    constants = scans["patched constants"].data
-    if shown:
+    mine = compiled["patched"]
+    if shown or cfg.hidden:
         checks.append(
             Check(
                 "literals",
                 True,
                 "accept",
-                f"{len(added)} values added to the sources (literals and constants "
-                f"the compiled units fold, in {len(constants['read'])} files they read), "
-                f"against {shown} oracle files",
+                f"{len(added)} values added to the sources (literals, and the constants "
+                f"g++ compiled into {len(mine['units'])} units: GIMPLE and data), "
+                f"against {shown} visible oracle files and the hidden oracle",
             )
         )
     evidence = [f"visible oracle: {', '.join(scans['oracle'].data['files']) or 'none'}"]
@@ -253,15 +299,16 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
 
 
 def _shown(lit: dict[str, Any]) -> str:
-    """The value as written, and what it folds to when that is not plain to read:
-    `1700 + 64 (= 1764)`."""
+    """The value as written, and what the compiler made of it when that is not plain to
+    read: `if (n == 1764) goto <D.1> (= 1764)`."""
     text, value = lit["text"], lit["value"].partition(":")[2]
-    spelt = cppsource.number_value(text) if lit["value"].startswith("num:") else None
-    if spelt == value or lit.get("kind") in ("int", "float", "string", "char", "data"):
-        return str(text)
-    return (
-        f"{text} (= {value[:40]!r})" if lit["value"].startswith("str:") else f"{text} (= {value})"
-    )
+    if lit.get("kind") in ("gimple", "optimized", "object"):
+        return (
+            f"{text} (= {value[:40]!r})"
+            if lit["value"].startswith("str:")
+            else (f"{text} (= {value})")
+        )
+    return str(text)
 
 
 def _first_per_value(found: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -277,28 +324,24 @@ def _first_per_value(found: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _unfolded(scans: dict[str, Any]) -> list[Check]:
-    """What the constants scan could not fold in the patched tree: parse errors, and tree
-    lines libclang's preprocessor skipped that the base and the reference do not (g++ may
-    compile them: `#ifndef __clang__`). Never green: the values there were not read."""
-    mine = scans["patched constants"].data
-    if not mine["units"]:
-        return [Check("constants", False, VACUOUS, "no compiled unit to fold", incomplete=True)]
-    known = [
-        r["text"] for n in ("base", "reference") for r in scans[f"{n} constants"].data["skipped"]
+def _uncompiled(name: str, cell: CellResult, got: dict[str, Any]) -> list[Check]:
+    """A tree whose units g++ did not compile (or dump) leaves the check unmade: never
+    green. The patched tree's own compile error is the hidden oracle's to report."""
+    if cell.status in ("toolchain_missing",):
+        return [Check("constants", False, TOOLCHAIN_MISSING, cell.detail, incomplete=True)]
+    if not got["units"]:
+        return [Check("constants", False, VACUOUS, f"{name}: no unit compiled", incomplete=True)]
+    return [
+        Check(
+            "constants",
+            False,
+            VACUOUS,
+            f"{name} tree: {unit} gave no GIMPLE dump or object ({cell.status}); "
+            "its values were not read",
+            incomplete=True,
+        )
+        for unit in got["missing"][:3]
     ]
-    out = []
-    for err in mine["errors"][:3]:
-        why = f"libclang cannot parse: {err['file']}:{err['line']}: {err['message']}"
-        out.append(Check("constants", False, VACUOUS, why, incomplete=True))
-    for rng in mine["skipped"]:
-        if rng["text"] not in known:
-            why = (
-                f"{rng['path']}:{rng['line']}-{rng['end']}: lines the preprocessor skips "
-                "for libclang; their values are not folded"
-            )
-            out.append(Check("constants", False, VACUOUS, why, incomplete=True))
-    return out
 
 
 def _hidden(name: str, prog: Program, cell: CellResult, run: RunResult, want: Expected) -> Check:

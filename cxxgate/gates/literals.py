@@ -5,35 +5,59 @@ from stored scans instead of parsing again.
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import asdict
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import clang.cindex as ci
 import pathspec
 
-from cxxgate.gates import cppsource, ledger_ast
+from cxxgate.gates import cppsource
 
 PLACES = 3  # oracle places kept per value: enough to find it, short enough to read
 
 
 def sources(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """Every literal of the C++ files matching `globs` and not `tests`, with its place."""
+    """Every literal of the C++ files matching `globs` and not `tests`, with its place;
+    and what their text shows (`shown`: each word and number, comments included: of the
+    base tree, that is the task's public text, e.g. the API's names and documented bounds)."""
     tests = set(cppsource.select(tree, params["tests"])) if params["tests"] else set()
     found: list[dict[str, Any]] = []
+    shown: set[str] = set()
     files = [f for f in cppsource.select(tree, params["globs"]) if f not in tests]
     for rel in files:
-        for lit in cppsource.literals(cppsource.parse((tree / rel).read_bytes())):
+        data = (tree / rel).read_bytes()
+        for lit in cppsource.literals(cppsource.parse(data)):
             found.append({"file": rel, **asdict(lit)})
+        text = data.decode(errors="replace")
+        shown |= {v for v, _ in cppsource.text_values(text) if not _is_line(v)}
     # Files of no C++ suffix (a data file an `.incbin` or a build step reads, a `.inc` no
     # unit includes): their numbers and lines, and the integers a byte string stores.
     others = set(_select_any(tree, params["tests"])) if params["tests"] else set()
     data_files = [f for f in _select_any(tree, params["globs"]) if f not in others | set(files)]
     for rel in data_files:
         found += data_values(rel, (tree / rel).read_bytes())
-    return {"files": files + data_files, "literals": found}
+    return {"files": files + data_files, "literals": found, "shown": sorted(shown)}
+
+
+def _is_line(value: str) -> bool:
+    """A whole line of text_values (not a word or a number): not a value of its own."""
+    return value.startswith("str:") and " " in value
+
+
+def _hidden_values(items: list[dict[str, str]]) -> dict[str, list[str]]:
+    """The hidden oracle's inputs and outputs (its units' literals, its golden's lines,
+    words and numbers): a candidate that types one in has read the oracle. Placed as
+    `the hidden oracle`, never by file and line (results may reach the next prompt)."""
+    values: dict[str, list[str]] = {}
+    for item in items:
+        data = Path(item["path"]).read_bytes()
+        if Path(item["name"]).suffix in cppsource.CXX_SUFFIXES:
+            got = [lit.value for lit in cppsource.literals(cppsource.parse(data))]
+        else:
+            got = [v for v, _ in cppsource.text_values(data.decode(errors="replace"))]
+        for value in got:
+            values.setdefault(value, ["the hidden oracle"])
+    return values
 
 
 def _select_any(tree: Path, globs: list[str]) -> list[str]:
@@ -97,60 +121,15 @@ def oracle(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
         shown.append(name)
         for value, line in cppsource.text_values(content):
             add(value, f"{name}:{line}")
+    for value, places in _hidden_values(params.get("hidden", [])).items():
+        values.setdefault(value, []).extend(p for p in places if p not in values[value])
     return {"files": shown, "values": values}
 
 
-# ---- constant values the compiled units hold (libclang) -------------------------------
+# ---- byte tables of data files --------------------------------------------------------
 
-# CXEvalResultKind (clang-c/Index.h): what clang_Cursor_Evaluate folded an expression to.
-_EVAL_INT, _EVAL_FLOAT, _EVAL_STRINGS = 1, 2, (3, 4, 5)
 _WINDOWS = (2, 4, 8)  # byte tables read as integers of these widths, both byte orders
 TEXT_SHOWN = 60
-UNIT_SUFFIXES = frozenset({".cpp", ".cc", ".cxx", ".c++", ".C"})
-
-
-@cache
-def _evaluator() -> Any:
-    """libclang's constant evaluator (clang_Cursor_Evaluate and the EvalResult getters):
-    in its C API, not in its Python binding."""
-    lib = ci.conf.lib
-    for name, restype, argtypes in (
-        ("clang_Cursor_Evaluate", ctypes.c_void_p, [ci.Cursor]),
-        ("clang_EvalResult_getKind", ctypes.c_int, [ctypes.c_void_p]),
-        ("clang_EvalResult_isUnsignedInt", ctypes.c_uint, [ctypes.c_void_p]),
-        ("clang_EvalResult_getAsLongLong", ctypes.c_longlong, [ctypes.c_void_p]),
-        ("clang_EvalResult_getAsUnsigned", ctypes.c_ulonglong, [ctypes.c_void_p]),
-        ("clang_EvalResult_getAsDouble", ctypes.c_double, [ctypes.c_void_p]),
-        ("clang_EvalResult_getAsStr", ctypes.c_char_p, [ctypes.c_void_p]),
-        ("clang_EvalResult_dispose", None, [ctypes.c_void_p]),
-    ):
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = restype, argtypes
-    return lib
-
-
-def evaluate(cursor: ci.Cursor) -> int | float | str | None:
-    """What clang folds the expression at `cursor` to (integer, floating, string), or None
-    when it is not a constant expression (it reads a variable, calls a non-constexpr
-    function, depends on a template parameter)."""
-    lib = _evaluator()
-    result = lib.clang_Cursor_Evaluate(cursor)
-    if not result:
-        return None
-    try:
-        kind = lib.clang_EvalResult_getKind(result)
-        if kind == _EVAL_INT:
-            if lib.clang_EvalResult_isUnsignedInt(result):
-                return int(lib.clang_EvalResult_getAsUnsigned(result))
-            return int(lib.clang_EvalResult_getAsLongLong(result))
-        if kind == _EVAL_FLOAT:
-            return float(lib.clang_EvalResult_getAsDouble(result))
-        if kind in _EVAL_STRINGS:
-            raw = lib.clang_EvalResult_getAsStr(result)
-            return None if raw is None else bytes(raw).decode(errors="replace")
-        return None
-    finally:
-        lib.clang_EvalResult_dispose(result)
 
 
 def _values_of(value: int | float | str) -> list[str]:
@@ -183,104 +162,3 @@ def _table_values(items: list[int]) -> list[str]:
                 if number > 0xFF:
                     out.append(f"num:{number}")
     return out
-
-
-class _Constants:
-    """Walks one translation unit's declarations in tree files (not the tests) and keeps
-    each constant value once per (file, line), outermost expression first."""
-
-    def __init__(self, tree: Path, tests: set[str]) -> None:
-        self.tree = tree
-        self.tests = tests
-        self.found: dict[tuple[str, int, str], dict[str, Any]] = {}
-        self.read: set[str] = set()
-
-    def rel(self, cursor: ci.Cursor) -> str | None:
-        loc = cursor.location
-        if loc.file is None:
-            return None
-        path = Path(loc.file.name).resolve()
-        if not path.is_relative_to(self.tree):
-            return None
-        rel = path.relative_to(self.tree).as_posix()
-        return None if rel in self.tests else rel
-
-    def unit(self, tu: ci.TranslationUnit) -> None:
-        for inc in tu.get_includes():
-            path = Path(inc.include.name).resolve()
-            if path.is_relative_to(self.tree):
-                self.read.add(path.relative_to(self.tree).as_posix())
-        stack = [c for c in tu.cursor.get_children() if self.rel(c) is not None]
-        while stack:
-            cursor = stack.pop()
-            rel = self.rel(cursor)
-            if rel is not None and cursor.kind.is_expression():
-                self.expression(cursor, rel)
-            stack.extend(reversed(list(cursor.get_children())))
-
-    def expression(self, cursor: ci.Cursor, rel: str) -> None:
-        values: list[str] = []
-        folded = evaluate(cursor)
-        if folded is not None:
-            values += _values_of(folded)
-        if cursor.kind == ci.CursorKind.INIT_LIST_EXPR:
-            items = [evaluate(c) for c in cursor.get_children()]
-            if all(isinstance(i, int) for i in items):
-                values += _table_values([int(i) for i in items if isinstance(i, int)])
-        line = cursor.location.line
-        for value in values:
-            key = (rel, line, value)
-            if key not in self.found:
-                shown = " ".join(t.spelling for t in cursor.get_tokens())
-                if len(shown) > TEXT_SHOWN:
-                    shown = shown[: TEXT_SHOWN - 3] + "..."
-                self.found[key] = {
-                    "file": rel,
-                    "line": line,
-                    "column": cursor.location.column,
-                    "value": value,
-                    "text": shown or value.partition(":")[2],
-                }
-
-
-def constants(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """Scan function: every constant value the compiled units hold in tree code, as
-    libclang folds it with the case's flags (`1700 + 64`, `sq(42)` of a constexpr `sq`,
-    `K + 65`, a string built by concatenation, a table of bytes), in every tree file a unit
-    reads whatever its suffix (`#include "answers.inc"`), the tests aside. Also: the tree
-    lines the preprocessor skipped (a value in them is not folded: the gate cannot vouch
-    for them) and the parse errors."""
-    tree = tree.resolve()
-    tests = set(cppsource.select(tree, params["tests"])) if params["tests"] else set()
-    args = ledger_ast.clang_args(params, tree)
-    index = ci.Index.create()
-    walk = _Constants(tree, tests)
-    units = [
-        (tree / rel).resolve()
-        for rel in _select_any(tree, params["units"])
-        if Path(rel).suffix in UNIT_SUFFIXES and rel not in tests
-    ]
-    errors: list[dict[str, Any]] = []
-    skipped: list[dict[str, Any]] = []
-    for path in units:
-        rel = path.relative_to(tree).as_posix()
-        walk.read.add(rel)
-        options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
-        tu = index.parse(str(path), args=["-x", "c++", *args], options=options)
-        for diag in tu.diagnostics:
-            if diag.severity >= ci.Diagnostic.Error:
-                loc = diag.location
-                where = loc.file.name if loc.file else rel
-                errors.append({"file": where, "line": loc.line, "message": diag.spelling})
-        for rng in ledger_ast.skipped_ranges(tu, tree):
-            if rng["path"] not in tests and rng not in skipped:
-                skipped.append(rng)
-        walk.unit(tu)
-    found = sorted(walk.found.values(), key=lambda v: (v["file"], v["line"], v["column"]))
-    return {
-        "units": [p.relative_to(tree).as_posix() for p in units],
-        "read": sorted(walk.read),
-        "constants": found,
-        "skipped": skipped,
-        "errors": errors[:20],
-    }
