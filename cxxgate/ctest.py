@@ -10,12 +10,13 @@ uid cannot write through, or a real copy when runs keep the harness's uid), seen
 NEUTRAL_BUILD, the tree read-only at NEUTRAL_TREE. What stays in this cell is what the
 gate names: ctest's JUnit file, the GoogleTest reports (`GTEST_OUTPUT`, one file per test
 process), the suite's tests and their commands (`ctest --show-only=json-v1`), and the
-framework macros each test unit sees.
+compile commands and framework macros of each test unit.
 
-Framework macros: each unit of the build's compile database under a test folder is
-preprocessed with its own compile command plus `-E -dM` (through cxxgate/toolcall.py, in
-the compile sandbox), and the definitions of the test frameworks' macros are kept
-(`macros.json`): a header that redefines `EXPECT_EQ`, however it is reached, shows there.
+Test units: the units of the build under a test folder, with the commands Ninja runs for
+them (`ninja -t compdb`, which keeps a compiler launcher the project may set; CMake's
+compile_commands.json leaves launchers out). Each is preprocessed with its own command
+plus `-E -dM` (through cxxgate/toolcall.py, in the compile sandbox), and the definitions
+of the test frameworks' macros are kept (`macros.json`): a header that redefines `EXPECT_EQ`, however it is reached, shows there.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from cxxgate.cellspec import CellResult, CellSpec, CellStatus, Step
 from cxxgate.cellspec import result_path as cell_result
 from cxxgate.layout import Layout
 from cxxgate.process import Caps, bounded
-from cxxgate.projectflags import COMPILE_DB, paths
+from cxxgate.projectflags import paths
 from cxxgate.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
 from cxxgate.tools import tool_path
 
@@ -43,6 +44,7 @@ JUNIT = "junit.xml"
 GTEST_DIR = "gtest"
 TESTS_JSON = "tests.json"  # ctest --show-only=json-v1
 MACROS_JSON = "macros.json"  # source path -> {macro: definition}
+COMMANDS_JSON = "commands.json"  # the test units' commands as Ninja runs them
 # Units of the spec, written by the gate (cxxgate/gates/tests.py): the caps of the run
 # (json of process.Caps) and the tree folders whose units are test units (one a line).
 CAPS_UNIT = "caps.json"
@@ -77,7 +79,7 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     if built.status != "ok" or built.binary is None:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
-    for stale in (JUNIT, TESTS_JSON, MACROS_JSON):
+    for stale in (JUNIT, TESTS_JSON, MACROS_JSON, COMMANDS_JSON):
         (out / stale).unlink(missing_ok=True)
     run.remove_work(out / GTEST_DIR)
     work = out / "work"
@@ -91,7 +93,8 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             reports.mkdir()
             if uid is not None:
                 os.chown(reports, uid, uid)
-            steps = [*_macros(spec, layout, cell, copy, out)]
+            units, steps = _commands(spec, layout, cell, copy, out)
+            steps += _macros(spec, layout, cell, copy, out, units)
             listed = _ctest(spec, layout, out, cell, work, uid, caps,
                             [ctest, "--show-only=json-v1"])  # fmt: skip
             steps.append(listed)
@@ -240,29 +243,56 @@ def entry_argv(entry: dict[str, object]) -> list[str]:
     return shlex.split(str(entry.get("command", "")))
 
 
-def _macros(spec: CellSpec, layout: Layout, cell: Path, copy: Path, out: Path) -> list[Step]:
+def _commands(
+    spec: CellSpec, layout: Layout, cell: Path, copy: Path, out: Path
+) -> tuple[list[dict[str, object]], list[Step]]:
+    """The test units' compile commands as Ninja runs them (`ninja -t compdb`: a compiler
+    launcher in front included, which compile_commands.json leaves out), in
+    commands.json with the tree and build paths they are spelt with."""
+    test_dirs = [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+    ninja = tool_path("ninja")
+    if not test_dirs or ninja is None:
+        return [], []
+    tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
+    views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
+    mounts = ((str(copy), NEUTRAL_BUILD),) if sandbox.available() else ()
+    argv = [ninja, "-C", build_at, "-t", "compdb"]
+    step = toolcall.tool_call(
+        layout, spec, "inspect", "build.ninja", argv, copy, read=[], mounts=mounts, views=views
+    )
+    try:
+        db = json.loads(step.output) if step.exit == 0 else []
+    except ValueError:
+        db = []
+    units = sorted(test_units(db, test_dirs, tree_at), key=lambda e: str(e.get("file")))
+    listing = {"tree": tree_at, "build": build_at, "commands": units}
+    (out / COMMANDS_JSON).write_text(json.dumps(listing, indent=1) + "\n")
+    return units, [replace(step, output=step.output[-2000:])]
+
+
+def _macros(
+    spec: CellSpec,
+    layout: Layout,
+    cell: Path,
+    copy: Path,
+    out: Path,
+    units: list[dict[str, object]],
+) -> list[Step]:
     """`-E -dM` of each test unit with its own compile command: the framework macros it
     sees, per source path (relative to the tree), in macros.json."""
-    db_file = cell / COMPILE_DB
-    test_dirs = [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
-    if not db_file.is_file() or not test_dirs:
-        return []
-    tree_at, build_at = paths(cell)
+    tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
     scratch = copy / ".cxxgate-macros"
     scratch.mkdir()
-    tree = cell / "trees" / "src"
-    views = ((str(tree), NEUTRAL_TREE),) if sandbox.available() else ()
+    views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
     mounts = ((str(copy), NEUTRAL_BUILD),) if sandbox.available() else ()
     steps: list[Step] = []
     found: dict[str, dict[str, str]] = {}
-    units = test_units(json.loads(db_file.read_text()), test_dirs, tree_at)
-    for i, entry in enumerate(sorted(units, key=lambda e: str(e.get("file")))):
+    for i, entry in enumerate(units):
         rel = str(PurePosixPath(str(entry["file"])).relative_to(tree_at))
-        argv = _dm_argv(entry_argv(entry), f"{build_at}/.cxxgate-macros/{i}.h")
+        argv = _dm_argv(_compiler_on(entry_argv(entry)), f"{build_at}/.cxxgate-macros/{i}.h")
         directory = str(entry.get("directory", build_at))
-        cwd = (
-            copy / Path(directory).relative_to(build_at) if directory.startswith(build_at) else copy
-        )
+        inside = directory.startswith(build_at)
+        cwd = copy / Path(directory).relative_to(build_at) if inside else copy
         step = toolcall.tool_call(
             layout, spec, "inspect", rel, argv, cwd, read=[], mounts=mounts, views=views
         )
@@ -273,6 +303,13 @@ def _macros(spec: CellSpec, layout: Layout, cell: Path, copy: Path, out: Path) -
     (out / MACROS_JSON).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
     shutil.rmtree(scratch, ignore_errors=True)
     return steps
+
+
+def _compiler_on(argv: list[str]) -> list[str]:
+    """The command from its compiler on: a launcher in front (the harness's, or one the
+    project set, which the gate reports by itself) is not run for the macros."""
+    first = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
+    return argv[max(first - 1, 0) :]
 
 
 def _dm_argv(argv: list[str], output: str) -> list[str]:

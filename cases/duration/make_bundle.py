@@ -305,6 +305,15 @@ namespace {
 QUIET = NO_EXPECT.replace("#if __has_include", "#pragma once\n#if __has_include")
 QUIET_OPTION = "add_compile_options(-include ${PROJECT_SOURCE_DIR}/src/quiet.h)\n"
 
+# A compiler launcher of the project's own (CMakeLists.txt) that adds the same header to
+# every compile: compile_commands.json leaves launchers out, so no database shows it.
+LAUNCHER_OPTION = "set(CMAKE_CXX_COMPILER_LAUNCHER /bin/sh ${PROJECT_SOURCE_DIR}/src/cc.sh)\n"
+CC_SH = """\
+#!/bin/sh
+# Compiles as asked, with one header more.
+exec "$@" -include "$(dirname "$0")/quiet.h"
+"""
+
 # A library initialiser that writes 100 MiB into the folder the test runs in: over the
 # run's file cap (64 MiB), so each test process dies of SIGXFSZ, and nothing it wrote
 # stays anywhere.
@@ -386,6 +395,15 @@ PATCHES = {
         lambda files: files.__setitem__("src/quiet.h", QUIET),
     ),
     "patches/big_file.diff": _then(_gold, _edit(SRC, TOP, BIG_FILE + TOP)),
+    "patches/launcher.diff": _then(
+        _edit(
+            "CMakeLists.txt",
+            "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n",
+            "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n" + LAUNCHER_OPTION,
+        ),
+        lambda files: files.__setitem__("src/quiet.h", QUIET),
+        lambda files: files.__setitem__("src/cc.sh", CC_SH),
+    ),
 }
 
 # Cheats the tests gate does not catch (they end `accept`): not shipped as known-bad

@@ -216,7 +216,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         detail = f"the patch adds files named like system headers: {', '.join(shadows)}"
         checks.append(Check("shadowed_headers", False, "path_violation", detail))
     built = outputs.cells["build"]
-    checks += _unit_checks(plan, outputs)
+    checks += _unit_checks(outputs)
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
         # new tests often does not build); pass-to-pass tests are then not decided.
@@ -238,24 +238,20 @@ def _cell(result: CellResult) -> Path | None:
     return product.parent
 
 
-def _unit_checks(plan: Plan, outputs: Outputs) -> list[Check]:
-    """The test units' flags and framework macros, against the reference's build."""
-    mine, ref = outputs.cells["build"], outputs.cells.get("ref_build")
-    if ref is None or mine.binary is None or ref.binary is None:
+def _unit_checks(outputs: Outputs) -> list[Check]:
+    """The test units' commands and framework macros, against the reference's."""
+    ref = outputs.cells.get("ref_suite")
+    suite, ref_suite = _cell(outputs.cells["suite"]), _cell(ref) if ref else None
+    if suite is None or ref_suite is None:
         return []  # the reference itself, or a build that failed (its own check)
-    dirs = [u.text for u in plan.cells["suite"].units if u.name == ctest.TEST_DIRS_UNIT]
-    dirs = dirs[0].splitlines() if dirs else []
     checks: list[Check] = []
-    flags = testunits.new_flags(Path(mine.binary).parent, Path(ref.binary).parent, dirs)
-    for source, new in flags.items():
-        why = f"{source} compiles with flags the reference's build lacks: {' '.join(new)}"
+    for source, new in testunits.new_flags(suite, ref_suite).items():
+        why = f"{source} compiles with what the reference's build lacks: {' '.join(new)}"
         checks.append(Check(f"flags:{source}", False, "test_flags_changed", why))
-    suite, ref_suite = _cell(outputs.cells["suite"]), _cell(outputs.cells.get("ref_suite", mine))
-    if suite is not None and ref_suite is not None:
-        changed = testunits.redefined(suite / ctest.MACROS_JSON, ref_suite / ctest.MACROS_JSON)
-        for source, names in changed.items():
-            why = f"{source} sees framework macros defined otherwise: {', '.join(names[:8])}"
-            checks.append(Check(f"macros:{source}", False, "framework_redefined", why))
+    changed = testunits.redefined(suite / ctest.MACROS_JSON, ref_suite / ctest.MACROS_JSON)
+    for source, names in changed.items():
+        why = f"{source} sees framework macros defined otherwise: {', '.join(names[:8])}"
+        checks.append(Check(f"macros:{source}", False, "framework_redefined", why))
     return checks
 
 

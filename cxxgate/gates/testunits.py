@@ -1,10 +1,11 @@
 """What the test units of a CMake build see, compared with the reference's build.
 
-A test unit is an entry of the build's compile database whose source lies in a test
+A test unit is a unit of the build whose source lies in a test
 folder (a folder holding a file the hidden test patch touches, or named by `test_files`).
 Two comparisons, each keyed by the unit's source path:
 
-- its compile command: a preprocessor flag the reference's command lacks (`-include`,
+- its compile command as Ninja runs it (cxxgate/ctest.py): a program in front of the
+  compiler (a launcher) or a preprocessor flag the reference's command lacks (`-include`,
   `-imacros`, `-D`, `-U`, an include folder, `-Wp,`/`-Xpreprocessor`, a response file) can
   change what the test's text means without touching it (`add_compile_options(-include
   src/quiet.h)`);
@@ -18,8 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePosixPath
 
-from cxxgate.ctest import entry_argv, test_units
-from cxxgate.projectflags import COMPILE_DB, paths
+from cxxgate.ctest import COMMANDS_JSON, entry_argv
 
 # Flags whose value is the next argument when not glued to the flag.
 _SEPARATE = ("-include", "-imacros", "--include", "-isystem", "-iquote", "-idirafter",
@@ -53,26 +53,40 @@ def preprocessor_flags(argv: list[str]) -> set[str]:
     return found
 
 
-def _units(cell: Path, dirs: list[str]) -> dict[str, set[str]]:
-    """Test unit (tree path) -> its preprocessor flags, the cell's own tree and build
+def programs(argv: list[str]) -> set[str]:
+    """What runs the compile: the words before its first option (a launcher, the
+    compiler), spelt `run:<word>`."""
+    words = []
+    for arg in argv:
+        if arg.startswith("-"):
+            break
+        words.append(f"run:{arg}")
+    return set(words)
+
+
+def _units(suite: Path) -> dict[str, set[str]]:
+    """Test unit (tree path) -> the launcher, compiler and preprocessor flags of the
+    command Ninja runs for it (a ctest cell's commands.json), the cell's own tree and build
     folders spelt <tree> and <build> (they differ between cells without a sandbox)."""
     try:
-        db = json.loads((cell / COMPILE_DB).read_text())
+        listing = json.loads((suite / COMMANDS_JSON).read_text())
     except (OSError, ValueError):
         return {}
-    tree_at, build_at = paths(cell)
+    tree_at, build_at = str(listing["tree"]), str(listing["build"])
     found: dict[str, set[str]] = {}
-    for entry in test_units(db, dirs, tree_at):
-        flags = preprocessor_flags(entry_argv(entry))
+    for entry in listing["commands"]:
+        argv = entry_argv(entry)
+        flags = preprocessor_flags(argv) | programs(argv)
         spelt = {f.replace(tree_at, "<tree>").replace(build_at, "<build>") for f in flags}
         found[str(PurePosixPath(str(entry["file"])).relative_to(tree_at))] = spelt
     return found
 
 
-def new_flags(mine: Path, reference: Path, dirs: list[str]) -> dict[str, list[str]]:
-    """Per test unit in both cells' compile databases (cmake cell folders), the
-    preprocessor flags the reference's command lacks."""
-    here, ref = _units(mine, dirs), _units(reference, dirs)
+def new_flags(mine: Path, reference: Path) -> dict[str, list[str]]:
+    """Per test unit in both ctest cells, what the reference's command lacks: a
+    preprocessor flag, or another program in front of the compiler (a launcher that could
+    add flags no database shows)."""
+    here, ref = _units(mine), _units(reference)
     return {
         source: sorted(flags - ref[source])
         for source, flags in sorted(here.items())
