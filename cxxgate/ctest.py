@@ -16,7 +16,8 @@ Test units: the units of the build under a test folder, with the commands Ninja 
 them (`ninja -t compdb`, which keeps a compiler launcher the project may set; CMake's
 compile_commands.json leaves launchers out). Each is preprocessed with its own command
 plus `-E -dM` (through cxxgate/toolcall.py, in the compile sandbox), and the definitions
-of the test frameworks' macros are kept (`macros.json`): a header that redefines `EXPECT_EQ`, however it is reached, shows there.
+of the test frameworks' macros are kept (`macros.json`): a header that redefines
+`EXPECT_EQ`, however it is reached, shows there.
 """
 
 from __future__ import annotations
