@@ -61,7 +61,9 @@ def test_outcomes_from_real_reports(tmp_path: Path) -> None:
     suite = _program(tmp_path, "suite-test", SUITE)
     _run(suite, reports, "--gtest_list_tests")
     _run(suite, reports)
-    skipping = _program(tmp_path, "skip-test", SUITE.replace("TEST(Kind", ENV_SKIP + "TEST(Kind", 1))
+    skipping = _program(
+        tmp_path, "skip-test", SUITE.replace("TEST(Kind", ENV_SKIP + "TEST(Kind", 1)
+    )
     _run(skipping, reports)
     cases = testreports.read_reports(reports)
     by = {(c.report.split(".")[0].split("_")[0], c.name): c.outcome for c in cases}
