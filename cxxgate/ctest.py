@@ -131,6 +131,11 @@ def _copy_build(build: Path, dest: Path, uid: int | None) -> Path:
     folder the run's own, so ctest and the tests can add files beside them."""
 
     def link(src: str, dst: str) -> None:
+        # A file the build made writable by group or others (file(CHMOD) in a hostile
+        # CMakeLists.txt) would let the run write the build cell through the link: copied.
+        if os.lstat(src).st_mode & 0o022:
+            shutil.copy2(src, dst)
+            return
         try:
             os.link(src, dst)
         except OSError:
