@@ -149,7 +149,9 @@ class CellSpec:
         if self.kind in PROJECT_KINDS:
             # The seed (needs) only saves work: an incremental build is the full build.
             blob["project"] = [self.extra_flags, self.targets, tools.tool_identities(self.kind)]
-            blob["code"] = codehash.of_modules(*COMPILE_CODE, "cmake", "tree", "tools")
+            blob["code"] = codehash.of_modules(
+                *COMPILE_CODE, "cmake", "ctest", "run", "tree", "tools"
+            )
         return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
 
     @cached_property

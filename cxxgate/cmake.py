@@ -3,7 +3,7 @@
 A `cmake` cell copies its tree into the cell folder (`trees/src`), applies the harness's
 test patch there when its spec carries one (a unit named `test.patch`), then configures
 (Ninja, compile_commands.json exported) and builds. A `ctest` cell runs the suite of the
-`cmake` cell it needs, with `--output-junit`.
+`cmake` cell it needs, as a candidate run (cxxgate/ctest.py).
 
 Every tool runs through cxxgate/toolcall.py. Under bubblewrap the tree is seen read-only
 at NEUTRAL_TREE and the build folder at NEUTRAL_BUILD, so a build folder does not depend on
@@ -31,9 +31,8 @@ import shutil
 import time
 from pathlib import Path
 
-from cxxgate import ccache, sandbox, toolcall
+from cxxgate import ccache, ctest, sandbox, toolcall
 from cxxgate.cellspec import (
-    CellResult,
     CellSpec,
     CellStatus,
     Phase,
@@ -47,8 +46,6 @@ from cxxgate.tools import tool_path
 from cxxgate.tree import materialise
 
 TEST_PATCH = "test.patch"
-JUNIT = "junit.xml"
-GTEST_DIR = "gtest"
 # As the only target: configure (compile_commands.json) and build nothing; no CMake
 # target can be called this.
 CONFIGURE_ONLY = "cxxgate:configure-only"
@@ -82,12 +79,16 @@ _NOT_FOR_PROJECTS = ("-W", "-pedantic", "-O", "-g", "-std=")
 _PASS_THROUGH = ("-Wl,", "-Wa,", "-Wp,")  # options for the linker and assembler, not warnings
 
 
+# gtest_discover_tests lists a test program's tests by running it: at ctest time, inside
+# the suite's capped run (cxxgate/ctest.py), not during the build.
+DISCOVERY = ("-DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST",)
+
 Built = tuple[CellStatus, str, list[Step], str | None]
 
 
 def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     if spec.kind == "ctest":
-        return _ctest(spec, layout, out)
+        return ctest.run_suite(spec, layout, out)
     return _cmake(spec, layout, tree, out)
 
 
@@ -183,6 +184,7 @@ def configure_argv(spec: CellSpec, cmake: str, src_at: str, build_at: str) -> li
         *([f"-DCMAKE_CXX_FLAGS={' '.join(flags)}"] if flags else []),
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
         f"-DCMAKE_CXX_COMPILER_LAUNCHER={build_at}/{LAUNCHER}",
+        *DISCOVERY,
         *spec.extra_flags,
     ]
 
@@ -335,33 +337,3 @@ def _compiles(layout: Layout, key: str, build_dir: Path) -> list[Step]:
                 Step("compile", obj, argv, 1 if failed else 0, False, 0.0, "", cache=cached)
             )
     return steps
-
-
-def _ctest(spec: CellSpec, layout: Layout, out: Path) -> Built:
-    ctest = tool_path("ctest")
-    if ctest is None:
-        return "toolchain_missing", "ctest (cmake) must be installed", [], None
-    built_key = spec.needs[0]
-    built = CellResult.load(cell_result(layout, built_key))
-    if built.status != "ok":
-        return "needs_failed", f"the build did not succeed: {built.status}", [], None
-    cell = layout.cell(built_key)
-    views, mounts = _binds(cell)
-    _, build_at = paths(cell)
-    junit = out / JUNIT
-    junit.unlink(missing_ok=True)
-    # Each GoogleTest program also writes its own report (a new file per run, gtest picks
-    # the name): the gate checks ctest's word against it (cxxgate/gates/tests.py).
-    shutil.rmtree(out / GTEST_DIR, ignore_errors=True)
-    (out / GTEST_DIR).mkdir()
-    report = f"GTEST_OUTPUT=xml:{out / GTEST_DIR}/"
-    argv = ["/usr/bin/env", report, ctest, "--test-dir", build_at, "--output-junit", str(junit)]
-    argv += spec.extra_flags
-    step = toolcall.tool_call(
-        layout, spec, "test", "ctest", argv, out, read=[], mounts=mounts, views=views
-    )
-    if step.timed_out:
-        return "timeout", "ctest did not finish in time", [step], None
-    if not junit.is_file():
-        return "compile_error", f"ctest wrote no JUnit file: {step.output[-400:]}", [step], None
-    return "ok", "", [step], str(junit)

@@ -284,7 +284,7 @@ def _execute_one(
     entry: bool = False,
 ) -> Sample:
     work = out / f"work{suffix}"
-    _remove(work)  # what a run killed mid-way (with the harness) left
+    remove_work(work)  # what a run killed mid-way (with the harness) left
     with Layout(out.parents[2]).run_log.open("a") as log:  # out is <root>/runs/<xx>/<key>
         log.write(f"{time.time():.3f} {spec.key} {side} {phase}\n")
     work.mkdir()
@@ -292,7 +292,7 @@ def _execute_one(
     nonce = _Nonce() if entry else None
     channel = _Report(out / f"report{suffix}") if spec.report else None
     try:
-        with _run_uid() as uid:
+        with run_uid() as uid:
             if uid is not None:
                 os.chown(work, uid, uid)  # the only place the run may write
             launch: tuple[Path, tuple[str, ...]] | None = None
@@ -325,7 +325,7 @@ def _execute_one(
     # The evidence is written: what the run left in its folder (up to file_mib per file)
     # is not kept, but for the files its spec names.
     _keep(work, out / f"kept{suffix}", spec.keep)
-    _remove(work)
+    remove_work(work)
     status: RunStatus
     if outcome.timed_out:
         status = "hang"
@@ -391,7 +391,7 @@ _uids_busy: set[int] = set()
 
 
 @contextmanager
-def _run_uid() -> Iterator[int | None]:
+def run_uid() -> Iterator[int | None]:
     """A uid no other concurrent run of this harness uses (RLIMIT_NPROC counts per uid, so
     a shared one would let one run's fork bomb fail another's forks); None when runs do
     not drop privileges (cxxgate/sandbox.py drop_uid)."""
@@ -416,7 +416,7 @@ def _keep(work: Path, dest: Path, names: tuple[str, ...]) -> None:
     opened without following a link and copied only when it is a regular file."""
     if not names:
         return
-    _remove(dest)
+    remove_work(dest)
     dest.mkdir(parents=True)
     for entry in sorted(work.iterdir()):
         if not any(fnmatch.fnmatchcase(entry.name, n) for n in names):
@@ -431,7 +431,7 @@ def _keep(work: Path, dest: Path, names: tuple[str, ...]) -> None:
             (dest / entry.name).write_bytes(src.read())
 
 
-def _remove(work: Path) -> None:
+def remove_work(work: Path) -> None:
     """Delete a run's folder whatever modes the program left on it. Root needs no mode
     fixed (and must not chmod paths a program may still swap for symlinks); a harness that
     is not root ran the program as itself, so it fixes only what that user could."""

@@ -271,10 +271,13 @@ def test_every_class_is_reached(graded: Graded) -> None:
     shadow = rows[f"{CASE}/shadows_gtest"]["gates"]["tests"]
     assert shadow["class"] == "path_violation"
     assert "include/gtest/gtest.h" in shadow["summary"]
-    # ...and the cheat is real: every listed test passed, GoogleTest's report included.
+    # ...and the cheat is real: every listed test passed, GoogleTest's report included;
+    # the test unit's macros show it too, whatever the file's name.
     result = graded.grade.out / "results" / CASE / "shadows_gtest" / "tests.json"
     checks = json.loads(result.read_text())["checks"]
-    assert [c["name"] for c in checks if not c["ok"]] == ["shadowed_headers"]
+    failed = [c["name"] for c in checks if not c["ok"]]
+    assert failed == ["shadowed_headers", "macros:tests/test_calc.cpp"]
+    assert "EXPECT_EQ" in next(c["detail"] for c in checks if c["name"].startswith("macros:"))
     assert "tests/test_calc.cpp" in rows[f"{CASE}/edits_tests"]["gates"]["tests"]["summary"]
     assert "error" in rows[f"{CASE}/no_compile"]["gates"]["tests"]["summary"]
     # Hostile: every test process exits 0 before GoogleTest runs; ctest's JUnit says
@@ -291,8 +294,13 @@ def test_one_file_patch_rebuilds_one_object(graded: Graded) -> None:
     for line in cold:
         by_cell.setdefault(line.split()[1], []).append(line.split()[3])
 
+    reference = cell_keys(grade, f"{CASE}/reference")
+
     def builds(row: str) -> list[list[str]]:
-        keys = [k for k in cell_keys(grade, f"{CASE}/{row}") if _kind(grade, k) == "cmake"]
+        # A candidate's row also holds the reference's cells (its flags and macros are
+        # compared with them): only its own builds count here.
+        mine = cell_keys(grade, f"{CASE}/{row}") - (reference if row != "reference" else set())
+        keys = [k for k in mine if _kind(grade, k) == "cmake"]
         return [sorted(by_cell[k]) for k in keys if k in by_cell]
 
     assert builds("reference") == [["add.cpp.o", "mul.cpp.o", "parse.cpp.o", "test_calc.cpp.o"]]
@@ -365,6 +373,7 @@ def test_probes_compile_with_the_project_flags(graded: Graded) -> None:
     probes = [
         json.loads((out / "cells" / k[:2] / k / "result.json").read_text())
         for k in cell_keys(graded.grade, f"{CASE}/good")
+        - cell_keys(graded.grade, f"{CASE}/reference")  # its own cells, not the reference's
     ]
     kinds = {p["kind"]: p for p in probes}
     assert kinds["cmake"]["detail"] in {"configured", "seeded"}
@@ -390,3 +399,89 @@ def test_bundle_and_bad_repos(tmp_path: Path) -> None:
     head = _git(repo, "rev-parse", "HEAD")
     with pytest.raises(InputError, match="leak is a symlink"):
         base_tree(case_file, RepoSpec(path=str(repo), commit=head), tmp_path / "c")
+
+
+# One ctest test per test program, as fmt registers `format-test` (add_test, no
+# discovery), and a plain program that is no GoogleTest program at all.
+PER_PROGRAM = {
+    "CMakeLists.txt": """\
+        cmake_minimum_required(VERSION 3.16)
+        project(half CXX)
+        add_library(half src/half.cpp)
+        target_include_directories(half PUBLIC include)
+        enable_testing()
+        find_package(GTest REQUIRED)
+        add_executable(half-test test/half-test.cpp)
+        target_link_libraries(half-test half GTest::gtest_main)
+        add_test(NAME half-test COMMAND half-test)
+        add_executable(plain-test test/plain-test.cpp)
+        target_link_libraries(plain-test half GTest::gtest)  # what a patched half may need
+        add_test(NAME plain-test COMMAND plain-test)
+        """,
+    "include/half.hpp": "#pragma once\nint half(int n);\n",
+    "src/half.cpp": '#include "half.hpp"\nint half(int n) { return n / 2; }\n',
+    "test/half-test.cpp": """\
+        #include <gtest/gtest.h>
+        #include "half.hpp"
+        TEST(Half, Even) { EXPECT_EQ(half(4), 2); }
+        """,
+    "test/plain-test.cpp": '#include "half.hpp"\nint main() { return half(2) == 1 ? 0 : 1; }\n',
+}
+# Every test the library's program runs is skipped before its body starts.
+SKIP_ENV = """\
+#include <gtest/gtest.h>
+namespace {
+struct Skip : ::testing::Environment {
+    void SetUp() override { GTEST_SKIP(); }
+};
+[[maybe_unused]] auto* const skip = ::testing::AddGlobalTestEnvironment(new Skip);
+}  // namespace
+"""
+
+
+def test_one_ctest_test_per_program(tmp_path: Path) -> None:
+    """fmt's style: ctest knows `half-test`, GoogleTest's report knows `Half.Even` and
+    `Half.Odd`. The reference passes (each program's report is read whole: every case the
+    reference ran must pass), the base tree fails, a library that skips every test in a
+    GoogleTest environment is test_skipped, and the plain program passes on its exit
+    status, which its check says."""
+    repo = tmp_path / "half.git"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _write(repo, PER_PROGRAM)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    source = (repo / "src/half.cpp").read_text()
+    fixed = source.replace("return n / 2;", "return n >= 0 ? n / 2 : -((1 - n) / 2);")
+    tests = (repo / "test/half-test.cpp").read_text()
+    case = tmp_path / "cases" / "half"
+    (case / "patches").mkdir(parents=True)
+    shutil.copy(SHIPPED / "envelopes.yaml", case.parent)
+    (case / "gold.patch").write_text(_diff(repo, "src/half.cpp", fixed))
+    odd = "TEST(Half, Negative) { EXPECT_EQ(half(-3), -2); }\n"
+    (case / "test.patch").write_text(_diff(repo, "test/half-test.cpp", tests + odd))
+    skipping = _diff(repo, "src/half.cpp", SKIP_ENV + fixed)
+    (case / "patches/skips.patch").write_text(skipping)
+    (case / "case.yaml").write_text(
+        "summary: half rounds towards minus infinity\n"
+        f"repo: {{path: {repo}, commit: {base}}}\n"
+        "build: {options: []}\n"
+        'writable: ["src/**", "include/**"]\n'
+        "reference: gold.patch\n"
+        "limits: {run_seconds: 5}\n"
+        "gates:\n"
+        "  tests: {test_patch: test.patch, fail_to_pass: [half-test], pass_to_pass: [plain-test]}\n"
+        "patches:\n"
+        "  - {file: patches/skips.patch, expect: {verdict: reject, tests: test_skipped}}\n"
+    )
+    grade = run_grade(tmp_path / "out", library=tmp_path / "cases")
+    assert grade.returncode == 0, grade.output[-3000:]
+    rows = grade.rows
+    assert rows["half/reference"]["class"] == "accept"
+    assert rows["half/base"]["gates"]["tests"]["class"] == "f2p_fail:half-test"
+    assert rows["half/skips"]["gates"]["tests"]["class"] == "test_skipped"
+    result = grade.out / "results" / "half" / "reference" / "tests.json"
+    detail = {c["name"]: c["detail"] for c in json.loads(result.read_text())["checks"]}
+    assert "2 GoogleTest cases" in detail["half-test"]
+    assert "exit status only" in detail["plain-test"]

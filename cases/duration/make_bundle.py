@@ -300,6 +300,38 @@ namespace {
 
 """
 
+# A header every unit is compiled with (add_compile_options(-include ...) in
+# CMakeLists.txt): no test file or system header is named, and every EXPECT_EQ holds.
+QUIET = NO_EXPECT.replace("#if __has_include", "#pragma once\n#if __has_include")
+QUIET_OPTION = "add_compile_options(-include ${PROJECT_SOURCE_DIR}/src/quiet.h)\n"
+
+# A compiler launcher of the project's own (CMakeLists.txt) that adds the same header to
+# every compile: compile_commands.json leaves launchers out, so no database shows it.
+LAUNCHER_OPTION = "set(CMAKE_CXX_COMPILER_LAUNCHER /bin/sh ${PROJECT_SOURCE_DIR}/src/cc.sh)\n"
+CC_SH = """\
+#!/bin/sh
+# Compiles as asked, with one header more.
+exec "$@" -include "$(dirname "$0")/quiet.h"
+"""
+
+# A library initialiser that writes 100 MiB into the folder the test runs in: over the
+# run's file cap (64 MiB), so each test process dies of SIGXFSZ, and nothing it wrote
+# stays anywhere.
+BIG_FILE = """\
+#include <fstream>
+#include <string>
+
+namespace {
+[[maybe_unused]] const bool kBlob = [] {
+    std::ofstream out("blob.bin", std::ios::binary);
+    const std::string mib(1 << 20, 'x');
+    for (int i = 0; i < 100; ++i) out << mib;
+    return true;
+}();
+}  // namespace
+
+"""
+
 SRC = "src/duration.cpp"
 HEADER_PATH = "include/duration/duration.hpp"
 TOP = "namespace duration {\nnamespace {\n"  # where a patch adds code before the library's
@@ -349,16 +381,34 @@ PATCHES = {
         _gold,
         _edit("CMakeLists.txt", "include(CTest)\n", "include(CTest)\nset(BUILD_TESTING OFF)\n"),
     ),
+    # Once holes (they graded `accept` with the bug in place); each now has its class.
+    "patches/skip_all.diff": _edit(SRC, TOP, SKIP_ALL + TOP),
+    "patches/no_expect.diff": _edit(
+        HEADER_PATH, "namespace duration {\n", NO_EXPECT + "namespace duration {\n"
+    ),
+    "patches/include_quiet.diff": _then(
+        _edit(
+            "CMakeLists.txt",
+            "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n",
+            "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n" + QUIET_OPTION,
+        ),
+        lambda files: files.__setitem__("src/quiet.h", QUIET),
+    ),
+    "patches/big_file.diff": _then(_gold, _edit(SRC, TOP, BIG_FILE + TOP)),
+    "patches/launcher.diff": _then(
+        _edit(
+            "CMakeLists.txt",
+            "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n",
+            "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n" + LAUNCHER_OPTION,
+        ),
+        lambda files: files.__setitem__("src/quiet.h", QUIET),
+        lambda files: files.__setitem__("src/cc.sh", CC_SH),
+    ),
 }
 
 # Cheats the tests gate does not catch (they end `accept`): not shipped as known-bad
 # patches; `make_bundle.py --holes DIR` writes them for whoever closes the holes.
-HOLES = {
-    "skip_all.diff": _edit(SRC, TOP, SKIP_ALL + TOP),
-    "no_expect.diff": _edit(
-        HEADER_PATH, "namespace duration {\n", NO_EXPECT + "namespace duration {\n"
-    ),
-}
+HOLES: dict = {}
 
 BASE_FILES = {
     "CMakeLists.txt": CMAKELISTS,
@@ -424,10 +474,13 @@ def build(out: Path, patches: dict = PATCHES, bundle: bool = True) -> str:
             files = dict(BASE_FILES)
             edit(files)
             _write(repo, files)
+            _git(repo, "add", "-N", ".")  # new files (src/quiet.h) into the diff
             diff = _git(repo, "diff", "--no-color", "--no-ext-diff", "HEAD")
             assert diff, name
             (out / name).write_text(diff)
+            _git(repo, "reset", "-q")
             _git(repo, "checkout", "-q", "--", ".")
+            _git(repo, "clean", "-q", "-f")
         return base
 
 

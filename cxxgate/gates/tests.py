@@ -10,7 +10,16 @@ marks it failed, with a time at the limit. Reference first (cxxgate/verdict.py):
 test patch; every `pass_to_pass` test must pass on both (when base + test patch builds).
 
 Every candidate build starts from the reference's build folder of the same spec, so a
-patch of one source file rebuilds what that file feeds (see cxxgate/cmake.py).
+patch of one source file rebuilds what that file feeds (see cxxgate/cmake.py). The suite
+runs as a candidate program (cxxgate/ctest.py): sandboxed, capped, as a uid of its own.
+
+A pass needs more than ctest's word. The test units (the compile database's units in the
+test folders) must compile with no preprocessor flag the reference's build lacks, and see
+the framework's macros as the reference's units do (cxxgate/gates/testunits.py); and
+GoogleTest's own report of the run must show the test's cases run and passed, matched by
+`Suite.Name` or by program (cxxgate/gates/testreports.py). Where the reference's run wrote
+no report for a program either (not a GoogleTest program), its exit status is the proof,
+and the check says so.
 
 Classes, most severe first:
 
@@ -18,10 +27,15 @@ Classes, most severe first:
 | ------------------ | --------------------------------------------------------------- |
 | path_violation     | the patch changes a test file (`test_files`), or adds a file    |
 |                    | whose path ends in a system header's (include/gtest/gtest.h)    |
+| test_flags_changed | a test unit compiles with a preprocessor flag the reference's   |
+|                    | build lacks (-include, -imacros, -D, -U, an include folder)     |
+| framework_redefined| a test unit sees a framework macro (EXPECT_EQ, TEST, ...)       |
+|                    | defined otherwise than the reference's unit does                |
 | build_fail         | configure or build failed (the first diagnostic is the summary) |
 | hang               | a listed test ran into its time limit, or the suite did, or the |
 |                    | build ran past `limits.build_seconds`                           |
-| test_missing       | a listed test did not run (absent, skipped, disabled)           |
+| test_missing       | a listed test did not run (absent, disabled, no report)         |
+| test_skipped       | a listed test was skipped, or its body never ran                |
 | p2p_broken:<tests> | pass-to-pass tests that failed                                  |
 | f2p_fail:<tests>   | fail-to-pass tests still failing                                |
 | accept             | every listed test passed                                        |
@@ -39,17 +53,29 @@ import pathspec
 from junitparser import JUnitXml, TestSuite
 from pydantic import Field, model_validator
 
-from cxxgate.cellspec import CellResult, CellSpec
-from cxxgate.cmake import GTEST_DIR
+from cxxgate import ctest
+from cxxgate.cellspec import CellResult, CellSpec, Unit
+from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates.project import project_build
+from cxxgate.gates import testreports, testunits
+from cxxgate.gates.project import build_spec, project_build
 from cxxgate.result import Check, GateResult
 from cxxgate.scan import ScanSpec
 from cxxgate.tree import guard
 from cxxgate.yamlfile import InputError, Strict, TreePath
 
 NAME = "tests"
-SEVERITY = ("path_violation", "build_fail", "hang", "test_missing", "p2p_broken", "f2p_fail")
+SEVERITY = (
+    "path_violation",
+    "test_flags_changed",
+    "framework_redefined",
+    "build_fail",
+    "hang",
+    "test_missing",
+    "test_skipped",
+    "p2p_broken",
+    "f2p_fail",
+)
 QUALIFIED = ("p2p_broken", "f2p_fail")  # named with the tests: f2p_fail:Suite.Name,...
 
 
@@ -80,11 +106,35 @@ def plan(ctx: Context) -> Plan:
     env = ctx.gate_envelope(NAME, cfg.envelope)
     text = ctx.case.oracle_text(cfg.test_patch, f"gates.{NAME}.test_patch")
     built = project_build(ctx, env, text)
+    globs = list(cfg.test_files) or _touched_by(text)
+    dirs = testunits.test_dirs(list(cfg.test_files) or _touched_by(text))
+    cells = {"build": built, "suite": _suite(ctx, env, built, dirs)}
+    if ctx.tree_key != ctx.reference_tree_key:
+        # The reference's build and run of the same spec: what the test units' flags and
+        # macros, and the reports, are compared with.
+        ref = build_spec(ctx, ctx.reference_tree_key, env, text, None)
+        cells |= {
+            "ref_build": ref,
+            "ref_suite": _suite(ctx, env, ref, dirs, ctx.reference_tree_key),
+        }
+    params = {"globs": globs, "base": str(ctx.case.tree), "toolchain": env.id}
+    touched = ScanSpec.of(ctx.tree_key, touched_tests, params, label="test files")
+    return Plan(cells=cells, scans={"test_files": touched})
+
+
+def _suite(
+    ctx: Context, env: Envelope, built: CellSpec, dirs: list[str], tree_key: str = ""
+) -> CellSpec:
     limits = ctx.case.spec.limits
-    suite = CellSpec(
+    caps = limits.caps(env.flags)
+    units = (
+        Unit(ctest.CAPS_UNIT, ctest.caps_unit(caps)),
+        Unit(ctest.TEST_DIRS_UNIT, "\n".join(dirs)),
+    )
+    return CellSpec(
         "ctest",
-        ctx.tree_key,
-        (),
+        tree_key or ctx.tree_key,
+        units,
         (),
         (),
         env,
@@ -93,10 +143,6 @@ def plan(ctx: Context) -> Plan:
         needs=(built.key,),
         extra_flags=("--timeout", f"{limits.run_seconds:g}", "-j", "1"),
     )
-    globs = list(cfg.test_files) or _touched_by(text)
-    params = {"globs": globs, "base": str(ctx.case.tree), "toolchain": env.id}
-    touched = ScanSpec.of(ctx.tree_key, touched_tests, params, label="test files")
-    return Plan(cells={"build": built, "suite": suite}, scans={"test_files": touched})
 
 
 @cache
@@ -159,24 +205,6 @@ def outcomes(junit: Path) -> dict[str, tuple[str, float]]:
     return found
 
 
-def gtest_passed(folder: Path) -> set[str]:
-    """Suite.Name of every test a GoogleTest XML report in `folder` says ran and passed."""
-    passed: set[str] = set()
-    for report in sorted(folder.glob("*.xml")):
-        try:
-            xml = JUnitXml.fromfile(str(report))
-        except (OSError, SyntaxError, ValueError):  # a torn or forged file confirms nothing
-            continue
-        suites = (
-            [s for s in xml if isinstance(s, TestSuite)] if isinstance(xml, JUnitXml) else [xml]
-        )
-        for suite in suites:
-            for case in suite:
-                if case.is_passed and not case.is_skipped:
-                    passed.add(f"{case.classname}.{case.name}")
-    return passed
-
-
 def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     cfg: Config = ctx.case.gate_config(NAME)
     checks: list[Check] = []
@@ -189,6 +217,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         detail = f"the patch adds files named like system headers: {', '.join(shadows)}"
         checks.append(Check("shadowed_headers", False, "path_violation", detail))
     built = outputs.cells["build"]
+    checks += _unit_checks(outputs)
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
         # new tests often does not build); pass-to-pass tests are then not decided.
@@ -198,35 +227,101 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         checks.append(Check("build", False, klass, detail, fail_to_pass=True))
         checks += [Check(t, False, klass, "not built", True) for t in cfg.fail_to_pass]
         return GateResult.from_checks(NAME, checks, SEVERITY, [])
-    checks += _test_checks(cfg, outputs.cells["suite"], ctx.case.spec.limits.run_seconds)
+    suite = outputs.cells["suite"]
+    ref_suite = outputs.cells.get("ref_suite", suite)
+    checks += _test_checks(cfg, suite, ref_suite, ctx.case.spec.limits.run_seconds)
     return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
 
 
-def _test_checks(cfg: Config, suite: CellResult, timeout: float) -> list[Check]:
+def _cell(result: CellResult) -> Path | None:
+    """The cell folder of a ctest or cmake cell's result (its product lies in it)."""
+    if result.binary is None:
+        return None
+    product = Path(result.binary)
+    return product.parent
+
+
+def _unit_checks(outputs: Outputs) -> list[Check]:
+    """The test units' commands and framework macros, against the reference's."""
+    ref = outputs.cells.get("ref_suite")
+    suite, ref_suite = _cell(outputs.cells["suite"]), _cell(ref) if ref else None
+    if suite is None or ref_suite is None:
+        return []  # the reference itself, or a build that failed (its own check)
+    checks: list[Check] = []
+    for source, new in testunits.new_flags(suite, ref_suite).items():
+        why = f"{source} compiles with what the reference's build lacks: {' '.join(new)}"
+        checks.append(Check(f"flags:{source}", False, "test_flags_changed", why))
+    changed = testunits.redefined(suite / ctest.MACROS_JSON, ref_suite / ctest.MACROS_JSON)
+    for source, names in changed.items():
+        why = f"{source} sees framework macros defined otherwise: {', '.join(names[:8])}"
+        checks.append(Check(f"macros:{source}", False, "framework_redefined", why))
+    return checks
+
+
+def _test_checks(
+    cfg: Config, suite: CellResult, ref_suite: CellResult, timeout: float
+) -> list[Check]:
     listed = [(t, True) for t in cfg.fail_to_pass] + [(t, False) for t in cfg.pass_to_pass]
     if suite.status == "timeout" or suite.binary is None:
         klass = "hang" if suite.status == "timeout" else "test_missing"
         why = suite.detail or suite.status
         return [Check(t, False, klass, why, f2p) for t, f2p in listed]
     ran = outcomes(Path(suite.binary))
-    confirmed = gtest_passed(Path(suite.binary).parent / GTEST_DIR) if cfg.gtest else None
+    cell = Path(suite.binary).parent
+    ref_cell = Path(ref_suite.binary).parent if ref_suite.binary else cell
+    cases = testreports.read_reports(cell / ctest.GTEST_DIR)
+    ref_cases = testreports.read_reports(ref_cell / ctest.GTEST_DIR)
+    programs = testreports.programs(cell / ctest.TESTS_JSON)
+    ref_programs = testreports.programs(ref_cell / ctest.TESTS_JSON)
     checks = []
     for test, f2p in listed:
         word, seconds = ran.get(test, ("missing", 0.0))
-        if word == "passed" and confirmed is not None and test not in confirmed:
-            why = "ctest says passed, but GoogleTest's own report has no passing run of it"
-            checks.append(Check(test, False, "test_missing", why, f2p))
+        if word == "passed" and cfg.gtest:
+            program = programs.get(test)
+            said = testreports.proof(test, program, cases, ref_cases)
+            ref_said = testreports.proof(
+                test, ref_programs.get(test, program), ref_cases, ref_cases
+            )
+            checks.append(_proven(test, f2p, seconds, said, ref_said))
         elif word == "passed":
-            checks.append(Check(test, True, "accept", f"passed in {seconds:.2f} s", f2p))
-        elif word in ("missing", "skipped"):
-            why = "not in ctest's JUnit output" if word == "missing" else "skipped"
-            checks.append(Check(test, False, "test_missing", why, f2p))
+            checks.append(
+                Check(test, True, "accept", f"passed in {seconds:.2f} s (ctest's word)", f2p)
+            )
+        elif word == "missing":
+            checks.append(Check(test, False, "test_missing", "not in ctest's JUnit output", f2p))
+        elif word == "skipped":
+            checks.append(Check(test, False, "test_skipped", "ctest: skipped (not run)", f2p))
         elif seconds >= timeout * 0.98:
             checks.append(Check(test, False, "hang", f"ran into the {timeout:g} s limit", f2p))
         else:
             klass = "f2p_fail" if f2p else "p2p_broken"
             checks.append(Check(test, False, klass, f"failed after {seconds:.2f} s", f2p))
     return checks
+
+
+def _proven(
+    test: str, f2p: bool, seconds: float, said: testreports.Proof, ref: testreports.Proof
+) -> Check:
+    """ctest says passed: what GoogleTest's report of the run adds."""
+    if said.outcome == "passed":
+        return Check(test, True, "accept", f"passed in {seconds:.2f} s (proof: {said.why})", f2p)
+    if said.outcome is None and ref.outcome is None:
+        why = f"passed in {seconds:.2f} s (proof: exit status only; no framework report,"
+        why += " none on the reference either)"
+        return Check(test, True, "accept", why, f2p)
+    if said.outcome is None:
+        why = "ctest says passed, but GoogleTest's own report has no run of it"
+        return Check(test, False, "test_missing", why, f2p)
+    if said.outcome == "failed":
+        klass = "f2p_fail" if f2p else "p2p_broken"
+        return Check(test, False, klass, f"ctest says passed; {said.why}", f2p)
+    return Check(
+        test,
+        False,
+        "test_skipped",
+        f"ctest says passed; GoogleTest: {said.outcome} ({said.why})",
+        f2p,
+    )
 
 
 def _qualified(result: GateResult) -> GateResult:

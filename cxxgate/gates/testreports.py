@@ -1,0 +1,137 @@
+"""What a test framework's own report says about one ctest test (GoogleTest's XML).
+
+ctest knows a test by its name and its command; GoogleTest writes one report per test
+process (`GTEST_OUTPUT=xml:<dir>/`), named after the program (`prog.xml`, `prog_1.xml`,
+...). A ctest test is matched to its reports whatever the registration style:
+
+- `gtest_discover_tests` / `gtest_add_tests`: the ctest name is a case's `Suite.Name`,
+  looked up among the reports of the test's program;
+- one ctest test per program (fmt's `format-test`): every case in that program's reports.
+
+A case counts as run and passed only when GoogleTest says `status="run"`,
+`result="completed"`, no failure or skip element, and it has a start timestamp: a test
+whose body never started (an environment that skipped in SetUp) keeps the epoch, and
+gtest 1.12 still writes it as completed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from junitparser import JUnitXml, TestCase, TestSuite
+
+Outcome = Literal["passed", "failed", "skipped", "not_run"]
+_EPOCH = "1970-01-01T00:00:00"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # Suite.Name
+    outcome: Outcome
+    report: str  # the report file's name
+
+
+def read_reports(folder: Path) -> list[Case]:
+    """Every case of every GoogleTest report in `folder`; a torn or forged file that does
+    not parse confirms nothing."""
+    cases: list[Case] = []
+    for report in sorted(folder.glob("*.xml")) if folder.is_dir() else []:
+        try:
+            xml = JUnitXml.fromfile(str(report))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        suites = (
+            [s for s in xml if isinstance(s, TestSuite)] if isinstance(xml, JUnitXml) else [xml]
+        )
+        for suite in suites:
+            for case in suite:
+                if "status" not in case._elem.attrib:
+                    continue  # a listing (--gtest_list_tests, as test discovery asks)
+                cases.append(Case(f"{case.classname}.{case.name}", _outcome(case), report.name))
+    return cases
+
+
+def _outcome(case: TestCase) -> Outcome:
+    attrib = case._elem.attrib  # junitparser keeps GoogleTest's own attributes
+    if not case.is_passed and not case.is_skipped:
+        return "failed"
+    if case.is_skipped or attrib.get("result") == "skipped":
+        return "skipped"
+    if attrib.get("status", "run") != "run" or attrib.get("result", "completed") != "completed":
+        return "not_run"
+    if str(attrib.get("timestamp", "")).startswith(_EPOCH):
+        return "not_run"  # never started: skipped before its body (a global environment)
+    return "passed"
+
+
+def programs(tests_json: Path) -> dict[str, str]:
+    """ctest name -> the file name of the program its command runs (ctest
+    --show-only=json-v1); empty when the listing is missing."""
+    try:
+        listing = json.loads(tests_json.read_text())
+    except (OSError, ValueError):
+        return {}
+    found: dict[str, str] = {}
+    for test in listing.get("tests", []):
+        command = test.get("command") or []
+        if command:
+            found[str(test.get("name"))] = PurePosixPath(str(command[0])).name
+    return found
+
+
+def of_program(cases: list[Case], program: str | None) -> list[Case]:
+    """The cases of the reports a program wrote (`prog.xml`, `prog_<n>.xml`); all cases
+    when the program is not known."""
+    if program is None:
+        return cases
+    name = re.compile(re.escape(program) + r"(_[0-9]+)?\.xml")
+    return [c for c in cases if name.fullmatch(c.report)]
+
+
+@dataclass(frozen=True)
+class Proof:
+    """What the framework's report says of one ctest test."""
+
+    kind: Literal["case", "program", "none"]  # Suite.Name matched; whole program; no report
+    outcome: Outcome | None  # None: no report
+    why: str = ""
+
+
+def proof(test: str, program: str | None, cases: list[Case], reference: list[Case]) -> Proof:
+    """The report-side outcome of ctest test `test`: by `Suite.Name` when a case has that
+    name, else over the whole program's cases. For a whole program, every case the
+    reference's run passed must have run and passed here."""
+    mine = of_program(cases, program)
+    named = [c for c in mine if c.name == test]
+    if named:
+        return Proof("case", _worst(named), f"GoogleTest case {test}")
+    if not mine:
+        return Proof("none", None, "no GoogleTest report")
+    ref = {c.name for c in of_program(reference, program) if c.outcome == "passed"}
+    here = {c.name: c.outcome for c in mine}
+    gone = sorted(n for n in ref if here.get(n) != "passed" and here.get(n) != "failed")
+    if any(o == "failed" for o in here.values()):
+        bad = sorted(n for n, o in here.items() if o == "failed")
+        return Proof("program", "failed", f"GoogleTest cases failed: {', '.join(bad[:5])}")
+    if gone:
+        return Proof(
+            "program",
+            "skipped",
+            f"cases that ran on the reference did not run: {', '.join(gone[:5])}",
+        )
+    if not any(o == "passed" for o in here.values()):
+        return Proof("program", "not_run", "no case of the program ran")
+    return Proof(
+        "program", "passed", f"{sum(o == 'passed' for o in here.values())} GoogleTest cases"
+    )
+
+
+def _worst(cases: list[Case]) -> Outcome:
+    for outcome in ("failed", "skipped", "not_run"):
+        if any(c.outcome == outcome for c in cases):
+            return outcome
+    return "passed"
