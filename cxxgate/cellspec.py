@@ -72,6 +72,7 @@ COMPILE_CODE = (
     "projectflags",
     "ccache",
     "asmreads",
+    "preprocessed",
 )
 
 
@@ -229,6 +230,14 @@ class CellResult:
     parts: list[str] = field(default_factory=list)
     # Tree paths the compile(s) read (dependency files), for cxxgate/reuse.py; None: unknown.
     reads: list[str] | None = None
+    # The spec key without the tree (CellSpec.spec_key): the verdict fold pairs a
+    # candidate's cell with the reference tree's by it (cxxgate/preprocessed.py).
+    spec_key: str = ""
+    # Syntax, object and consumer cells: the diagnostic-control lines each translation
+    # unit's preprocessed output held from tree files ({unit, path, line, text}), and the
+    # units scanned. None: a kind that does not scan (see cxxgate/preprocessed.py).
+    controls: list[dict[str, Any]] | None = None
+    scanned: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path) -> CellResult:
