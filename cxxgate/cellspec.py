@@ -195,7 +195,11 @@ class CellSpec:
         )
 
 
-Phase = Literal["compile", "link", "archive", "inspect", "compare", "configure", "build", "test"]
+# "preprocess": a unit's -E for its diagnostic-control record (cxxgate/preprocessed.py),
+# logged apart from its compile.
+Phase = Literal[
+    "compile", "link", "archive", "inspect", "compare", "configure", "build", "test", "preprocess"
+]
 
 
 @dataclass(frozen=True)

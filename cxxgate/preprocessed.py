@@ -104,15 +104,15 @@ def scan(
     wrote nothing is recorded as a control line, so a verdict never rests on it."""
     out = cwd / f"{Path(unit).name}.ii"
     out.unlink(missing_ok=True)
-    step = toolcall.call(
+    tree = layout.tree(spec.tree_key)
+    step = toolcall.tool_call(
         layout,
-        spec.key,
-        "compile",
+        spec,
+        "preprocess",
         source,
         [*argv, "-E", source, "-o", out.name],
         cwd,
-        spec,
-        sees_tree=sees_tree,
+        read=[tree] if sees_tree else [],
     )
     try:
         text = out.read_text(errors="replace") if out.is_file() else ""
