@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cxxgate import atomic, cmake, libcell, premain, reuse, toolcall
+from cxxgate import atomic, cmake, libcell, premain, preprocessed, reuse, toolcall
 from cxxgate.cellspec import (
     CXX_SUFFIXES,
     ENTRY_SOURCE,
@@ -69,6 +69,7 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         binary: str | None,
         parts: list[str] | None = None,
         reads: list[str] | None = None,
+        scanned: tuple[list[str], list[preprocessed.Control]] | None = None,
     ) -> CellResult:
         result = CellResult(
             key=key,
@@ -84,6 +85,9 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
             entry=spec.entry,
             parts=parts or [],
             reads=reads,
+            spec_key=spec.spec_key,
+            controls=None if scanned is None else [asdict(c) for c in scanned[1]],
+            scanned=[] if scanned is None else scanned[0],
         )
         atomic.write_text(result_path(layout, key), json.dumps(asdict(result), indent=1) + "\n")
         return result
@@ -110,7 +114,11 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
             linked = _linked(spec, layout, tree, units)
             objects = (linked.steps(), linked.place(out))
             parts = linked.keys(spec)
-        return done(*libcell.build(spec, layout, tree, out, objects), parts)
+        scanned: tuple[list[str], list[preprocessed.Control]] | None = (
+            ([], []) if spec.kind == "consumer" else None
+        )
+        built = libcell.build(spec, layout, tree, out, objects, scanned)
+        return done(*built, parts, scanned=scanned)
     if spec.kind in PROJECT_KINDS:
         return done(*cmake.build(spec, layout, tree, out))
     if spec.tree_key != NO_TREE:
@@ -153,6 +161,10 @@ def _compile(
     argv = [*toolcall.compile_argv(spec, tree), *spec.extra_flags]
     steps: list[Step] = []
     depfiles = [out / f"tu{i}.d" for i in range(len(sources))]
+    sees_tree = spec.tree_key != NO_TREE
+    owner = preprocessed.tree_owner(tree)
+    units_seen: list[str] = []
+    found: list[preprocessed.Control] = []
     for src, dep in zip(sources, depfiles, strict=True):
         if spec.kind == "object":
             # The object is named by its key: under --coverage its .gcno and the runs'
@@ -160,18 +172,24 @@ def _compile(
             what = ["-c", "-MD", "-MF", dep.name, src, "-o", f"{spec.key}.o"]
         else:
             what = ["-fsyntax-only", "-MD", "-MF", dep.name, src]
-        sees_tree = spec.tree_key != NO_TREE
         steps.append(
             toolcall.call(
                 layout, spec.key, "compile", src, [*argv, *what], out, spec, sees_tree=sees_tree
             )
         )
+        if sees_tree:
+            # What this unit really got from the tree's files, pragmas spelt out: the same
+            # argv preprocessing only (not through ccache: -E is not cached).
+            unit = owner(str(out / src)) or src
+            units_seen.append(unit)
+            found += preprocessed.scan(layout, spec, argv, src, unit, out, owner)[0]
     status = toolcall.status(steps)
     binary = None
     if spec.kind == "object" and status == "ok":
         binary = str(out / f"{spec.key}.o")
     reads = [] if spec.tree_key == NO_TREE else reuse.reads_of(tree, depfiles)
-    result: CellResult = done(status, "", steps, binary, None, reads)
+    scanned = (units_seen, found) if sees_tree else None
+    result: CellResult = done(status, "", steps, binary, None, reads, scanned)
     return result
 
 

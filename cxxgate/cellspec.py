@@ -80,6 +80,7 @@ COMPILE_CODE = (
     "projectflags",
     "ccache",
     "asmreads",
+    "preprocessed",
 )
 
 
@@ -204,7 +205,11 @@ class CellSpec:
         )
 
 
-Phase = Literal["compile", "link", "archive", "inspect", "compare", "configure", "build", "test"]
+# "preprocess": a unit's -E for its diagnostic-control record (cxxgate/preprocessed.py),
+# logged apart from its compile.
+Phase = Literal[
+    "compile", "link", "archive", "inspect", "compare", "configure", "build", "test", "preprocess"
+]
 
 
 @dataclass(frozen=True)
@@ -239,6 +244,14 @@ class CellResult:
     parts: list[str] = field(default_factory=list)
     # Tree paths the compile(s) read (dependency files), for cxxgate/reuse.py; None: unknown.
     reads: list[str] | None = None
+    # The spec key without the tree (CellSpec.spec_key): the verdict fold pairs a
+    # candidate's cell with the reference tree's by it (cxxgate/preprocessed.py).
+    spec_key: str = ""
+    # Syntax, object and consumer cells: the diagnostic-control lines each translation
+    # unit's preprocessed output held from tree files ({unit, path, line, text}), and the
+    # units scanned. None: a kind that does not scan (see cxxgate/preprocessed.py).
+    controls: list[dict[str, Any]] | None = None
+    scanned: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path) -> CellResult:

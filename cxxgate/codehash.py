@@ -70,6 +70,16 @@ def of_templates() -> str:
     return h.hexdigest()[:16]
 
 
+@cache
+def of_package() -> str:
+    """Every file of the engine (modules, gates, templates): the grader a shard ran."""
+    h = hashlib.sha256(EPOCH.encode())
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def of_text(text: str | bytes) -> str:
     data = text.encode() if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()

@@ -25,7 +25,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from cxxgate import atomic, elf, toolcall
+from cxxgate import atomic, elf, preprocessed, toolcall
 from cxxgate.cellspec import CXX_SUFFIXES, CellResult, CellSpec, CellStatus, Step, result_path
 from cxxgate.diagnostics import telling_line
 from cxxgate.layout import Layout
@@ -37,8 +37,18 @@ Built = tuple[CellStatus, str, list[Step], str | None]
 Objects = tuple[list[Step], list[str]]
 
 
+# A consumer's scanned units and the control lines their preprocessed output held from
+# the published headers (cxxgate/preprocessed.py), filled in by the build.
+Scanned = tuple[list[str], list[preprocessed.Control]]
+
+
 def build(
-    spec: CellSpec, layout: Layout, tree: Path, out: Path, objects: Objects | None = None
+    spec: CellSpec,
+    layout: Layout,
+    tree: Path,
+    out: Path,
+    objects: Objects | None = None,
+    scanned: Scanned | None = None,
 ) -> Built:
     if spec.kind in ("archive", "shared"):
         if objects is None:
@@ -47,7 +57,7 @@ def build(
         build_library = _archive if spec.kind == "archive" else _shared
         return build_library(spec, layout, objects, out)
     if spec.kind == "consumer":
-        return _consumer(spec, layout, tree, out)
+        return _consumer(spec, layout, tree, out, scanned if scanned is not None else ([], []))
     if spec.kind == "abidiff":
         return _abidiff(spec, layout, out)
     msg = f"cxxgate/libcell.py: no builder for cell kind {spec.kind!r}"
@@ -122,7 +132,7 @@ def _shared(spec: CellSpec, layout: Layout, made: Objects, out: Path) -> Built:
     return "ok", f"{len(exports)} dynamic exports", steps, str(out / lib)
 
 
-def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path, scanned: Scanned) -> Built:
     archive = _needed(layout, spec, 0)
     if archive.status != "ok" or archive.binary is None:
         return "needs_failed", f"the library archive did not build ({archive.status})", [], None
@@ -142,6 +152,10 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         shutil.copyfile(source, dest, follow_symlinks=False)
     shutil.copyfile(archive.binary, stranger / "lib" / f"lib{spec.product}.a")
     base = [*toolcall.compile_argv(spec, tree), *spec.extra_flags, "-Iinclude"]
+    # The published copies are the tree's files: their control lines count as the tree's.
+    owner = preprocessed.tree_owner(
+        tree, [(stranger / "include" / inc, rel) for rel, inc in spec.publish]
+    )
     steps: list[Step] = []
     objects = []
     for i, unit in enumerate(u for u in spec.units if u.name.endswith(CXX_SUFFIXES)):
@@ -154,6 +168,12 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
             toolcall.call(
                 layout, spec.key, "compile", unit.name, argv, stranger, spec, sees_tree=False
             )
+        )
+        scanned[0].append(unit.name)
+        scanned[1].extend(
+            preprocessed.scan(
+                layout, spec, base, unit.name, unit.name, stranger, owner, sees_tree=False
+            )[0]
         )
     detail = f"public header(s) not in the tree: {unpublished}" if unpublished else ""
     if toolcall.status(steps) != "ok":

@@ -5,6 +5,7 @@ and every gate's plan for every row. Loading never compiles or runs anything.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import cache
 from pathlib import Path
@@ -70,6 +71,7 @@ class Library:
             self.errors.append(f"case={name}: no such case in {lib}")
         if self.settings.only:
             dirs = [d for d in dirs if d.name in self.settings.only]
+        self.manifest = self._manifest(dirs)
         if self.settings.shard is not None:
             # By case, in a fixed order: a case's reference and candidates share cells.
             index, count = self.settings.shard
@@ -126,6 +128,35 @@ class Library:
             base = next((r for r in rows if r.role == "base"), None)
             self.references[case.id] = (rows[0], base)  # case_rows puts the reference first
         self.rows = [r for r in self.rows if r.case in self.cases]
+
+    def _manifest(self, dirs: list[Path]) -> dict[str, object]:
+        """What the whole batch is, the same in every shard of it (cxxgate/merge.py): each
+        (case, patch name, patch sha) of the batch, whichever shard grades the case, the
+        library's identity (its lock and case folders), the grader's code and N (the seed is
+        added when the grade is written: a gate may draw it while grading)."""
+        batch: list[list[str]] = []
+        if self.settings.batch is not None:
+            try:
+                names = {d.name for d in dirs}
+                rows, orphans = batch_rows(self.settings.batch, names, self.layout)
+            except OSError:
+                rows, orphans = [], []  # the load below names the error
+            batch = sorted([r.case, r.name, r.sha] for r in rows)
+            batch += sorted([o.case, o.name, o.klass] for o in orphans)
+        lock_file = self.settings.library / lock.FILE
+        # Every file of every case folder: a case's reference and known patches, oracles
+        # and tree, whichever shard grades it.
+        library = {
+            "lock": codehash.of_text(lock_file.read_bytes()) if lock_file.is_file() else None,
+            "cases": {d.name: _folder_digest(d) for d in dirs},
+        }
+        shard = self.settings.shard
+        return {
+            "batch": batch,
+            "library": codehash.of_text(json.dumps(library, sort_keys=True)),
+            "grader": codehash.of_package(),
+            "n": shard[1] if shard else 1,
+        }
 
     def _pin(
         self,
@@ -186,3 +217,15 @@ def _gate_files() -> dict[str, list[Path]]:
         name: codehash.module_and_sibling_files(gate.classify.__module__)
         for name, gate in registry.gates().items()
     }
+
+
+def _folder_digest(folder: Path) -> str:
+    """sha256 over a folder's files (paths and bytes), links named, never followed."""
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix().encode() + b"\0"
+        if path.is_symlink():
+            h.update(rel + b"link:" + str(path.readlink()).encode() + b"\0")
+        elif path.is_file():
+            h.update(rel + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()

@@ -19,6 +19,7 @@ import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from cxxgate import atomic
 from cxxgate.layout import Layout
@@ -37,8 +38,10 @@ def write_inputs(
     report_only: bool,
     shard: tuple[int, int] | None,
     verdicts: list[Verdict] | None = None,
+    manifest: dict[str, object] | None = None,
 ) -> None:
     data = {
+        "manifest": manifest,
         "errors": errors,
         "orphans": [asdict(o) for o in orphans],
         "report_only": report_only,
@@ -93,6 +96,49 @@ def _check_row(folder: Path, index: int, count: int, row: dict[str, object], kep
         raise MergeError(f"{name}: evidence differs from what was graded: {', '.join(changed)}")
 
 
+def _check_manifest(
+    folder: Path,
+    index: int,
+    count: int,
+    manifest: object,
+    first: tuple[Path, int, dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """The shard's batch manifest, the same as the first shard's, or MergeError naming the
+    shard and what differs."""
+    name = f"{folder}: shard {index}/{count}"
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("batch"), list):
+        raise MergeError(
+            f"{name}: grade.json holds no batch manifest (graded by an older cxxgate?)"
+        )
+    if first is None or first[2] == manifest:
+        return manifest
+    other, at, theirs = first
+    keys = sorted(k for k in manifest.keys() | theirs.keys() if manifest.get(k) != theirs.get(k))
+    said = []
+    for key in keys:
+        if key == "batch":
+            mine = {tuple(e) for e in manifest["batch"]}
+            them = {tuple(e) for e in theirs.get("batch", [])}
+            only = sorted(mine - them)[:3] + sorted(them - mine)[:3]
+            said.append(f"batch (differing entries: {only})")
+        else:
+            said.append(f"{key} ({manifest.get(key)!r} vs {theirs.get(key)!r})")
+    raise MergeError(
+        f"{name} graded another batch than shard {at}/{count} ({other}): {'; '.join(said)}"
+    )
+
+
+def _check_in_batch(
+    folder: Path, index: int, count: int, row: dict[str, Any], batch: set[tuple[str, ...]]
+) -> None:
+    """A candidate row's patch is the one the manifest lists; a case's own rows (reference,
+    known patches) are files of its folder, which the manifest's library digest covers."""
+    name = f"{folder}: shard {index}/{count}, case {row.get('case')!r}, patch {row.get('patch')!r}"
+    entry = (row.get("case"), row.get("patch"), row.get("sha"))
+    if row.get("role") == "candidate" and entry not in batch:
+        raise MergeError(f"{name}: sha {row.get('sha')} is not in the batch manifest")
+
+
 def read(dirs: tuple[Path, ...]) -> tuple[list[Verdict], list[Orphan], list[str]]:
     """The rows, orphans and input errors of every shard; what every shard reports alike
     (an unknown case, a global input error) once."""
@@ -104,6 +150,7 @@ def read(dirs: tuple[Path, ...]) -> tuple[list[Verdict], list[Orphan], list[str]
     shards: dict[int, Path] = {}
     counts: set[int] = set()
     graded_by: dict[str, tuple[int, Path]] = {}  # case -> the shard whose rows it has
+    first: tuple[Path, int, dict[str, Any]] | None = None  # the manifest the others must match
     for folder in dirs:
         layout = Layout(folder)
         try:
@@ -128,6 +175,9 @@ def read(dirs: tuple[Path, ...]) -> tuple[list[Verdict], list[Orphan], list[str]
             raise MergeError(
                 f"{folder}: grade.json holds no row digests (graded by an older cxxgate?)"
             )
+        manifest = _check_manifest(folder, index, count, inputs.get("manifest"), first)
+        first = first or (folder, index, manifest)
+        batch = {tuple(entry) for entry in manifest["batch"]}
         seen: set[str] = set()
         for line in lines:
             row = json.loads(line)
@@ -138,6 +188,7 @@ def read(dirs: tuple[Path, ...]) -> tuple[list[Verdict], list[Orphan], list[str]
                 raise MergeError(f"{folder}: shard {index}/{count} holds {ident} twice")
             seen.add(ident)
             _check_row(folder, index, count, row, kept.get(ident))
+            _check_in_batch(folder, index, count, row, batch)
             other = graded_by.setdefault(row["case"], (index, folder))
             if other[0] != index:
                 raise MergeError(

@@ -19,7 +19,17 @@ import yaml
 from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
-from cxxgate import atomic, codehash, history, lock, merge, prune, registry, report
+from cxxgate import (
+    atomic,
+    codehash,
+    history,
+    lock,
+    merge,
+    preprocessed,
+    prune,
+    registry,
+    report,
+)
 from cxxgate.cell import build as build_cell
 from cxxgate.cellspec import CellResult, CellSpec
 from cxxgate.cellspec import result_path as cell_result
@@ -37,7 +47,6 @@ from cxxgate.guard import (
 )
 from cxxgate.layout import Layout
 from cxxgate.library import Library
-from cxxgate.preprocessed import Preprocess
 from cxxgate.progress import GradeProgress
 from cxxgate.result import HARNESS_ERROR, PREMAIN_HOOK, GateResult
 from cxxgate.rows import Orphan, Row
@@ -62,7 +71,6 @@ class Pipeline:
     def __init__(self, library: Library) -> None:
         self.lib = library
         self.layout = library.layout
-        self._preprocessing: dict[str, Preprocess] = {}
 
     # ---- tasks ---------------------------------------------------------------------
 
@@ -83,7 +91,7 @@ class Pipeline:
     def tree_tasks(self) -> Iterator[Task]:
         yield {"basename": "tree", "name": None, "doc": "apply each patch to its case's tree"}
         seen: set[str] = set()
-        intake = codehash.of_modules("tree", "patchtext", "pragmas", "preprocessed")
+        intake = codehash.of_modules("tree", "patchtext", "pragmas")
         for row in self.lib.rows:
             key = self.lib.tree_keys[row.id]
             if key in seen:
@@ -106,46 +114,16 @@ class Pipeline:
                         key,
                         self.layout,
                         case.spec.allow_diagnostic_pragmas,
-                        self._preprocess(case),
                     )
                 ],
                 "file_dep": [str(row.file)] if row.file else [],
                 "targets": [str(stamp)],
                 "uptodate": [
-                    config_changed(
-                        {
-                            "key": key,
-                            "code": intake,
-                            "envelopes": [e.id for e in self._preprocess(case).envelopes],
-                        }
-                    ),
+                    config_changed({"key": key, "code": intake}),
                     no_harness_error(stamp),
                 ],
                 "clean": [(_remove, [self.layout.tree(key), stamp])],
             }
-
-    def _preprocess(self, case: Any) -> Preprocess:
-        """What intake preprocesses a case's trees with: every envelope its cells use (the
-        defines differ: -DNDEBUG), its include folders and library sources."""
-        known = self._preprocessing.get(case.id)
-        if known is not None:
-            return known
-        found = {
-            s.envelope.id: s.envelope
-            for (case_id, *_), plan in self.lib.plans.items()
-            if case_id == case.id
-            for s in plan.cells.values()
-        }
-        if not found:
-            env = self.lib.envelopes.get(case.spec.envelope).with_std(case.spec.std)
-            found = {env.id: env}
-        how = Preprocess(
-            tuple(found[k] for k in sorted(found)),
-            tuple(case.spec.include_dirs),
-            tuple(case.spec.sources),
-        )
-        self._preprocessing[case.id] = how
-        return how
 
     def cell_tasks(self) -> Iterator[Task]:
         yield {"basename": "cell", "name": None, "doc": "compile: the only place a compiler runs"}
@@ -268,6 +246,8 @@ class Pipeline:
                     deps.update(
                         self.layout.gate_result(r.case, r.name, g) for g in case.enabled_gates()
                     )
+                    # The cells' diagnostic-control records (cxxgate/preprocessed.py).
+                    deps.update(cell_result(self.layout, k) for k in self._tree_cells(r))
             target = self.layout.verdict(row.case, row.name)
             yield {
                 "basename": "verdict",
@@ -280,6 +260,7 @@ class Pipeline:
                     config_changed(
                         {
                             "identity": self.lib.identity[row.case],
+                            "code": codehash.of_modules("verdict", "preprocessed"),
                             "row": [row.role, row.sha, row.source, row.model],
                             "expect": row.expect.model_dump(mode="json", by_alias=True)
                             if row.expect
@@ -543,7 +524,39 @@ class Pipeline:
             gates, Reference(ref_stamp, ref_results, base_stamp, base_results)
         )
         stamp, results = results_of(row)
-        fold(row, stamp, results, broken, self.lib.identity[row.case]).write(target)
+        controls: list[str] = []
+        judged = row.role in {"candidate", "known"} and not case.spec.allow_diagnostic_pragmas
+        if stamp.applied and judged:
+            reference = [self._controls(r) for r in (ref_row, base_row) if r is not None]
+            controls = preprocessed.added(self._controls(row), reference)
+        fold(row, stamp, results, broken, self.lib.identity[row.case], controls).write(target)
+
+    def _tree_cells(self, row: Row) -> list[str]:
+        """Keys of the cells the row's gates planned on its own tree (and their objects)."""
+        key = self.lib.tree_keys[row.id]
+        case = self.lib.cases[row.case]
+        return [
+            cell.key
+            for gate in case.enabled_gates()
+            for spec in self.lib.plans[row.case, key, gate].cells.values()
+            for cell in (spec, spec.objects_cell)
+            if cell is not None and cell.tree_key == key
+        ]
+
+    def _controls(self, row: Row) -> dict[tuple[str, str], list[preprocessed.Control]]:
+        """What each unit compiled from the row's tree got of diagnostic control, from the
+        cells' own records, following a linking cell to the object cells it linked."""
+        todo, seen, cells = self._tree_cells(row), set[str](), []
+        while todo:
+            key = todo.pop()
+            if key in seen:
+                continue
+            seen.add(key)
+            path = cell_result(self.layout, key)
+            if path.is_file():
+                cells.append(CellResult.load(path))
+                todo += cells[-1].parts
+        return preprocessed.records(cells)
 
     @stops_on_full_disk("grade")
     def _grade(self) -> Any:
@@ -559,6 +572,7 @@ class Pipeline:
             self.lib.settings.report_only,
             shard,
             verdicts,
+            {**self.lib.manifest, "seed": self.lib.settings.seed_used()},
         )
         return self._report(verdicts, self.lib.orphans, self.lib.errors)
 

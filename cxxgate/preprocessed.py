@@ -1,202 +1,158 @@
-"""Diagnostic control as the preprocessor sees it: intake's `diagnostic_control` decision.
+"""Diagnostic control as each compile cell's preprocessor saw it: `diagnostic_control`.
 
 The source text cannot show every directive a patch adds: `_Pragma` can be assembled
 through macro arguments (`CAT(_Pra, gma)(...)`), a macro from an unchanged header can
-expand to one. `g++ -E` spells every one of them out as a `#pragma` line, and its line
-markers say which file each line came from. So intake preprocesses, in each envelope the
-case compiles with (its -std, flags and defines, warnings not errors), every changed C or
-C++ file and every library source of the case, in the base tree and in the patched one,
-and counts, on lines that come from a file the patch changed:
+expand to one, an include can be spelt `"./x.def"` or re-enter its own header, and a
+guard (`#if __INCLUDE_LEVEL__`, a macro only a probe unit defines) can show it to some
+translation units and not others. `g++ -E` spells every one that a translation unit
+really gets out as a `#pragma` line, and its line markers say which file each line came
+from. So every cell that compiles tree content (syntax units, object cells: probes,
+oracles, library sources, consumer programs) preprocesses each of its translation units
+again, with the exact argv of its compile, in the same sandbox (`scan`), and keeps only
+the control lines that came from a file of the tree (`CellResult.controls`):
 
 - `#pragma GCC|clang diagnostic ...`, `#pragma [GCC|clang] system_header`,
   `#pragma GCC|clang optimize` (optimisation level decides which warnings fire), MSVC's
   `#pragma warning`;
 - an `optimize` attribute (`__attribute__((optimize(...)))`, `[[gnu::optimize]]`);
-- a line marker or `#line` typed in the file that renames the file or adds the
-  system-header flag (3) without entering an include. One that pretends to enter a
-  system header (`# 1 "/usr/include/..." 1 3`) looks in -E output like a real include
-  (even `-H` lists it): a directive cannot come from a macro, so the source-text scan
-  (cxxgate/pragmas.py: any `# <digits>` or `#line` directive) is what finds it.
+- a line marker or `#line` typed in a tree file that renames the file or adds the
+  system-header flag (3) without entering an include (`_Pragma("GCC system_header")`
+  shows this way too). A typed marker that pretends to enter a system header
+  (`# 1 "/usr/include/..." 1 3`) looks in -E output like a real include: a directive
+  cannot come from a macro, so intake's source-text scan (cxxgate/pragmas.py) finds it.
 
-Not seen here: a directive guarded by a macro that only a gate's probe unit defines
-(intake preprocesses the tree's own sources and each changed file, not the probes);
-the thorough fix takes the pragma lines from each compile cell's own -E.
-
-Counted by text, changed files together, so a directive moved unchanged from one changed
-file to another adds nothing. Every call goes through cxxgate/toolcall.py (bounded,
-sandboxed: the tree read-only, a scratch folder writable).
+The verdict fold decides, in one place (`added`): a candidate's cell shows a control line
+(by text) more often than the same cell spec and unit did on the reference side (the base
+tree, and the reference tree of a case with a reference patch), or a unit with no
+counterpart there shows more than the most any reference unit showed; a
+`#pragma GCC diagnostic pop` the same unit had on the reference side is gone.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cxxgate import pragmas, toolcall
-from cxxgate.cellspec import CellSpec
-from cxxgate.envelope import Envelope
+from cxxgate.cellspec import CellSpec, Step
 from cxxgate.layout import Layout
+from cxxgate.sandbox import NEUTRAL_TREE
 
-C_FAMILY = (
-    ".c",
-    ".cc",
-    ".cpp",
-    ".cxx",
-    ".c++",
-    ".h",
-    ".hh",
-    ".hpp",
-    ".hxx",
-    ".h++",
-    ".ipp",
-    ".inl",
-    ".tpp",
-    ".tcc",
-)
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d)*)\s*$')
 _PRAGMA = re.compile(
     r"^\s*#\s*pragma\s+(?:(?:GCC|clang)\s+(?:diagnostic|system_header|optimize)"
     r"|system_header|warning)\b"
 )
 _OPTIMIZE = re.compile(r"\b_*optimize_*\s*\(")
+_POP = "#pragma GCC diagnostic pop"
+
+Owner = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
-class Preprocess:
-    """What intake preprocesses with: the case's envelopes, include folders and sources."""
+class Control:
+    """One control line a translation unit's preprocessed output holds from a tree file."""
 
-    envelopes: tuple[Envelope, ...]
-    include_dirs: tuple[str, ...]
-    sources: tuple[str, ...]  # globs of the library sources under the tree
-    seconds: float = 60.0
+    unit: str  # the translation unit (tree path, or the harness unit's name)
+    path: str  # the tree file the line came from (line markers, normalised)
+    line: int
+    text: str
+
+    def shown(self) -> str:
+        return f"{self.path}:{self.line}: {self.text}"
 
 
-def added(
-    how: Preprocess,
+def tree_owner(tree: Path, published: Iterable[tuple[Path, str]] = ()) -> Owner:
+    """Marker file name -> tree path, or None for a file outside the tree. Names are
+    normalised first (`include/./x.def`, `include/../include/x.hpp`: the tree holds no
+    links, so a lexical normalisation is the file); `published` maps copies of tree files
+    (a consumer's published headers) back to their tree paths."""
+    roots = [(os.path.normpath(str(tree)), ""), (NEUTRAL_TREE, "")]
+    copies = {os.path.normpath(str(p)): rel for p, rel in published}
+
+    def owner(name: str) -> str | None:
+        path = os.path.normpath(re.sub(r"\\(.)", r"\1", name))  # GCC escapes " and \ in names
+        if path in copies:
+            return copies[path]
+        for root, prefix in roots:
+            if path.startswith(root + "/"):
+                return prefix + path[len(root) + 1 :]
+        return None
+
+    return owner
+
+
+def scan(
     layout: Layout,
-    key: str,
-    base: Path,
-    tree: Path,
-    changed: list[str],
-    scratch: Path,
-) -> list[str]:
-    """Diagnostic-control lines the patched tree's preprocessed output holds, in changed
-    files, beyond the base tree's (as "path:line: text")."""
-    before = Counter[str]()
-    after: list[tuple[str, str]] = []
-    for env in how.envelopes:
-        if env.toolchain.path is None:
-            continue  # a missing compiler: the cells that need it say so
-        spec = CellSpec(
-            kind="syntax",
-            tree_key=key,
-            units=(),
-            tree_sources=(),
-            include_dirs=how.include_dirs,
-            envelope=env,
-            compile_seconds=how.seconds,
-            label="intake: preprocess",
-        )
-        base_found = _tree(layout, spec, base, changed, how, scratch)
-        before.update(Counter(text for _, text in base_found))
-        after += _tree(layout, spec, tree, changed, how, scratch)
-    extra = []
-    left = before
-    for where, text in after:
-        if left[text] > 0:
-            left[text] -= 1
-        else:
-            extra.append(f"{where}: {text}")
-    return extra
-
-
-def _tree(
-    layout: Layout, spec: CellSpec, tree: Path, changed: list[str], how: Preprocess, scratch: Path
-) -> list[tuple[str, str]]:
-    """(where, text) of each control in changed files, each counted once however many
-    units include it (the most any one unit shows)."""
-    units = sorted(
-        {p for p in changed if p.endswith(C_FAMILY) and (tree / p).is_file()}
-        | {Path(p).relative_to(tree).as_posix() for p in toolcall.resolve(tree, how.sources)}
-    )
-    most: dict[tuple[str, str], int] = {}
-    where: dict[tuple[str, str], str] = {}
-    for unit in units:
-        found = _unit(layout, spec, tree, unit, set(changed), scratch)
-        for item, n in Counter((rel, text) for rel, _, text in found).items():
-            most[item] = max(most.get(item, 0), n)
-        for rel, line, text in found:
-            where.setdefault((rel, text), f"{rel}:{line}")
-    return [(where[item], item[1]) for item, n in sorted(most.items()) for _ in range(n)]
-
-
-def _unit(
-    layout: Layout, spec: CellSpec, tree: Path, unit: str, changed: set[str], scratch: Path
-) -> list[tuple[str, int, str]]:
-    env = spec.envelope
-    assert env.toolchain.path is not None
-    scratch.mkdir(parents=True, exist_ok=True)
-    out = scratch / "unit.ii"
+    spec: CellSpec,
+    argv: list[str],
+    source: str,
+    unit: str,
+    cwd: Path,
+    owner: Owner,
+    *,
+    sees_tree: bool = True,
+) -> tuple[list[Control], Step]:
+    """Preprocess one translation unit with its compile's argv (`argv`: everything but the
+    action, source and output) in the cell's sandbox, and keep the control lines from tree
+    files. A failed -E (a compile error) still shows what it read; one that timed out or
+    wrote nothing is recorded as a control line, so a verdict never rests on it."""
+    out = cwd / f"{Path(unit).name}.ii"
     out.unlink(missing_ok=True)
-    flags = [f for f in env.flags if not f.startswith("-Werror")]
-    argv = [
-        env.toolchain.path,
-        f"-std={env.std}",
-        *flags,
-        *(f"-D{d}" for d in env.defines),
-        *(f"-I{tree / inc}" for inc in spec.include_dirs),
-        "-E",
-        "-x",
-        "c" if unit.endswith(".c") else "c++",
-        str(tree / unit),
-        "-o",
-        out.name,
-    ]
-    step = toolcall.tool_call(layout, spec, "compile", str(tree / unit), argv, scratch, read=[tree])
-    text = out.read_text(errors="replace") if out.is_file() else ""
-    del step  # a failed -E (a header that is not self-contained) still shows what it read
-    return controls(text, tree, changed, str(tree / unit))
+    tree = layout.tree(spec.tree_key)
+    step = toolcall.tool_call(
+        layout,
+        spec,
+        "preprocess",
+        source,
+        [*argv, "-E", source, "-o", out.name],
+        cwd,
+        read=[tree] if sees_tree else [],
+    )
+    try:
+        text = out.read_text(errors="replace") if out.is_file() else ""
+    finally:
+        out.unlink(missing_ok=True)
+    found = [Control(unit, p, n, t) for p, n, t in controls(text, owner)]
+    if step.timed_out or not text:
+        why = "timed out" if step.timed_out else "wrote nothing"
+        found.append(Control(unit, unit, 0, f"the preprocessor {why}: its output is unseen"))
+    return found, step
 
 
-def controls(text: str, tree: Path, changed: set[str], unit: str) -> list[tuple[str, int, str]]:
-    """(tree path, line, text) of each control on lines from `changed` files, read from
-    `-E` output. The compiler's own preamble
-    (`<built-in>`, `<command-line>`, the predefined header) ends at `# 1 "<unit>"`."""
-    root = str(tree) + "/"
-
-    def rel(name: str) -> str | None:
-        path = name[len(root) :] if name.startswith(root) else None
-        return path if path in changed else None
-
+def controls(text: str, owner: Owner) -> list[tuple[str, int, str]]:
+    """(tree path, line, text) of each control on lines from tree files, read from `-E`
+    output. The compiler's own preamble (the working-directory marker, `<built-in>`,
+    `<command-line>`, the predefined header) ends at `# 1 "<main file>"`, the main file
+    being the name of the first marker."""
     found: list[tuple[str, int, str]] = []
-    stack: list[tuple[str, bool]] = [("", False)]  # (file, system header)
-    line = 0
+    here: str | None = None
+    current, system, line = "", False, 0
+    main: str | None = None
     started = False
     for raw in text.splitlines():
         m = _MARKER.match(raw)
         if not started:
-            started = m is not None and m.groups() == ("1", unit, "")
+            if m is not None and main is None:
+                main = m.group(2)
+            started = m is not None and m.groups() == ("1", main, "")
             if not started:
                 continue
-        current, system = stack[-1]
-        here = rel(current)
         if m:
             number, name, flags = int(m.group(1)), m.group(2), set(m.group(3).split())
-            if "1" in flags:
-                stack.append((name, "3" in flags))
-            elif "2" in flags:
-                while len(stack) > 1 and stack[-1][0] != name:
-                    stack.pop()
-                if len(stack) > 1:
-                    stack.pop()
-                stack[-1] = (name, "3" in flags)
-            else:
-                if here and (name != current or ("3" in flags and not system)):
-                    found.append((here, line, f"a line marker relabels its lines: {raw.strip()}"))
-                stack[-1] = (name, "3" in flags)
-            line = number
+            if (
+                here
+                and not flags & {"1", "2"}
+                and (name != current or ("3" in flags and not system))
+            ):
+                found.append((here, line, f"a line marker relabels its lines: {raw.strip()}"))
+            current, system, line = name, "3" in flags, number
+            here = owner(name)
             continue
         if here:
             stripped = pragmas.strip_literals(raw)
@@ -204,3 +160,48 @@ def controls(text: str, tree: Path, changed: set[str], unit: str) -> list[tuple[
                 found.append((here, line, " ".join(raw.split())))
         line += 1
     return found
+
+
+# ---- the decision (the verdict fold) ---------------------------------------------------
+
+
+def records(cells: Iterable[Any]) -> dict[tuple[str, str], list[Control]]:
+    """{(cell spec key, unit): controls} over cell results that scanned their units."""
+    out: dict[tuple[str, str], list[Control]] = {}
+    for cell in cells:
+        if cell.controls is None:
+            continue
+        units = dict.fromkeys(c["unit"] for c in cell.controls) | dict.fromkeys(cell.scanned)
+        for unit in units:
+            mine = [Control(**c) for c in cell.controls if c["unit"] == unit]
+            out.setdefault((cell.spec_key, unit), mine)
+    return out
+
+
+def added(
+    candidate: dict[tuple[str, str], list[Control]],
+    reference: Iterable[dict[tuple[str, str], list[Control]]],
+) -> list[str]:
+    """Control lines the candidate's cells show beyond the reference side's (the most any
+    of the reference trees showed, unit by unit), as "path:line: text" (each once)."""
+    allowance: dict[tuple[str, str], Counter[str]] = {}
+    for side in reference:
+        for key, found in side.items():
+            allowance[key] = allowance.get(key, Counter()) | Counter(c.text for c in found)
+    most = Counter[str]()
+    for counts in allowance.values():
+        most |= counts
+    extra: dict[str, None] = {}
+    for key, found in sorted(candidate.items()):
+        allowed = Counter(allowance.get(key, most))
+        for control in found:
+            if allowed[control.text] > 0:
+                allowed[control.text] -= 1
+            else:
+                extra[control.shown()] = None
+        if key in allowance:
+            had = allowance[key][_POP]
+            left = sum(1 for c in found if c.text == _POP)
+            if left < had:
+                extra[f"{key[1]}: {had - left} `{_POP}` of the reference's unit gone"] = None
+    return list(extra)

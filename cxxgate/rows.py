@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -116,7 +117,7 @@ class _Names:
 
 
 def batch_rows(
-    source: Path, cases: dict[str, Case], layout: Layout
+    source: Path, cases: Collection[str], layout: Layout
 ) -> tuple[list[Row], list[Orphan]]:
     """Candidate rows from a folder `<case>/<name>.diff` or a JSON Lines predictions file."""
     if source.is_dir():
@@ -124,7 +125,7 @@ def batch_rows(
     return _jsonl_rows(source, cases, layout)
 
 
-def _folder_rows(root: Path, cases: dict[str, Case]) -> tuple[list[Row], list[Orphan]]:
+def _folder_rows(root: Path, cases: Collection[str]) -> tuple[list[Row], list[Orphan]]:
     rows: list[Row] = []
     orphans: list[Orphan] = []
     names = _Names()
@@ -201,7 +202,7 @@ def _prediction(raw: bytes, first: bool) -> tuple[str, str, bytes]:
 
 
 def _jsonl_rows(
-    file: Path, cases: dict[str, Case], layout: Layout
+    file: Path, cases: Collection[str], layout: Layout
 ) -> tuple[list[Row], list[Orphan]]:
     """One row per line, decoded line by line: a bad line is its own malformed_input row
     and the rest of the batch grades. Lines end at b"\n" only (JSON text may hold U+2028,

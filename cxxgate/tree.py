@@ -9,13 +9,12 @@ Decided before any gate runs, from what `git apply` itself reads in the patch by
 - `path_violation`: a path added, removed, renamed, copied to, or whose bytes or mode
   changed, outside the case's writable set.
 - `patch_does_not_apply`: git apply refuses it (context must match, no fuzz).
-- `diagnostic_control`: a changed file gains a directive that controls diagnostics,
-  which would switch -Werror off for the patch's own code. Decided from the compiler's
-  preprocessed output of the base and patched trees (cxxgate/preprocessed.py: `_Pragma`
-  however assembled, typed line markers, `optimize`), where every spelling is spelt out;
-  the source-text scan (cxxgate/pragmas.py) only adds findings, for directives in code
-  the preprocessor skipped or that g++ does not know. A case allows them with
-  `allow_diagnostic_pragmas: true`.
+- `diagnostic_control`, from the text: a changed file gains a directive that controls
+  diagnostics (cxxgate/pragmas.py), which would switch -Werror off for the patch's own
+  code. The text scan only adds findings (directives in code the preprocessor skipped,
+  spellings g++ does not know, typed line markers); what each compile really got is
+  decided from the compile cells' own preprocessed output, in the verdict fold
+  (cxxgate/preprocessed.py). A case allows them with `allow_diagnostic_pragmas: true`.
 
 A patch that applies but changes no file's bytes (a mode only, say) applies with no
 changed paths, and the verdict fold calls it `empty_patch`. A diff whose every line ends
@@ -41,7 +40,7 @@ from typing import Literal
 
 import pathspec
 
-from cxxgate import atomic, faults, pragmas, preprocessed
+from cxxgate import atomic, faults, pragmas
 from cxxgate.layout import Layout
 from cxxgate.patchtext import header_problem, mode_problem, normalise
 
@@ -205,21 +204,16 @@ def materialise(
     key: str,
     layout: Layout,
     allow_diagnostic_pragmas: bool = False,
-    preprocess: preprocessed.Preprocess | None = None,
 ) -> Stamp:
     """Copy the base tree, apply the patch strictly, check what changed, and write the
-    tree's stamp. With `preprocess`, diagnostic control is decided from the compiler's
-    preprocessed output too (see the module text)."""
+    tree's stamp."""
     text = patch_file.read_bytes() if patch_file else b""
     target = layout.tree(key)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(target, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=target.parent))
     try:
-        check = (
-            None if allow_diagnostic_pragmas or preprocess is None else (preprocess, layout, key)
-        )
-        stamp = _materialise(base, text, writable, work, allow_diagnostic_pragmas, check)
+        stamp = _materialise(base, text, writable, work, allow_diagnostic_pragmas)
         if stamp.applied:
             (work / "tree").rename(target)
     finally:
@@ -230,11 +224,8 @@ def materialise(
     return stamp
 
 
-_Check = tuple[preprocessed.Preprocess, Layout, str] | None
-
-
 def _materialise(
-    base: Path, text: bytes, writable: list[str], work: Path, allow_pragmas: bool, check: _Check
+    base: Path, text: bytes, writable: list[str], work: Path, allow_pragmas: bool
 ) -> Stamp:
     git = _Git(work)
     stamp = _guard(git, text, writable)
@@ -250,20 +241,7 @@ def _materialise(
         said = proc.stderr.decode("utf-8", errors="replace").strip() or "git apply failed"
         faults.raise_if_disk_full_said(said, work)  # git could not write: not the patch's fault
         return Stamp("", "patch_does_not_apply", said, stamp.changed)
-    judged = _judge(base, before, _snapshot(tree), tree, writable, stamp, allow_pragmas)
-    if judged.status != "applied" or check is None or not judged.changed:
-        return judged
-    how, layout, key = check
-    extra = preprocessed.added(how, layout, key, base, tree, judged.changed, work / "pp")
-    if extra:
-        return Stamp(
-            "",
-            "diagnostic_control",
-            "the patch adds diagnostic control, which would switch -Werror off for its own "
-            f"code (from the preprocessed output): {'; '.join(extra)}",
-            judged.changed,
-        )
-    return judged
+    return _judge(base, before, _snapshot(tree), tree, writable, stamp, allow_pragmas)
 
 
 def _judge(

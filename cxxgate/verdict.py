@@ -134,7 +134,10 @@ def fold(
     results: dict[str, GateResult],
     broken: dict[str, dict[str, str]],
     identity: dict[str, object],
+    controls: list[str] | None = None,
 ) -> Verdict:
+    """`controls`: diagnostic-control lines the row's compiled units got beyond the
+    reference side's (cxxgate/preprocessed.py); any makes the row `diagnostic_control`."""
     gates: dict[str, dict[str, str]] = {}
     evidence: list[str] = [f"trees/{stamp.key}"]
     cells: list[str] = []
@@ -148,7 +151,7 @@ def fold(
         evidence.append(f"results/{row.case}/{row.name}/{name}.json")
         evidence += [e for e in res.evidence if e.startswith(("cells/", "runs/", "scans/"))]
         cells += res.cells
-    verdict, klass, detail = _decide(row, stamp, gates)
+    verdict, klass, detail = _decide(row, stamp, gates, controls or [])
     expect: dict[str, str | list[str]] | None = None
     problems: list[str] = []
     if row.expect is not None:
@@ -179,13 +182,26 @@ def fold(
     )
 
 
-def _decide(row: Row, stamp: Stamp, gates: dict[str, dict[str, str]]) -> tuple[str, str, str]:
+def _decide(
+    row: Row, stamp: Stamp, gates: dict[str, dict[str, str]], controls: list[str]
+) -> tuple[str, str, str]:
     if stamp.status == HARNESS_ERROR:
         return "incomplete", HARNESS_ERROR, stamp.detail
     if not stamp.applied:
         return "reject", stamp.status, stamp.detail
     if row.role in {"candidate", "known"} and not stamp.changed:
         return "reject", "empty_patch", stamp.detail or "the patch changes nothing"
+    if controls:
+        # Whatever the gates said, they said it with some warnings switched off.
+        shown = "; ".join(controls[:8]) + (
+            f"; and {len(controls) - 8} more" if len(controls) > 8 else ""
+        )
+        return (
+            "reject",
+            "diagnostic_control",
+            "the compiled units' preprocessed output holds diagnostic control the reference's "
+            f"did not, which would switch -Werror off for the patch's own code: {shown}",
+        )
     statuses = {g: v["status"] for g, v in gates.items()}
     for status, word in (("fail", "reject"), ("incomplete", "incomplete")):
         hit = [g for g, s in statuses.items() if s == status]

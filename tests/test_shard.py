@@ -183,3 +183,36 @@ def test_merge_refuses_edited_rows_edited_evidence_and_a_case_graded_twice(
     proc = merged(repeated, other)
     assert proc.returncode != 0
     assert f"case {foreign['case']!r} graded by two shards" in proc.output
+
+
+def test_merge_refuses_shards_of_different_batches(
+    batch: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Shard 1/2 graded from another batch (same case, same patch name, other honest bytes)
+    merged with shard 2/2 of the real one: each shard's grade.json carries the whole
+    batch's manifest, and the merge refuses shards whose manifests differ, naming the
+    shard and the entries that differ."""
+    library, patches = batch
+    other = tmp_path / "other"
+    shutil.copytree(patches, other)
+    swapped = SHIPPED / "discarded/patches/good_to_chars.diff"
+    shutil.copy(swapped, other / "discarded/model_a.diff")
+    first = run_grade(
+        tmp_path / "s1", "shard=1/2", f"patches={other}", "report_only=1", library=library
+    )
+    second = run_grade(
+        tmp_path / "s2", "shard=2/2", f"patches={patches}", "report_only=1", library=library
+    )
+    manifests = [
+        json.loads((s.out / "grade.json").read_text())["manifest"] for s in (first, second)
+    ]
+    assert manifests[0]["batch"] != manifests[1]["batch"]
+    assert {k: v for k, v in manifests[0].items() if k != "batch"} == {
+        k: v for k, v in manifests[1].items() if k != "batch"
+    }
+    assert ["discarded", "model_a"] in [e[:2] for e in manifests[1]["batch"]]  # not its case
+    where = f"from={first.out},{second.out}"
+    proc = run_doit(tmp_path / "m", "merge", where, "report_only=1", library=library)
+    assert proc.returncode != 0
+    assert "shard 2/2 graded another batch than shard 1/2" in proc.output, proc.output
+    assert "model_a" in proc.output

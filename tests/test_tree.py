@@ -508,30 +508,55 @@ def test_intake_inside_a_git_checkout_lists_every_path(base: Path, tmp_path: Pat
     assert sorted(stamp.changed) == ["src/moved.cpp", "tests/t.cpp"]
 
 
-# ---- diagnostic control from the preprocessed output (cxxgate/preprocessed.py) --------
+# ---- diagnostic control from each compile cell's preprocessed output (preprocessed.py) -
 
 _GCC = "toolchains:\n  gcc: {command: g++, family: gcc}\nenvelopes:\n  w: {toolchain: gcc, std: c++20, flags: [-Wall, -Wextra, -Werror]}\n"  # noqa: E501
 
 
-def _controls(tmp_path: Path, base: Path, source: str, header: str = "") -> list[str]:
-    """preprocessed.added for a tree whose src/lib.cpp (and include/lib.hpp) the patch
-    rewrote, on real g++ through toolcall."""
-    from cxxgate import preprocessed
+def _cell(tmp_path: Path, tree: Path, key: str, probe: str = "") -> object:
+    """A real syntax cell (cxxgate/cell.py, g++ through toolcall) on `tree` materialised
+    as tree `key`: the library sources, and a harness probe unit if given."""
+    import json
+
+    from cxxgate import cell
+    from cxxgate.cellspec import CellSpec, Unit
     from cxxgate.envelope import Envelopes
 
     manifest = tmp_path / "envelopes.yaml"
     manifest.write_text(_GCC)
+    layout = Layout(tmp_path / "out")
+    copy_tree(tree, layout.tree(key))
+    layout.tree_stamp(key).write_text(json.dumps({"applied": True}))
+    spec = CellSpec(
+        kind="syntax",
+        tree_key=key,
+        units=(Unit("main.cpp", probe),) if probe else (),
+        tree_sources=("src/*.cpp",),
+        include_dirs=("include",),
+        envelope=Envelopes(manifest).get("w"),
+        compile_seconds=60,
+    )
+    return cell.build(spec, layout)
+
+
+def _controls(
+    tmp_path: Path, base: Path, source: str, header: str = "", probe: str = "", **files: str
+) -> list[str]:
+    """preprocessed.added for the same cell on the base tree and on a tree whose
+    src/lib.cpp (include/lib.hpp, other files) the patch rewrote."""
+    from cxxgate import preprocessed
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
     tree = tmp_path / "patched"
     copy_tree(base, tree)
     (tree / "src/lib.cpp").write_text(source)
-    changed = ["src/lib.cpp"]
     if header:
         (tree / "include/lib.hpp").write_text(header)
-        changed.append("include/lib.hpp")
-    how = preprocessed.Preprocess((Envelopes(manifest).get("w"),), ("include",), ("src/*.cpp",))
-    layout = Layout(tmp_path / "out")
-    layout.root.mkdir(parents=True, exist_ok=True)
-    return preprocessed.added(how, layout, "t" * 24, base, tree, changed, tmp_path / "pp")
+    for name, text in files.items():
+        (tree / name.replace("__", "/").replace("_dot_", ".")).write_text(text)
+    before = _cell(tmp_path, base, "b" * 24, probe)
+    after = _cell(tmp_path, tree, "t" * 24, probe)
+    return preprocessed.added(preprocessed.records([after]), [preprocessed.records([before])])
 
 
 UNUSED = "int twice(int value, int unused) { return value * 2; }\n"
@@ -560,6 +585,55 @@ def test_diagnostic_control_is_read_from_the_preprocessed_output(
     found = _controls(tmp_path, base, '#include "lib.hpp"\n' + code + UNUSED)
     assert found and shows in " ".join(found), (name, found)
     assert all(f.startswith("src/lib.cpp:") for f in found), found
+
+
+QUIET = (
+    "#define G(a, b) a##b\n#define C(f, x) f(x)\n"
+    'C(G(_Pra, gma), "GCC diagnostic ignored \\"-Wunused-parameter\\"")\n'
+)
+
+
+def test_control_in_an_unchanged_spelling_of_a_tree_file_is_seen(
+    base: Path, tmp_path: Path
+) -> None:
+    """Marker names are normalised (`include/./quiet.def`) and every tree file counts, not
+    only changed ones: a header that re-enters itself as "./lib.hpp", a .def file."""
+    found = _controls(
+        tmp_path,
+        base,
+        '#include "lib.hpp"\n' + UNUSED,
+        header='#pragma once\n#include "./quiet.def"\nint answer();\n',
+        include__quiet_dot_def=QUIET,
+    )
+    assert any(f.startswith("include/quiet.def:") and "ignored" in f for f in found), found
+    reentry = (
+        "#ifndef ONCE\n#define ONCE\n#include \"./lib.hpp\"\n#elif !defined(TWICE)\n"
+        f"#define TWICE\n{QUIET}int answer();\n#endif\n"
+    )
+    found = _controls(tmp_path / "r", base, '#include "lib.hpp"\n' + UNUSED, header=reentry)
+    assert any(f.startswith("include/lib.hpp:") and "ignored" in f for f in found), found
+
+
+def test_a_directive_only_a_probe_unit_gets_is_seen(base: Path, tmp_path: Path) -> None:
+    """`#if __INCLUDE_LEVEL__ && !defined(LIB)`: the library source defines LIB, so only the
+    harness probe's unit gets the pragma; the probe cell's own -E shows it."""
+    header = f"#pragma once\n#if __INCLUDE_LEVEL__ && !defined(LIB)\n{QUIET}#endif\nint answer();\n"
+    source = '#define LIB 1\n#include "lib.hpp"\nint answer() { return 42; }\n'
+    assert _controls(tmp_path, base, source, header=header) == []  # the sources alone
+    found = _controls(tmp_path / "p", base, source, header=header, probe='#include "lib.hpp"\n')
+    assert any(f.startswith("include/lib.hpp:") and "ignored" in f for f in found), found
+
+
+def test_a_removed_pop_is_control(base: Path, tmp_path: Path) -> None:
+    """push/ignored kept, the pop dropped: the ignore now runs to the end of the unit."""
+    (base / "src/lib.cpp").write_text(
+        '#include "lib.hpp"\n#pragma GCC diagnostic push\n'
+        '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
+        "int answer() { return 42; }\n#pragma GCC diagnostic pop\n"
+    )
+    source = (base / "src/lib.cpp").read_text().replace("#pragma GCC diagnostic pop\n", "")
+    found = _controls(tmp_path, base, source + UNUSED)
+    assert any("pop" in f and "gone" in f for f in found), found
 
 
 def test_a_typed_line_marker_is_found_in_the_text() -> None:
