@@ -135,6 +135,11 @@ def controls(text: str, owner: Owner) -> list[tuple[str, int, str]]:
     current, system, line = "", False, 0
     main: str | None = None
     started = False
+    # A marker that gives a tree file's own line the system flag, waiting for the marker
+    # that ends it: g++ wraps each expansion of a system header's macro (`assert`,
+    # `UINT16_MAX`, `errno`) in `# N "file" 3 4` ... `# N "file"` on the same line N. That
+    # shape is the compiler's; anything else is a relabelling.
+    pending: tuple[str | None, int, str, int, str] | None = None
     for raw in text.splitlines():
         m = _MARKER.match(raw)
         if not started:
@@ -145,11 +150,18 @@ def controls(text: str, owner: Owner) -> list[tuple[str, int, str]]:
                 continue
         if m:
             number, name, flags = int(m.group(1)), m.group(2), set(m.group(3).split())
-            if (
-                here
-                and not flags & {"1", "2"}
-                and (name != current or ("3" in flags and not system))
-            ):
+            if pending is not None:
+                owner_of, at, was, n, shown = pending
+                pending = None
+                if not (name == was and number == n and not flags & {"1", "2", "3"}):
+                    if owner_of:
+                        found.append((owner_of, at, f"a line marker relabels its lines: {shown}"))
+            relabels = not flags & {"1", "2"} and (
+                name != current or ("3" in flags and not system)
+            )
+            if here and relabels and name == current:
+                pending = (here, line, name, number, raw.strip())
+            elif here and relabels:
                 found.append((here, line, f"a line marker relabels its lines: {raw.strip()}"))
             current, system, line = name, "3" in flags, number
             here = owner(name)
@@ -159,6 +171,8 @@ def controls(text: str, owner: Owner) -> list[tuple[str, int, str]]:
             if _PRAGMA.search(stripped) or _OPTIMIZE.search(stripped):
                 found.append((here, line, " ".join(raw.split())))
         line += 1
+    if pending is not None and pending[0]:
+        found.append((pending[0], pending[1], f"a line marker relabels its lines: {pending[4]}"))
     return found
 
 

@@ -587,6 +587,21 @@ def test_diagnostic_control_is_read_from_the_preprocessed_output(
     assert all(f.startswith("src/lib.cpp:") for f in found), found
 
 
+def test_system_macros_in_a_patched_file_are_not_control(base: Path, tmp_path: Path) -> None:
+    """g++ -E wraps every expansion of a system header's macro in `# N "file" 3 4` ...
+    `# N "file"`: that is the compiler's shape, not a relabelling (an honest `assert` or
+    `UINT16_MAX` was `diagnostic_control` before)."""
+    code = (
+        "#include <cassert>\n#include <cerrno>\n#include <cstdint>\n#include <cstdio>\n"
+        "#include <cstdlib>\n"
+        "int check(unsigned v) {\n  assert(v != 0);\n  if (v > UINT16_MAX) return EXIT_FAILURE;\n"
+        "  if (errno == ERANGE || v == unsigned(EOF)) return 2;\n"
+        "  return stdout == NULL ? 3 : 0;\n}\n"
+    )
+    found = _controls(tmp_path, base, '#include "lib.hpp"\n' + code)
+    assert found == [], found
+
+
 QUIET = (
     "#define G(a, b) a##b\n#define C(f, x) f(x)\n"
     'C(G(_Pra, gma), "GCC diagnostic ignored \\"-Wunused-parameter\\"")\n'
