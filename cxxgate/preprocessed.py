@@ -153,9 +153,9 @@ def controls(text: str, owner: Owner) -> list[tuple[str, int, str]]:
             if pending is not None:
                 owner_of, at, was, n, shown = pending
                 pending = None
-                if not (name == was and number == n and not flags & {"1", "2", "3"}):
-                    if owner_of:
-                        found.append((owner_of, at, f"a line marker relabels its lines: {shown}"))
+                closes = name == was and number == n and not flags & {"1", "2", "3"}
+                if owner_of and not closes:
+                    found.append((owner_of, at, f"a line marker relabels its lines: {shown}"))
             relabels = not flags & {"1", "2"} and (
                 name != current or ("3" in flags and not system)
             )
