@@ -2,11 +2,17 @@
 per tree, cached by its key).
 
 The applied tree is compared with the case's base tree; each changed file's diff is
-parsed with `unidiff`, and its added lines kept by their new-file line numbers. A file
-whose C++ tokens did not change (pygments' lexer, comments and whitespace dropped) is
-cosmetic. Added lines that carry a coverage exclusion marker, or a construct that hides
-lines from gcov (a `#line` directive, an attribute or pragma that turns instrumentation
-off, a call into libgcov), are listed as tampering.
+parsed with `unidiff`, and its added lines kept by their new-file line numbers. Every
+changed file is read this way, whatever its name: which of them count is decided by the
+gate from what the tests' compiles read (their dependency files) and what gcov counted, so
+`#include "sign.def"` scores sign.def. `code` says only that the suffix is a C++ one (such
+a file is scored even when no compile read it). A file whose C++ tokens did not change
+(pygments' lexer, comments and whitespace dropped) is cosmetic. Added lines that carry a
+coverage exclusion marker, or a construct that hides lines from gcov (a `#line`
+directive or a GNU linemarker `# 12 "name"`, an attribute or pragma that turns
+instrumentation off, a call into libgcov), are listed as tampering. The function
+definitions and lambdas (tree-sitter) that hold an added line are listed by line span: the
+gate checks that some build of the tests holds code for each.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from typing import Any
 from pygments.lexers import CppLexer
 from pygments.token import Comment, Text, _TokenType, is_token_subtype
 from unidiff.patch import PatchSet
+
+from cxxgate.gates import cppsource
 
 CODE_SUFFIXES = frozenset(
     {
@@ -45,14 +53,16 @@ CODE_SUFFIXES = frozenset(
 # libgcov's own entry points (reset, dump).
 TAMPER = re.compile(
     r"(?P<marker>LCOV_EXCL\w*|GCOVR_EXCL\w*|GCOV_EXCL\w*"
-    r"|^\s*#\s*line\b|no_profile_instrument_function|\boptimize\s*\("
+    r"|^\s*(?:#|%:)\s*(?:line\b|\d)|no_profile_instrument_function|\boptimize\s*\("
     r"|\bprofile-arcs\b|\b__gcov_\w+|\b__llvm_profile_\w+)"
 )
 
 
 def added_lines(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """The scan: `{"files": {path: {"code", "cosmetic", "hunks": [[line, ...], ...]}},
-    "tamper": [[path, line, marker], ...]}` for every file whose bytes changed."""
+    """The scan: `{"files": {path: {"code", "cosmetic", "hunks": [[line, ...], ...],
+    "functions": [[first, last], ...]}}, "tamper": [[path, line, marker], ...]}` for every
+    file whose bytes changed (tamper and functions of every such file: the gate keeps
+    those of the files it scores)."""
     base = Path(params["base"])
     files: dict[str, Any] = {}
     tamper: list[list[Any]] = []
@@ -62,19 +72,32 @@ def added_lines(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
         if old == new:
             continue
         hunks = hunks_of(rel, old, new)
-        code = Path(rel).suffix.lower() in CODE_SUFFIXES
+        added = {n for hunk in hunks for n, _ in hunk}
         files[rel] = {
-            "code": code,
-            "cosmetic": code and same_tokens(old, new),
+            "code": Path(rel).suffix.lower() in CODE_SUFFIXES,
+            "cosmetic": same_tokens(old, new),
             "hunks": [[n for n, _ in hunk] for hunk in hunks],
+            "functions": [list(f) for f in function_spans(new) if added & set(range(*f))]
+            if added
+            else [],
         }
-        if code:
-            for hunk in hunks:
-                for line, text in hunk:
-                    m = TAMPER.search(text)
-                    if m:
-                        tamper.append([rel, line, m["marker"].strip()])
+        for hunk in hunks:
+            for line, text in hunk:
+                m = TAMPER.search(text)
+                if m:
+                    tamper.append([rel, line, m["marker"].strip()])
     return {"files": files, "tamper": tamper}
+
+
+def function_spans(source: str) -> list[tuple[int, int]]:
+    """(first line, last line + 1) of every function definition with a body and every
+    lambda in `source` (tree-sitter; `= default` and declarations have no body)."""
+    spans = []
+    for node in cppsource.walk(cppsource.parse(source.encode()).root_node):
+        body = node.child_by_field_name("body")
+        if node.type in ("function_definition", "lambda_expression") and body is not None:
+            spans.append((node.start_point.row + 1, node.end_point.row + 2))
+    return spans
 
 
 def hunks_of(rel: str, old: str, new: str) -> list[list[tuple[int, str]]]:
