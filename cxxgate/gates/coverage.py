@@ -158,7 +158,8 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     files: dict[str, dict[str, Any]] = scan.data["files"]
     read = _read(cfg, outputs, files)
     scored = _scored(files, read)
-    tamper = [t for t in scan.data["tamper"] if t[0] in scored or t[0] in read]
+    # Markers count in every file a compile read or with a C++ suffix, comments included.
+    tamper = [t for t in scan.data["tamper"] if t[0] in read or files[t[0]]["code"]]
     findings = [
         Finding(
             "exclusion_tamper", f"added line carries {marker!r}, which hides it from gcov", p, n
