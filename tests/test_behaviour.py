@@ -38,6 +38,7 @@ REACHED = {
     ("port/off_by_one", "coverage"): "suite_red",
     ("port/comment_only", "coverage"): "not_applicable",
     ("port/table_dispatch", "coverage"): "function_unexecuted",
+    ("port/macro_pair", "coverage"): "function_unexecuted",
     ("port/def_suffix", "coverage"): "zero_hit",
     ("port/dotdot_path", "coverage"): "zero_hit",
     ("port/honest_defensive", "coverage"): "branch_untested",

@@ -93,6 +93,39 @@ def test_functions_merge_by_span_over_units_and_runs() -> None:
     assert first.unexecuted_functions("src/port.cpp", {5}) == []
 
 
+def test_functions_at_one_span_are_told_apart_by_source_name() -> None:
+    """One macro expansion defines `keep` and `skip` at one span (gcov 12 gives both the
+    macro's line and column); constructor symbols C1/C2 and a template's instantiations
+    share theirs and are one source function."""
+    fns = [
+        _fn("keep(char const*)", 9, 9, 4),
+        _fn("skip(char const*)", 9, 9, 0),
+        _fn("B::B()", 12, 12, 1),
+        _fn("B::B()", 12, 12, 0),
+        _fn("int twice<int>(int)", 14, 14, 2),
+        _fn("long twice<long>(long)", 14, 14, 0),
+    ]
+    counts = gcovjson.parse(_unit("tu1", [{"file": "/src/project/a.cpp", "functions": fns}]))
+    assert counts.unexecuted_functions("a.cpp", {9, 12, 14}) == [(9, "skip(char const*)")]
+
+
+@pytest.mark.parametrize(
+    ("demangled", "name"),
+    [
+        ("long twice<long>(long)", "twice"),
+        ("std::vector<int, std::allocator<int> >::push_back(int const&)", "std::vector::push_back"),
+        ("net::(anonymous namespace)::skip(char const*)", "net::(anonymous namespace)::skip"),
+        ("main::{lambda(int)#1}::operator()(int) const", "main::{lambda(int)#1}::operator#2829"),
+        ("bool operator< <int>(X<int> const&, X<int> const&)", "operator#3c"),
+        ("operator>(B const&, B const&)", "operator#3e"),
+        ("S::operator int() const", "S::operator:int"),
+        ("main", "main"),
+    ],
+)
+def test_source_names(demangled: str, name: str) -> None:
+    assert gcovjson.source_name(demangled) == name
+
+
 def test_a_line_runs_whole_when_one_copy_ran_whole() -> None:
     partial = {"file": "/src/project/a.cpp", "lines": [_line(3, 1, unexecuted=True)]}
     whole = {"file": "/src/project/a.cpp", "lines": [_line(3, 1)]}

@@ -22,10 +22,10 @@ taken by some test (gcov `-b`; exceptional edges aside) and some copy of it ran 
 `unexecuted_block`): `if (*text == '+') ++text;` runs its condition under every test, but
 its `++text` only when some test gives a '+'. An added or changed function is covered when
 it executed (gcov's per-function `execution_count`, merged over units, instantiations and
-runs): `skip` defined on one line beside `keep`, reached only through a table, has a hit
-line but never ran. An added function definition (or lambda) no build of the tests holds
-any code for (a template never instantiated, a header nobody includes, lines gcov put
-under another name) is not covered either.
+runs, kept apart by source name): `skip` defined on one line beside `keep`, reached only
+through a table, has a hit line but never ran. An added function definition (or lambda)
+no build of the tests holds any code for (a template never instantiated, a header nobody
+includes, lines gcov put under another name) is not covered either.
 
 Policy: strict. Every branch an added line holds must be taken by the case's tests,
 defensive guards included (`if (p == nullptr) return -1;` where no caller passes null is
@@ -286,7 +286,7 @@ def _score(
         for first, end in info.get("functions", []):
             span = range(first, end)
             held = any(n in lines for n in span) or any(
-                s <= end - 1 and first <= e for s, _, e in counts.functions.get(path, {})
+                s <= end - 1 and first <= e for s, _, e, _ in counts.functions.get(path, {})
             )
             if not held:
                 absent.append((path, first, end - 1))

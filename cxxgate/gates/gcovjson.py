@@ -19,15 +19,19 @@ relative name under the unit's working directory): it is normalised (joined to g
 file escapes it. The tree holds no symbolic links (intake refuses them), so the lexical
 normalisation names the file the compiler read.
 
-Functions are merged by their source span (start line and column, end line) over units,
-instantiations and runs: an inline function's copies, a constructor's C1/C2 symbols and
-a template's instantiations are one source function, executed when any of them ran.
+Functions are merged by their source span (start line and column, end line) and source
+name over units, instantiations and runs: an inline function's copies, a constructor's
+C1/C2 symbols and a template's instantiations are one source function, executed when any
+of them ran. The name keeps apart functions one macro expansion defines at one span
+(`PAIR` expanding to `keep` and `skip`): its template arguments, parameters and return
+type are dropped from gcov's demangled name (`long twice<long>(long)` is `twice`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -42,6 +46,42 @@ GCOV_SECONDS = 60.0
 OUTPUT_CAP = 64 << 20
 
 
+Span = tuple[int, int, int, str]  # start line, start column, end line, source name
+_OPERATOR = re.compile(r"operator\s*(?:<=>|<<=|>>=|<<|>>|<=|>=|->\*|->|<|>|\(\)|\[\])")
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def source_name(demangled: str) -> str:
+    """The function's name as its source spells it, from gcov's demangled name: template
+    arguments, parameters and return type dropped (`int twice<int>(int)` -> `twice`,
+    `S::S()` for both constructor symbols)."""
+    text = _OPERATOR.sub(lambda m: "operator#" + m[0][8:].strip().encode().hex(), demangled)
+    text = re.sub(r"\boperator\s+", "operator:", text)  # conversions, new, delete
+    angle, plain = 0, []
+    for ch in text:  # template arguments out
+        if ch == "<":
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        elif not angle:
+            plain.append(ch)
+    depth, cut, spaces = 0, len(plain), []
+    for i, ch in enumerate(plain):
+        if ch in _OPEN:
+            if depth == 0 and ch == "(":
+                cut = i  # the last top-level parenthesis opens the parameters
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(depth - 1, 0)
+    head = "".join(plain[:cut]).strip()
+    depth = 0
+    for i, ch in enumerate(head):  # the return type ends at the last top-level space
+        depth += (ch in _OPEN) - (ch in _CLOSE)
+        if ch == " " and depth == 0:
+            spaces.append(i)
+    return head[spaces[-1] + 1 :] if spaces else head
+
+
 @dataclass
 class Counts:
     """Executable lines of the tree's files and their execution counts, summed over TUs;
@@ -49,8 +89,8 @@ class Counts:
 
     lines: dict[str, dict[int, int]] = field(default_factory=dict)
     branches: dict[str, dict[int, dict[str, list[int]]]] = field(default_factory=dict)
-    # functions[path][(start line, start column, end line)] = (name, executions)
-    functions: dict[str, dict[tuple[int, int, int], tuple[str, int]]] = field(default_factory=dict)
+    # functions[path][(start line, start column, end line, source name)] = (name, executions)
+    functions: dict[str, dict[Span, tuple[str, int]]] = field(default_factory=dict)
     # partial[path][line]: every copy of the line that ran left a block of it unexecuted
     # (gcov's `unexecuted_block`); False once one copy ran it whole.
     partial: dict[str, dict[int, bool]] = field(default_factory=dict)
@@ -68,7 +108,7 @@ class Counts:
             return
         per_unit[unit] = [a + b for a, b in zip(had, counts, strict=True)]
 
-    def add_function(self, path: str, span: tuple[int, int, int], name: str, count: int) -> None:
+    def add_function(self, path: str, span: Span, name: str, count: int) -> None:
         per_file = self.functions.setdefault(path, {})
         had = per_file.get(span)
         per_file[span] = (had[0] if had else name, (had[1] if had else 0) + count)
@@ -110,7 +150,7 @@ class Counts:
         and that no run executed."""
         return sorted(
             (start, name)
-            for (start, _, end), (name, count) in self.functions.get(path, {}).items()
+            for (start, _, end, _), (name, count) in self.functions.get(path, {}).items()
             if count == 0 and any(start <= n <= end for n in lines)
         )
 
@@ -190,8 +230,9 @@ def parse(text: str) -> Counts:
             if rel is None:
                 continue  # the driver, the entry, the standard library
             for fn in entry.get("functions", []):
-                span = (int(fn["start_line"]), int(fn["start_column"]), int(fn["end_line"]))
                 name = str(fn.get("demangled_name") or fn.get("name", ""))
+                start, column = int(fn["start_line"]), int(fn["start_column"])
+                span = (start, column, int(fn["end_line"]), source_name(name))
                 counts.add_function(rel, span, name, int(fn["execution_count"]))
             for line in entry.get("lines", []):
                 number, count = int(line["line_number"]), int(line["count"])
