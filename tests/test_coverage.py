@@ -209,3 +209,36 @@ def test_a_case_relaxes_branches_lines_and_functions_still_count(tmp_path: Path)
     # The shipped case keeps the strict rule.
     shipped = yaml.safe_load((SHIPPED / "port/case.yaml").read_text())
     assert "branches" not in shipped["gates"]["coverage"]
+
+
+def test_lines_that_expand_a_changed_macro_are_scored(tmp_path: Path) -> None:
+    """gcov counts a macro's code where it expands: a patch that defines CHECK_SIGN in a
+    header changes the unchanged line of port.cpp that names it (and TWICE, defined in
+    terms of it), never a comment or a string that mentions it."""
+    base, tree = tmp_path / "base", tmp_path / "tree"
+    port = (
+        '#include "sign.hpp"\n'
+        "#define TWICE(t) CHECK_SIGN(CHECK_SIGN(t))\n"
+        "int f(const char* t) {\n"
+        '  // CHECK_SIGN in a comment, and "CHECK_SIGN" in a string\n'
+        "  t = CHECK_SIGN(t);\n"
+        "  return *TWICE(t);\n"
+        "}\n"
+    )
+    for root in (base, tree):
+        (root / "src").mkdir(parents=True)
+        (root / "src/port.cpp").write_text(port)
+    (base / "src/sign.hpp").write_text("#define CHECK_SIGN(t) \\\n  (t)\n")
+    # Only the continuation line changes.
+    (tree / "src/sign.hpp").write_text(
+        "#define CHECK_SIGN(t) \\\n  ((*(t) == '+') ? (t) + 1 : (t))\n"
+    )
+    data = hunks.added_lines(tree, {"base": str(base)})
+    assert data["expansions"] == {"src/port.cpp": [5, 6]}
+    scored: dict[str, dict[str, Any]] = {}
+    coverage._add_expansions(scored, data["expansions"], {"src/port.cpp"})
+    assert scored == {"src/port.cpp": {"hunks": [[5, 6]], "functions": []}}
+    coverage._add_expansions(scored := {}, data["expansions"], set())  # no compile read it
+    assert scored == {}
+    plain = hunks.added_lines(tree, {"base": str(tree)})  # nothing defined: nothing more
+    assert plain["expansions"] == {}

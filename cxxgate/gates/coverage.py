@@ -25,7 +25,9 @@ it executed (gcov's per-function `execution_count`, merged over units, instantia
 runs, kept apart by source name): `skip` defined on one line beside `keep`, reached only
 through a table, has a hit line but never ran. An added function definition (or lambda)
 no build of the tests holds any code for (a template never instantiated, a header nobody
-includes, lines gcov put under another name) is not covered either.
+includes, lines gcov put under another name) is not covered either. gcov counts a
+macro's code where it expands: every line of a file the tests' compiles read that names a
+macro the patch defines (transitively) is scored as an added line.
 
 Policy: strict. Every branch an added line holds must be taken by the case's tests,
 defensive guards included (`if (p == nullptr) return -1;` where no caller passes null is
@@ -187,6 +189,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         for path in counts.lines.keys() & files.keys():
             if path not in scored and not files[path]["cosmetic"] and files[path]["hunks"]:
                 scored[path] = files[path]
+        _add_expansions(scored, scan.data.get("expansions", {}), read | counts.lines.keys())
         check, more = _score(cfg, scored, counts, evidence)
         checks.append(check)
         findings += more
@@ -207,6 +210,21 @@ def _read(cfg: Config, outputs: Outputs, files: dict[str, Any]) -> set[str]:
             return set(files)
         read.update(cell.reads)
     return read
+
+
+def _add_expansions(
+    scored: dict[str, dict[str, Any]], expansions: dict[str, list[int]], read: set[str]
+) -> None:
+    """Lines that expand a macro the patch defined are scored as added lines (gcov counts
+    the macro's code there), in every file a compile read."""
+    for path, lines in expansions.items():
+        if path not in read:
+            continue
+        info = scored.get(path, {"hunks": [], "functions": []})
+        added = {n for hunk in info["hunks"] for n in hunk}
+        extra = [n for n in lines if n not in added]
+        if extra:
+            scored[path] = {**info, "hunks": [*info["hunks"], extra]}
 
 
 def _scored(files: dict[str, dict[str, Any]], read: set[str]) -> dict[str, dict[str, Any]]:
