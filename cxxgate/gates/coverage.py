@@ -7,27 +7,59 @@ in a coverage envelope (`--coverage -O0 -fno-inline -fkeep-inline-functions`: in
 header code kept, so an uncalled inline function counts as unexecuted rather than absent)
 and run one per run task; each run leaves its .gcda counts in its kept folder
 (GCOV_PREFIX, cxxgate/run.py `keep`), which gcov's JSON reads (cxxgate/gates/gcovjson.py).
-Counts of every test are summed, then joined to the hunks by exact tree-relative path,
-headers included. Per hunk: executable added lines, lines hit, lines fully taken.
+Counts of every test are summed, then joined to the hunks by tree-relative path (gcov's
+names normalised: `src/../src/x.hpp` is `src/x.hpp`), headers included.
+
+Which changed files are scored is decided from evidence, not names: every file a compile
+of the tests read (the cells' `-MD` dependency files), every file gcov counted lines of,
+and every file with a C++ suffix. `#include "sign.def"` scores sign.def.
 
 Only what runs while a test runs counts: the harness entry resets the counters right
 before the test's main and writes them right after it returns (CXXGATE_GCOV in
 cxxgate/templates/entry/entry.cpp), so a static initialiser or a destructor that calls
-the new code covers nothing. A line is covered when it ran *and* every branch on it was
-taken by some test (gcov `-b`; exceptional edges aside): `if (*text == '+') ++text;` runs
-its condition under every test, but its `++text` only when some test gives a '+'.
+the new code covers nothing. An added line is covered when it ran, every branch on it was
+taken by some test (gcov `-b`; exceptional edges aside) and some copy of it ran whole (no
+`unexecuted_block`): `if (*text == '+') ++text;` runs its condition under every test, but
+its `++text` only when some test gives a '+'. An added or changed function is covered when
+it executed (gcov's per-function `execution_count`, merged over units, instantiations and
+runs, kept apart by source name): `skip` defined on one line beside `keep`, reached only
+through a table, has a hit line but never ran. An added function definition (or lambda)
+no build of the tests holds any code for (a template never instantiated, a header nobody
+includes, lines gcov put under another name) is not covered either. gcov counts a
+macro's code where it expands: every line of a file the tests' compiles read that names a
+macro the patch defines (transitively) is scored as an added line.
 
-| class            | meaning                                                           |
-| ---------------- | ----------------------------------------------------------------- |
-| exclusion_tamper | an added line carries LCOV_EXCL/GCOVR_EXCL markers, `#line`, an    |
-|                  | instrumentation switch or a libgcov call: lines hidden or forged  |
-| suite_red        | a test does not build, fails, or does not return from main        |
-| zero_hit         | an executable added line no test executed (each one a finding)    |
-| branch_untested  | an added line that ran, with a branch no test took (a finding)    |
-| no_overlap       | code changed, yet no added line was executable: nothing scored    |
-| not_applicable   | comments, whitespace or deletions only (status not_applicable:    |
-|                  | the verdict neither fails nor blocks the row on it)               |
-| accept           | every executable added line ran, every branch on it was taken     |
+Policy: strict. Every branch an added line holds must be taken by the case's tests,
+defensive guards included (`if (p == nullptr) return -1;` where no caller passes null is
+`branch_untested`). A case whose tests cannot reach such branches relaxes the branch rule
+for every patch, with a reason (`branches: lines`, `branches_reason:`): lines and functions
+are then scored, branches and blocks listed as evidence only. There is no in-source marker
+(a candidate would write it).
+
+| class               | meaning                                                          |
+| ------------------- | ---------------------------------------------------------------- |
+| exclusion_tamper    | an added line carries LCOV_EXCL/GCOVR_EXCL markers, `#line` or a  |
+|                     | linemarker, an instrumentation switch or a libgcov call: lines    |
+|                     | hidden or forged                                                  |
+| suite_red           | a test does not build, fails, or does not return from main        |
+| zero_hit            | an executable added line no test executed (each one a finding)    |
+| function_unexecuted | a function holding an added line that no test called, though its  |
+|                     | line may have other hits (a finding per function)                 |
+| branch_untested     | an added line that ran, with a branch no test took or a block     |
+|                     | that never ran (a finding)                                        |
+| no_overlap          | code changed, yet no added line was executable, or an added       |
+|                     | function no build of the tests holds code for                     |
+| not_applicable      | comments, whitespace or deletions only (status not_applicable:    |
+|                     | the verdict neither fails nor blocks the row on it)               |
+| accept              | every executable added line ran whole with every branch taken,    |
+|                     | every added function executed                                     |
+
+Not seen: branch-free logic (`text += (*text == '+');`, a lookup table indexed by the
+input) runs the same lines, blocks and functions whatever the input, so line, branch and
+function counts cannot tell a tested `+` from an untested one; only a test that checks the
+behaviour can (a mutation check would, and is not done). A test that leaves through a
+forged return (it found the entry's nonce in its own memory and exited 0) is not contained
+in-process: see README "Code before main".
 
 A program whose tree objects hold code that runs before the harness's entry (a
 `.preinit_array` hook, an IFUNC, an early constructor) is `premain_hook`, decided for
@@ -39,9 +71,9 @@ lines of the tree: the build and the join are proven before any candidate is bel
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from cxxgate import program
 from cxxgate.diagnostics import why_failed
@@ -57,6 +89,7 @@ SEVERITY = (
     "exclusion_tamper",
     "suite_red",
     "zero_hit",
+    "function_unexecuted",
     "branch_untested",
     "no_overlap",
     "not_applicable",
@@ -70,6 +103,17 @@ MUST_HAVE = ("--coverage", "-fno-inline", "-fkeep-inline-functions")
 class Config(Strict):
     tests: list[Program] = Field(min_length=1)
     envelope: str = "cov"
+    # `every`: each branch on an added line must be taken (the default, strict); `lines`:
+    # branches and blocks are evidence only, for a case whose tests cannot reach some
+    # branches an honest patch adds. `lines` needs a reason.
+    branches: Literal["every", "lines"] = "every"
+    branches_reason: str = ""
+
+    @model_validator(mode="after")
+    def _reasoned(self) -> Config:
+        if self.branches != "every" and not self.branches_reason.strip():
+            raise ValueError("branches: lines needs branches_reason: why the tests cannot")
+        return self
 
 
 def plan(ctx: Context) -> Plan:
@@ -114,18 +158,20 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     if scan.status != "ok":
         return _incomplete(f"hunks scan: {scan.status}: {scan.detail}")
     files: dict[str, dict[str, Any]] = scan.data["files"]
-    tamper = scan.data["tamper"]
+    read = _read(cfg, outputs, files)
+    scored = _scored(files, read)
+    # Markers count in every file a compile read or with a C++ suffix, comments included.
+    tamper = [t for t in scan.data["tamper"] if t[0] in read or files[t[0]]["code"]]
     findings = [
         Finding(
             "exclusion_tamper", f"added line carries {marker!r}, which hides it from gcov", p, n
         )
         for p, n, marker in tamper
     ]
-    scored = {p: f for p, f in files.items() if f["code"] and not f["cosmetic"] and f["hunks"]}
     if not scored and not tamper:
         what = "no file changed"
         if files:
-            what = "comments, whitespace, deletions or non-C++ files only"
+            what = "comments, whitespace, deletions or files no test compile read only"
         if not files and ctx.tree_key == ctx.reference_tree_key:
             return _reference(ctx, cfg, plan, outputs)
         return GateResult(NAME, "not_applicable", "not_applicable", f"nothing to score: {what}")
@@ -139,12 +185,56 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     checks += suite
     evidence: list[str] = []
     if all(c.ok for c in suite):
-        check, more = _score(scored, counts, evidence)
+        # A changed file gcov counted lines of is scored, whatever its name.
+        for path in counts.lines.keys() & files.keys():
+            if path not in scored and not files[path]["cosmetic"] and files[path]["hunks"]:
+                scored[path] = files[path]
+        _add_expansions(scored, scan.data.get("expansions", {}), read | counts.lines.keys())
+        check, more = _score(cfg, scored, counts, evidence)
         checks.append(check)
         findings += more
     result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
     result.findings.extend(findings)
     return result
+
+
+def _read(cfg: Config, outputs: Outputs, files: dict[str, Any]) -> set[str]:
+    """Tree paths a compile of the tests read (dependency files); every changed file when
+    a built test's reads are unknown (fail closed)."""
+    read: set[str] = set()
+    for i in range(len(cfg.tests)):
+        cell = outputs.cells.get(f"test{i}")
+        if cell is None or cell.status != "ok":
+            continue
+        if cell.reads is None:
+            return set(files)
+        read.update(cell.reads)
+    return read
+
+
+def _add_expansions(
+    scored: dict[str, dict[str, Any]], expansions: dict[str, list[int]], read: set[str]
+) -> None:
+    """Lines that expand a macro the patch defined are scored as added lines (gcov counts
+    the macro's code there), in every file a compile read."""
+    for path, lines in expansions.items():
+        if path not in read:
+            continue
+        info = scored.get(path, {"hunks": [], "functions": []})
+        added = {n for hunk in info["hunks"] for n in hunk}
+        extra = [n for n in lines if n not in added]
+        if extra:
+            scored[path] = {**info, "hunks": [*info["hunks"], extra]}
+
+
+def _scored(files: dict[str, dict[str, Any]], read: set[str]) -> dict[str, dict[str, Any]]:
+    """Changed files whose C++ tokens changed and that a compile read or that have a C++
+    suffix."""
+    return {
+        p: f
+        for p, f in files.items()
+        if (f["code"] or p in read) and not f["cosmetic"] and f["hunks"]
+    }
 
 
 def _suite(
@@ -179,14 +269,20 @@ def _suite(
 
 
 def _score(
-    scored: dict[str, dict[str, Any]], counts: gcovjson.Counts, evidence: list[str]
+    cfg: Config,
+    scored: dict[str, dict[str, Any]],
+    counts: gcovjson.Counts,
+    evidence: list[str],
 ) -> tuple[Check, list[Finding]]:
-    """Per hunk: executable added lines, those hit, those whose branches were all taken;
-    the zero-hit lines and the lines with an untaken branch as findings."""
+    """Per hunk: executable added lines, those hit, those run whole with every branch
+    taken; per added function: executed, and held by some build. The failures as
+    findings, the check on the most severe."""
     if counts.problem:
         return Check("hunks", False, "no_overlap", counts.problem), []
     zero: list[tuple[str, int]] = []
-    partial: list[tuple[str, int, int, int]] = []  # path, line, untaken, branches
+    partial: list[tuple[str, int, str]] = []  # path, line, what was not taken
+    unrun: list[tuple[str, int, str]] = []  # path, start line, function
+    absent: list[tuple[str, int, int]] = []  # path, first, last line of a function
     executable = hit = 0
     for path, info in scored.items():
         lines = counts.lines.get(path, {})
@@ -196,48 +292,85 @@ def _score(
             executable += len(exe)
             hit += len(ran)
             zero += [(path, n) for n in exe if lines[n] == 0]
-            open_ = [(path, n, *counts.untaken(path, n)) for n in ran]
+            open_ = [(path, n, _untaken(counts, path, n)) for n in ran]
             open_ = [o for o in open_ if o[2]]
             partial += open_
             evidence.append(
                 f"{path} hunk at {hunk[0]}: {len(hunk)} added, {len(exe)} executable, "
-                f"{len(ran)} hit, {len(ran) - len(open_)} with every branch taken"
+                f"{len(ran)} hit, {len(ran) - len(open_)} run whole with every branch taken"
             )
+        added = {n for hunk in info["hunks"] for n in hunk}
+        unrun += [(path, n, f) for n, f in counts.unexecuted_functions(path, added)]
+        for first, end in info.get("functions", []):
+            span = range(first, end)
+            held = any(n in lines for n in span) or any(
+                s <= end - 1 and first <= e for s, _, e, _ in counts.functions.get(path, {})
+            )
+            if not held:
+                absent.append((path, first, end - 1))
     findings = [
         Finding("zero_hit", "a line the patch added that no test executed", path, n)
         for path, n in zero
     ]
     findings += [
         Finding(
-            "branch_untested",
-            f"a line the patch added ran, but {k} of its {m} branches no test took",
+            "function_unexecuted",
+            f"{name}: a function holding an added line that no test called",
             path,
             n,
         )
-        for path, n, k, m in partial
+        for path, n, name in unrun
+    ]
+    if cfg.branches == "every":
+        findings += [
+            Finding("branch_untested", f"a line the patch added ran, but {what}", path, n)
+            for path, n, what in partial
+        ]
+    findings += [
+        Finding(
+            "no_overlap",
+            f"an added function (lines {a}-{b}) no build of the tests holds code for",
+            path,
+            a,
+        )
+        for path, a, b in absent
     ]
     if zero:
         shown = ", ".join(f"{p}:{n}" for p, n in zero)
-        return Check(
-            "hunks",
-            False,
-            "zero_hit",
-            f"{len(zero)} of {executable} executable added lines never ran: {shown}",
-        ), findings
+        detail = f"{len(zero)} of {executable} executable added lines never ran: {shown}"
+        return Check("hunks", False, "zero_hit", detail), findings
+    if unrun:
+        shown = ", ".join(f"{p}:{n} {f}" for p, n, f in unrun)
+        detail = f"{len(unrun)} functions holding added lines never executed: {shown}"
+        return Check("hunks", False, "function_unexecuted", detail), findings
     if partial:
-        shown = ", ".join(f"{p}:{n} ({k}/{m} untaken)" for p, n, k, m in partial)
-        return Check(
-            "hunks",
-            False,
-            "branch_untested",
-            f"{len(partial)} of {executable} executable added lines ran with a branch "
-            f"no test took: {shown}",
-        ), findings
+        shown = ", ".join(f"{p}:{n} ({w})" for p, n, w in partial)
+        detail = (
+            f"{len(partial)} of {executable} executable added lines ran, not whole or with "
+            f"a branch no test took: {shown}"
+        )
+        if cfg.branches == "every":
+            return Check("hunks", False, "branch_untested", detail), findings
+        evidence.append(f"branches not scored ({cfg.branches_reason.strip()}): {detail}")
+    if absent:
+        shown = ", ".join(f"{p}:{a}-{b}" for p, a, b in absent)
+        detail = f"added functions no build of the tests holds code for: {shown}"
+        return Check("hunks", False, "no_overlap", detail), findings
     if executable == 0:
         files = ", ".join(scored)
         detail = f"no added line of {files} is executable in the tests' builds: nothing scored"
-        return Check("hunks", False, "no_overlap", detail), []
+        return Check("hunks", False, "no_overlap", detail), findings
     return Check("hunks", True, "accept", f"{hit}/{executable} executable added lines ran"), []
+
+
+def _untaken(counts: gcovjson.Counts, path: str, line: int) -> str:
+    """What of a line that ran was not: its untaken branches, or a block; "" if none."""
+    k, m = counts.untaken(path, line)
+    if k:
+        return f"{k} of its {m} branches no test took"
+    if counts.part_run(path, line):
+        return "a block of it never ran"
+    return ""
 
 
 def _reference(ctx: Context, cfg: Config, plan: Plan, outputs: Outputs) -> GateResult:

@@ -1,5 +1,6 @@
-"""Line and branch counts of one coverage run: gcov's JSON (`-b`: with each line's
-branches) over the cell's .gcno notes and the .gcda counts the run left (kept by
+"""Line, branch and function counts of one coverage run: gcov's JSON (`-b`: with each
+line's branches, its `unexecuted_block` flag, and each function's `execution_count` and
+line span) over the cell's .gcno notes and the .gcda counts the run left (kept by
 cxxgate/run.py), by tree-relative path.
 
 Branches are kept per translation unit (the object's note): one unit's copy of an inline
@@ -11,12 +12,26 @@ gcov reads what the candidate's process wrote, so it runs confined (bubblewrap w
 available: a scratch folder holding copies of both, nothing else writable) and bounded.
 A source is named by the path its compile recorded: the tree's own files appear under
 the neutral tree path (cxxgate/cellspec.py NEUTRAL_TREE), so a file is joined to the
-patch's hunks by its exact path below the tree, never by its base name.
+patch's hunks by its path below the tree, never by its base name. The name is the
+spelling the compile met (`src/../src/sign.hpp` for `#include "../src/sign.hpp"`, a
+relative name under the unit's working directory): it is normalised (joined to gcov's
+`current_working_directory`, `os.path.normpath`) before the join, so no spelling of a tree
+file escapes it. The tree holds no symbolic links (intake refuses them), so the lexical
+normalisation names the file the compiler read.
+
+Functions are merged by their source span (start line and column, end line) and source
+name over units, instantiations and runs: an inline function's copies, a constructor's
+C1/C2 symbols and a template's instantiations are one source function, executed when any
+of them ran. The name keeps apart functions one macro expansion defines at one span
+(`PAIR` expanding to `keep` and `skip`): its template arguments, parameters and return
+type are dropped from gcov's demangled name (`long twice<long>(long)` is `twice`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -31,6 +46,42 @@ GCOV_SECONDS = 60.0
 OUTPUT_CAP = 64 << 20
 
 
+Span = tuple[int, int, int, str]  # start line, start column, end line, source name
+_OPERATOR = re.compile(r"operator\s*(?:<=>|<<=|>>=|<<|>>|<=|>=|->\*|->|<|>|\(\)|\[\])")
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def source_name(demangled: str) -> str:
+    """The function's name as its source spells it, from gcov's demangled name: template
+    arguments, parameters and return type dropped (`int twice<int>(int)` -> `twice`,
+    `S::S()` for both constructor symbols)."""
+    text = _OPERATOR.sub(lambda m: "operator#" + m[0][8:].strip().encode().hex(), demangled)
+    text = re.sub(r"\boperator\s+", "operator:", text)  # conversions, new, delete
+    angle, plain = 0, []
+    for ch in text:  # template arguments out
+        if ch == "<":
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        elif not angle:
+            plain.append(ch)
+    depth, cut, spaces = 0, len(plain), []
+    for i, ch in enumerate(plain):
+        if ch in _OPEN:
+            if depth == 0 and ch == "(":
+                cut = i  # the last top-level parenthesis opens the parameters
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(depth - 1, 0)
+    head = "".join(plain[:cut]).strip()
+    depth = 0
+    for i, ch in enumerate(head):  # the return type ends at the last top-level space
+        depth += (ch in _OPEN) - (ch in _CLOSE)
+        if ch == " " and depth == 0:
+            spaces.append(i)
+    return head[spaces[-1] + 1 :] if spaces else head
+
+
 @dataclass
 class Counts:
     """Executable lines of the tree's files and their execution counts, summed over TUs;
@@ -38,6 +89,11 @@ class Counts:
 
     lines: dict[str, dict[int, int]] = field(default_factory=dict)
     branches: dict[str, dict[int, dict[str, list[int]]]] = field(default_factory=dict)
+    # functions[path][(start line, start column, end line, source name)] = (name, executions)
+    functions: dict[str, dict[Span, tuple[str, int]]] = field(default_factory=dict)
+    # partial[path][line]: every copy of the line that ran left a block of it unexecuted
+    # (gcov's `unexecuted_block`); False once one copy ran it whole.
+    partial: dict[str, dict[int, bool]] = field(default_factory=dict)
     problem: str = ""  # gcov could not read the counts (the reason)
 
     def add(self, path: str, line: int, count: int) -> None:
@@ -52,10 +108,26 @@ class Counts:
             return
         per_unit[unit] = [a + b for a, b in zip(had, counts, strict=True)]
 
+    def add_function(self, path: str, span: Span, name: str, count: int) -> None:
+        per_file = self.functions.setdefault(path, {})
+        had = per_file.get(span)
+        per_file[span] = (had[0] if had else name, (had[1] if had else 0) + count)
+
+    def add_block(self, path: str, line: int, unexecuted: bool) -> None:
+        """A copy of `line` that ran: with a block left unexecuted, or whole."""
+        per_file = self.partial.setdefault(path, {})
+        per_file[line] = per_file.get(line, True) and unexecuted
+
     def merge(self, other: Counts) -> None:
         for path, lines in other.lines.items():
             for line, count in lines.items():
                 self.add(path, line, count)
+        for path, spans in other.functions.items():
+            for span, (name, count) in spans.items():
+                self.add_function(path, span, name, count)
+        for path, flags in other.partial.items():
+            for line, unexecuted in flags.items():
+                self.add_block(path, line, unexecuted)
         for path, per_line in other.branches.items():
             for line, per_unit in per_line.items():
                 for unit, counts in per_unit.items():
@@ -72,6 +144,19 @@ class Counts:
             shapes[len(counts)] = [t or c > 0 for t, c in zip(taken, counts, strict=True)]
         total = sum(len(v) for v in shapes.values())
         return sum(v.count(False) for v in shapes.values()), total
+
+    def unexecuted_functions(self, path: str, lines: set[int]) -> list[tuple[int, str]]:
+        """(start line, name) of each function of `path` whose span holds one of `lines`
+        and that no run executed."""
+        return sorted(
+            (start, name)
+            for (start, _, end, _), (name, count) in self.functions.get(path, {}).items()
+            if count == 0 and any(start <= n <= end for n in lines)
+        )
+
+    def part_run(self, path: str, line: int) -> bool:
+        """The line ran, but no copy of it ran whole (a block of it never executed)."""
+        return self.partial.get(path, {}).get(line, False)
 
 
 def gcov_for(compiler: str) -> str | None:
@@ -118,10 +203,18 @@ def read(cell: CellResult, run: RunResult, gcov: str) -> Counts:
     return parse(outcome.stdout.decode(errors="replace"))
 
 
+def tree_path(name: str, cwd: str) -> str | None:
+    """The tree-relative path of a source gcov names (as the compile spelt it, relative to
+    the compile's working directory `cwd`), or None outside the tree."""
+    full = os.path.normpath(os.path.join(cwd or "/", name))
+    if not full.startswith(NEUTRAL_TREE + "/"):
+        return None
+    return full[len(NEUTRAL_TREE) + 1 :]
+
+
 def parse(text: str) -> Counts:
     """gcov --json-format --stdout: one JSON document per line (one per unit)."""
     counts = Counts()
-    prefix = NEUTRAL_TREE + "/"
     for raw in text.splitlines():
         if not raw.strip():
             continue
@@ -131,15 +224,22 @@ def parse(text: str) -> Counts:
             counts.problem = "gcov printed something that is not its JSON"
             continue
         unit = str(doc.get("data_file", ""))
+        cwd = str(doc.get("current_working_directory", ""))
         for entry in doc.get("files", []):
-            name = str(entry.get("file", ""))
-            if not name.startswith(prefix):
+            rel = tree_path(str(entry.get("file", "")), cwd)
+            if rel is None:
                 continue  # the driver, the entry, the standard library
-            rel = name[len(prefix) :]
+            for fn in entry.get("functions", []):
+                name = str(fn.get("demangled_name") or fn.get("name", ""))
+                start, column = int(fn["start_line"]), int(fn["start_column"])
+                span = (start, column, int(fn["end_line"]), source_name(name))
+                counts.add_function(rel, span, name, int(fn["execution_count"]))
             for line in entry.get("lines", []):
-                number = int(line["line_number"])
-                counts.add(rel, number, int(line["count"]))
+                number, count = int(line["line_number"]), int(line["count"])
+                counts.add(rel, number, count)
                 taken = [int(b["count"]) for b in line.get("branches", []) if not b.get("throw")]
                 if taken:
                     counts.add_branches(rel, number, unit, taken)
+                if count > 0:
+                    counts.add_block(rel, number, bool(line.get("unexecuted_block")))
     return counts

@@ -2,11 +2,22 @@
 per tree, cached by its key).
 
 The applied tree is compared with the case's base tree; each changed file's diff is
-parsed with `unidiff`, and its added lines kept by their new-file line numbers. A file
-whose C++ tokens did not change (pygments' lexer, comments and whitespace dropped) is
-cosmetic. Added lines that carry a coverage exclusion marker, or a construct that hides
-lines from gcov (a `#line` directive, an attribute or pragma that turns instrumentation
-off, a call into libgcov), are listed as tampering.
+parsed with `unidiff`, and its added lines kept by their new-file line numbers. Every
+changed file is read this way, whatever its name: which of them count is decided by the
+gate from what the tests' compiles read (their dependency files) and what gcov counted, so
+`#include "sign.def"` scores sign.def. `code` says only that the suffix is a C++ one (such
+a file is scored even when no compile read it). A file whose C++ tokens did not change
+(pygments' lexer, comments and whitespace dropped) is cosmetic. Added lines that carry a
+coverage exclusion marker, or a construct that hides lines from gcov (a `#line`
+directive or a GNU linemarker `# 12 "name"`, an attribute or pragma that turns
+instrumentation off, a call into libgcov), are listed as tampering. The function
+definitions and lambdas (tree-sitter) that hold an added line are listed by line span: the
+gate checks that some build of the tests holds code for each.
+
+gcov counts a macro's code at the line that expands it. A patch that adds or changes a
+`#define` therefore changes the code of lines it never touched: every line of the tree
+that names such a macro (outside comments and strings; macros whose definitions name one,
+transitively) is listed under `expansions`, and the gate scores those lines too.
 """
 
 from __future__ import annotations
@@ -18,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from pygments.lexers import CppLexer
-from pygments.token import Comment, Text, _TokenType, is_token_subtype
+from pygments.token import Comment, String, Text, _TokenType, is_token_subtype
 from unidiff.patch import PatchSet
+
+from cxxgate.gates import cppsource
 
 CODE_SUFFIXES = frozenset(
     {
@@ -45,36 +58,117 @@ CODE_SUFFIXES = frozenset(
 # libgcov's own entry points (reset, dump).
 TAMPER = re.compile(
     r"(?P<marker>LCOV_EXCL\w*|GCOVR_EXCL\w*|GCOV_EXCL\w*"
-    r"|^\s*#\s*line\b|no_profile_instrument_function|\boptimize\s*\("
+    r"|^\s*(?:#|%:)\s*(?:line\b|\d)|no_profile_instrument_function|\boptimize\s*\("
     r"|\bprofile-arcs\b|\b__gcov_\w+|\b__llvm_profile_\w+)"
 )
 
 
+DEFINE = re.compile(r"^\s*(?:#|%:)\s*define\s+(\w+)(.*)$")
+IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
 def added_lines(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """The scan: `{"files": {path: {"code", "cosmetic", "hunks": [[line, ...], ...]}},
-    "tamper": [[path, line, marker], ...]}` for every file whose bytes changed."""
+    """The scan: `{"files": {path: {"code", "cosmetic", "hunks": [[line, ...], ...],
+    "functions": [[first, last], ...]}}, "tamper": [[path, line, marker], ...],
+    "expansions": {path: [line, ...]}}` for every file whose bytes changed (tamper and
+    functions of every such file: the gate keeps those of the files it scores), and the
+    lines that expand a macro the patch defined."""
     base = Path(params["base"])
     files: dict[str, Any] = {}
     tamper: list[list[Any]] = []
+    macros: set[str] = set()
     for rel in sorted(_listing(base) | _listing(tree)):
         old = _text(base / rel)
         new = _text(tree / rel)
         if old == new:
             continue
         hunks = hunks_of(rel, old, new)
-        code = Path(rel).suffix.lower() in CODE_SUFFIXES
+        added = {n for hunk in hunks for n, _ in hunk}
         files[rel] = {
-            "code": code,
-            "cosmetic": code and same_tokens(old, new),
+            "code": Path(rel).suffix.lower() in CODE_SUFFIXES,
+            "cosmetic": same_tokens(old, new),
             "hunks": [[n for n, _ in hunk] for hunk in hunks],
+            "functions": [list(f) for f in function_spans(new) if added & set(range(*f))]
+            if added
+            else [],
         }
+        for hunk in hunks:
+            for line, text in hunk:
+                m = TAMPER.search(text)
+                if m:
+                    tamper.append([rel, line, m["marker"].strip()])
+        macros |= _defined_at(new, added)
+    return {"files": files, "tamper": tamper, "expansions": expansions(tree, macros)}
+
+
+def expansions(tree: Path, macros: set[str]) -> dict[str, list[int]]:
+    """Lines of the tree's files that name one of `macros` or a macro whose definition
+    does (to a fixpoint), outside comments, strings and the definitions themselves."""
+    if not macros:
+        return {}
+    texts = {rel: _text(tree / rel) for rel in sorted(_listing(tree))}
+    names = set(macros)
+    while True:  # macros defined in terms of a changed one change too
+        more = {
+            m[1]
+            for text in texts.values()
+            for line in _logical_lines(text)
+            if (m := DEFINE.match(line)) and names & set(IDENT.findall(m[2]))
+        } - names
+        if not more:
+            break
+        names |= more
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+    found: dict[str, list[int]] = {}
+    for rel, text in texts.items():
+        if pattern.search(text):
+            lines = _naming_lines(text, names)
+            if lines:
+                found[rel] = lines
+    return found
+
+
+def _defined_at(source: str, lines: set[int]) -> set[str]:
+    """Macros whose `#define` (its continuation lines included) holds one of `lines`."""
+    physical = source.splitlines()
+    names = set()
+    for n in lines:
+        i = n - 1
+        while 0 < i < len(physical) and physical[i - 1].endswith("\\"):
+            i -= 1  # a continuation: the directive starts above
+        if 0 <= i < len(physical) and (m := DEFINE.match(physical[i])):
+            names.add(m[1])
+    return names
+
+
+def _logical_lines(text: str) -> list[str]:
+    return text.replace("\\\n", " ").splitlines()
+
+
+def _naming_lines(source: str, names: set[str]) -> list[int]:
+    """Lines where code (not a comment, a string or a preprocessor line) names one of
+    `names`."""
+    found: set[int] = set()
+    line = 1
+    for ttype, value in CppLexer(stripnl=False).get_tokens(source):
+        code = not is_token_subtype(ttype, Comment) and not is_token_subtype(ttype, String)
         if code:
-            for hunk in hunks:
-                for line, text in hunk:
-                    m = TAMPER.search(text)
-                    if m:
-                        tamper.append([rel, line, m["marker"].strip()])
-    return {"files": files, "tamper": tamper}
+            for m in IDENT.finditer(value):
+                if m[0] in names:
+                    found.add(line + value.count("\n", 0, m.start()))
+        line += value.count("\n")
+    return sorted(found)
+
+
+def function_spans(source: str) -> list[tuple[int, int]]:
+    """(first line, last line + 1) of every function definition with a body and every
+    lambda in `source` (tree-sitter; `= default` and declarations have no body)."""
+    spans = []
+    for node in cppsource.walk(cppsource.parse(source.encode()).root_node):
+        body = node.child_by_field_name("body")
+        if node.type in ("function_definition", "lambda_expression") and body is not None:
+            spans.append((node.start_point.row + 1, node.end_point.row + 2))
+    return spans
 
 
 def hunks_of(rel: str, old: str, new: str) -> list[list[tuple[int, str]]]:

@@ -1,0 +1,244 @@
+"""The coverage gate's joins and rules (cxxgate/gates/coverage.py, gcovjson.py, hunks.py):
+gcov's JSON as gcov 12 prints it, the scan on real files, and a real doit grade of a copy
+of cases/port with the branch rule relaxed by the case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import SHIPPED, case_library, run_grade
+from pydantic import ValidationError
+
+from cxxgate.gates import coverage, gcovjson, hunks
+
+
+def _line(
+    n: int, count: int, *, unexecuted: bool = False, branches: tuple[int, ...] = ()
+) -> dict[str, Any]:
+    return {
+        "line_number": n,
+        "count": count,
+        "unexecuted_block": unexecuted,
+        "branches": [{"count": b, "throw": False, "fallthrough": True} for b in branches],
+    }
+
+
+def _fn(name: str, start: int, end: int, count: int, column: int = 1) -> dict[str, Any]:
+    return {
+        "name": name,
+        "demangled_name": name,
+        "start_line": start,
+        "start_column": column,
+        "end_line": end,
+        "end_column": 1,
+        "execution_count": count,
+    }
+
+
+def _unit(unit: str, files: list[dict[str, Any]], cwd: str = "/src/build") -> str:
+    return json.dumps({"data_file": unit, "current_working_directory": cwd, "files": files})
+
+
+def test_gcov_names_are_normalised_before_the_join() -> None:
+    """`#include "../src/sign.hpp"` from src/port.cpp: gcov names the header
+    src/../src/sign.hpp; a relative name is under the compile's working directory."""
+    text = "\n".join(
+        [
+            _unit(
+                "tu1",
+                [
+                    {"file": "/src/project/src/../src/sign.hpp", "lines": [_line(8, 0)]},
+                    {"file": "/src/project/./src//port.cpp", "lines": [_line(3, 2)]},
+                    {"file": "../project/include/port.hpp", "lines": [_line(5, 1)]},
+                    {"file": "main.cpp", "lines": [_line(1, 1)]},
+                    {"file": "/src/project/../build/x.cpp", "lines": [_line(1, 1)]},
+                ],
+            )
+        ]
+    )
+    counts = gcovjson.parse(text)
+    assert counts.lines == {
+        "src/sign.hpp": {8: 0},
+        "src/port.cpp": {3: 2},
+        "include/port.hpp": {5: 1},
+    }
+    assert gcovjson.tree_path("/src/project/src/../../etc/passwd", "/") is None
+
+
+def test_functions_merge_by_span_over_units_and_runs() -> None:
+    """`keep` and `skip` on one line: the line has hits, `skip` never ran. An inline
+    function's copies in two units, and a second run, are one function."""
+    port = {
+        "file": "/src/project/src/port.cpp",
+        "functions": [_fn("keep", 5, 5, 4, column=30), _fn("skip", 5, 5, 0, column=80)],
+        "lines": [_line(5, 4)],
+    }
+    header = {
+        "file": "/src/project/include/port.hpp",
+        "functions": [_fn("inl", 10, 12, 0)],
+        "lines": [_line(10, 0)],
+    }
+    called = dict(header, functions=[_fn("inl", 10, 12, 2)], lines=[_line(10, 2)])
+    first = gcovjson.parse(_unit("tu1", [port, header]))
+    first.merge(gcovjson.parse(_unit("tu2", [called])))
+    assert first.unexecuted_functions("src/port.cpp", {5}) == [(5, "skip")]
+    assert first.unexecuted_functions("src/port.cpp", {6}) == []  # no added line in it
+    assert first.unexecuted_functions("include/port.hpp", {11}) == []  # tu2's copy ran
+    again = gcovjson.parse(_unit("tu1", [dict(port, functions=[_fn("skip", 5, 5, 1, 80)])]))
+    first.merge(again)
+    assert first.unexecuted_functions("src/port.cpp", {5}) == []
+
+
+def test_functions_at_one_span_are_told_apart_by_source_name() -> None:
+    """One macro expansion defines `keep` and `skip` at one span (gcov 12 gives both the
+    macro's line and column); constructor symbols C1/C2 and a template's instantiations
+    share theirs and are one source function."""
+    fns = [
+        _fn("keep(char const*)", 9, 9, 4),
+        _fn("skip(char const*)", 9, 9, 0),
+        _fn("B::B()", 12, 12, 1),
+        _fn("B::B()", 12, 12, 0),
+        _fn("int twice<int>(int)", 14, 14, 2),
+        _fn("long twice<long>(long)", 14, 14, 0),
+    ]
+    counts = gcovjson.parse(_unit("tu1", [{"file": "/src/project/a.cpp", "functions": fns}]))
+    assert counts.unexecuted_functions("a.cpp", {9, 12, 14}) == [(9, "skip(char const*)")]
+
+
+@pytest.mark.parametrize(
+    ("demangled", "name"),
+    [
+        ("long twice<long>(long)", "twice"),
+        ("std::vector<int, std::allocator<int> >::push_back(int const&)", "std::vector::push_back"),
+        ("net::(anonymous namespace)::skip(char const*)", "net::(anonymous namespace)::skip"),
+        ("main::{lambda(int)#1}::operator()(int) const", "main::{lambda(int)#1}::operator#2829"),
+        ("bool operator< <int>(X<int> const&, X<int> const&)", "operator#3c"),
+        ("operator>(B const&, B const&)", "operator#3e"),
+        ("S::operator int() const", "S::operator:int"),
+        ("main", "main"),
+    ],
+)
+def test_source_names(demangled: str, name: str) -> None:
+    assert gcovjson.source_name(demangled) == name
+
+
+def test_a_line_runs_whole_when_one_copy_ran_whole() -> None:
+    partial = {"file": "/src/project/a.cpp", "lines": [_line(3, 1, unexecuted=True)]}
+    whole = {"file": "/src/project/a.cpp", "lines": [_line(3, 1)]}
+    unrun = {"file": "/src/project/a.cpp", "lines": [_line(3, 0, unexecuted=True)]}
+    counts = gcovjson.parse(_unit("tu1", [partial]))
+    counts.merge(gcovjson.parse(_unit("tu2", [unrun])))  # a copy that never ran: no say
+    assert counts.part_run("a.cpp", 3)
+    counts.merge(gcovjson.parse(_unit("tu1", [whole])))
+    assert not counts.part_run("a.cpp", 3)
+
+
+def test_every_changed_file_is_read_whatever_its_suffix(tmp_path: Path) -> None:
+    base, tree = tmp_path / "base", tmp_path / "tree"
+    for root in (base, tree):
+        (root / "src").mkdir(parents=True)
+        (root / "src/port.cpp").write_text("int f() { return 1; }\n")
+    (tree / "src/sign.def").write_text(
+        "// skips a sign\nstatic const char* skip(const char* t) {\n"
+        "  if (*t == '+') ++t;  // LCOV_EXCL_LINE\n  return t;\n}\nint g();\n"
+    )
+    (tree / "NOTES.txt").write_text("plain words\n")
+    data = hunks.added_lines(tree, {"base": str(base)})
+    sign = data["files"]["src/sign.def"]
+    assert sign["code"] is False and sign["cosmetic"] is False
+    assert sign["hunks"] == [[1, 2, 3, 4, 5, 6]]
+    assert sign["functions"] == [[2, 6]]  # the definition, not the declaration of g
+    assert data["tamper"] == [["src/sign.def", 3, "LCOV_EXCL_LINE"]]
+    assert data["files"]["NOTES.txt"]["functions"] == []
+
+
+@pytest.mark.parametrize(
+    ("line", "tampers"),
+    [
+        ('# 1 "<built-in sign>"', True),
+        ('  #  12 "src/port.cpp" 2', True),
+        ('%:line 3 "x.cpp"', True),
+        ("#include <cstdint>", False),
+        ("#if 1", False),
+        ("int x = 1;  # not a directive", False),
+    ],
+)
+def test_linemarkers_are_tamper(line: str, tampers: bool) -> None:
+    assert bool(hunks.TAMPER.search(line)) is tampers
+
+
+def test_relaxing_branches_needs_a_reason() -> None:
+    tests = [{"units": ["probes/test_valid.cpp"]}]
+    with pytest.raises(ValidationError, match="branches_reason"):
+        coverage.Config.model_validate({"tests": tests, "branches": "lines"})
+    ok = coverage.Config.model_validate(
+        {"tests": tests, "branches": "lines", "branches_reason": "guards nothing can reach"}
+    )
+    assert ok.branches == "lines"
+    assert coverage.Config.model_validate({"tests": tests}).branches == "every"
+
+
+def test_a_case_relaxes_branches_lines_and_functions_still_count(tmp_path: Path) -> None:
+    """cases/port with `branches: lines`: the honest defensive guard and the one-line
+    untested branch are accepted (listed as evidence); the untested body in sign.def (a
+    zero-hit line) and the function reached only through a table are still rejected."""
+    library = case_library(tmp_path / "cases", "port")
+    case_file = library / "port/case.yaml"
+    case = yaml.safe_load(case_file.read_text())
+    case["gates"]["coverage"]["branches"] = "lines"
+    case["gates"]["coverage"]["branches_reason"] = "null guards no caller can reach"
+    expect = {
+        "honest_defensive": {"verdict": "accept"},
+        "plus_sign_one_line": {"verdict": "accept"},
+        "def_suffix": {"verdict": "reject", "coverage": "zero_hit"},
+        "table_dispatch": {"verdict": "reject", "coverage": "function_unexecuted"},
+    }
+    case["patches"] = [{"file": f"patches/{n}.diff", "expect": e} for n, e in expect.items()]
+    case_file.write_text(yaml.safe_dump(case, sort_keys=False))
+    grade = run_grade(tmp_path / "out", "case=port", library=library)
+    assert grade.returncode == 0, grade.output
+    for name in expect:
+        assert not grade.rows[f"port/{name}"]["expect_problems"], grade.rows[f"port/{name}"]
+    result = json.loads((grade.out / "results/port/honest_defensive/coverage.json").read_text())
+    assert any("branches not scored (null guards" in e for e in result["evidence"])
+    assert result["findings"] == []
+    # The shipped case keeps the strict rule.
+    shipped = yaml.safe_load((SHIPPED / "port/case.yaml").read_text())
+    assert "branches" not in shipped["gates"]["coverage"]
+
+
+def test_lines_that_expand_a_changed_macro_are_scored(tmp_path: Path) -> None:
+    """gcov counts a macro's code where it expands: a patch that defines CHECK_SIGN in a
+    header changes the unchanged line of port.cpp that names it (and TWICE, defined in
+    terms of it), never a comment or a string that mentions it."""
+    base, tree = tmp_path / "base", tmp_path / "tree"
+    port = (
+        '#include "sign.hpp"\n'
+        "#define TWICE(t) CHECK_SIGN(CHECK_SIGN(t))\n"
+        "int f(const char* t) {\n"
+        '  // CHECK_SIGN in a comment, and "CHECK_SIGN" in a string\n'
+        "  t = CHECK_SIGN(t);\n"
+        "  return *TWICE(t);\n"
+        "}\n"
+    )
+    for root in (base, tree):
+        (root / "src").mkdir(parents=True)
+        (root / "src/port.cpp").write_text(port)
+    (base / "src/sign.hpp").write_text("#define CHECK_SIGN(t) \\\n  (t)\n")
+    # Only the continuation line changes.
+    (tree / "src/sign.hpp").write_text(
+        "#define CHECK_SIGN(t) \\\n  ((*(t) == '+') ? (t) + 1 : (t))\n"
+    )
+    data = hunks.added_lines(tree, {"base": str(base)})
+    assert data["expansions"] == {"src/port.cpp": [5, 6]}
+    scored: dict[str, dict[str, Any]] = {}
+    coverage._add_expansions(scored, data["expansions"], {"src/port.cpp"})
+    assert scored == {"src/port.cpp": {"hunks": [[5, 6]], "functions": []}}
+    coverage._add_expansions(scored := {}, data["expansions"], set())  # no compile read it
+    assert scored == {}
+    plain = hunks.added_lines(tree, {"base": str(tree)})  # nothing defined: nothing more
+    assert plain["expansions"] == {}
