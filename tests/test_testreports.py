@@ -215,7 +215,7 @@ def test_test_units_and_links_against_the_reference() -> None:
         "compiles": {"g.o": "<build>/tests/gen/t.cpp", "l.o": "<tree>/src/l.cpp"},
         "links": {"lib.a": ["ar", "qc", "lib.a", "l.o"], "tests/t": ["c++", "g.o", "lib.a"]},
     }
-    assert testunits.moved_units(copied, ref, ["tests"]) == ["<tree>/tests/t.cpp is not compiled"]
+    assert testunits.moved_units(copied, ref, ["tests"]) == ["<tree>/tests/t.cpp: not built"]
     assert testunits.new_link_words(copied, ref, ["tests"]) == ["tests/t links with g.o"]
     wrapped = {**ref, "links": {**ref["links"], "tests/t": ["c++", "-Wl,--wrap=x", "t.o", "lib.a"]}}
     assert testunits.new_link_words(wrapped, ref, ["tests"]) == ["tests/t links with -Wl,--wrap=x"]

@@ -270,10 +270,13 @@ def _unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
         checks.append(Check(f"macros:{source}", False, "framework_redefined", why))
     mine, ref_graph = testunits.graph(suite), testunits.graph(ref_suite)
     if ref_graph:
+        # Not built at all is a missing test; built otherwise, a changed one.
         for said in testunits.moved_units(mine, ref_graph, dirs):
-            checks.append(Check("test_units", False, "test_flags_changed", said))
+            klass = "test_missing" if said.endswith(testunits.ABSENT) else "test_flags_changed"
+            checks.append(Check("test_units", False, klass, said))
         for said in testunits.new_link_words(mine, ref_graph, dirs):
-            checks.append(Check("test_links", False, "test_flags_changed", said))
+            klass = "test_missing" if said.endswith(testunits.ABSENT) else "test_flags_changed"
+            checks.append(Check("test_links", False, klass, said))
         for source, names in testunits.tampered(mine, ref_graph, dirs).items():
             why = f"{source} names GoogleTest symbols the reference's does not: "
             checks.append(Check(f"gtest:{source}", False, "framework_tamper",

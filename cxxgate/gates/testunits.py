@@ -17,6 +17,7 @@ Two comparisons, each keyed by the unit's source path:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -120,6 +121,9 @@ def redefined(mine: Path, reference: Path) -> dict[str, list[str]]:
 # The build's graph (cxxgate/ctest.py GRAPH_JSON): what Ninja compiled and linked.
 
 
+ABSENT = ": not built"
+
+
 def graph(cell: Path) -> dict[str, Any]:
     try:
         found = json.loads((cell / GRAPH_JSON).read_text())
@@ -164,7 +168,7 @@ def moved_units(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str])
         if not _in_dirs(source, test_dirs):
             continue
         if source not in here:
-            found.append(f"{source} is not compiled")
+            found.append(f"{source}{ABSENT}")
             continue
         want, got = _feeds(ref, obj), _feeds(mine, here[source])
         if got != want:
@@ -186,13 +190,16 @@ def new_link_words(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[st
     for program in test_programs(ref, test_dirs):
         words = mine.get("links", {}).get(program)
         if words is None:
-            found.append(f"{program}: not linked")
+            found.append(f"{program}{ABSENT}")
             continue
         known = set(ref["links"][program])
         new = [w for w in words if w not in known and w not in compiled_from_tree and w not in made]
         if new:
             found.append(f"{program} links with {' '.join(sorted(set(new))[:8])}")
     return found
+
+
+_PRINTER = re.compile(r"_ZN7testing8internal\d+Print\w*")
 
 
 def tampered(
@@ -212,7 +219,9 @@ def tampered(
         allowed = set(theirs[source]) if source in theirs else tests_named if test else set()
         # A test unit instantiates GoogleTest's templates with the library's types (an
         # API the patch may change): only what it binds to GoogleTest's library counts.
-        kept = {n for n in names if n.startswith("U ")} if test else set(names)
+        # Printing a value of a type with no printer binds GoogleTest's byte printer.
+        kept = {n for n in names if n.startswith("U ") and not _PRINTER.match(n[2:])}
+        kept = kept if test else set(names)
         extra = sorted(n.partition(" ")[2] for n in kept - allowed)
         if extra:
             found[source] = extra
