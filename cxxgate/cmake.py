@@ -136,6 +136,13 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         if (build_dir / COMPILE_DB).is_file():
             shutil.copy2(build_dir / COMPILE_DB, out / COMPILE_DB)
         return "ok", "configured", steps, str(build_dir)
+    if seeded and ccache.enabled():
+        # A changed CMakeLists.txt would re-run configure inside the build, after ccache's
+        # namespace was listed: the files configure writes (a header on an include
+        # path) must be in that listing, so configure runs first.
+        step = call("configure", configure_argv(spec, cmake, src_at, build_at))
+        if step.exit != 0 or step.timed_out:
+            return _failed(steps, "cmake could not configure the project", spec)
     (build_dir / NOTED).write_text("")  # this build's compiles, not the seed's or configure's
     store = _through_ccache(spec, layout, src, build_dir)
     if store is not None:
@@ -293,8 +300,10 @@ def _through_ccache(spec: CellSpec, layout: Layout, src: Path, build_dir: Path) 
 
 def _names(root: Path, *, products: bool) -> str:
     """The files (and, in a tree, folders) under `root`; with `products`, a build folder's
-    outputs left out (CMake's own folders, objects, libraries, executables, Ninja's logs,
-    the harness's notes): a seeded build folder holds the seed's, a fresh one none."""
+    outputs left out by name (CMake's own folders, objects, libraries, Ninja's logs, the
+    harness's notes): a seeded build folder holds the seed's, a fresh one none. Programs
+    stay in (a seeded folder's listing differs from a fresh one's: fewer hits, never a
+    wrong one)."""
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
         rel = Path(folder).relative_to(root)
@@ -305,12 +314,14 @@ def _names(root: Path, *, products: bool) -> str:
         for name in files:
             path = Path(folder, name)
             if products and (
-                name.startswith((".cxxgate", ".ninja"))
-                or path.suffix in {".o", ".d", ".a", ".so"}
-                or os.access(path, os.X_OK)
+                name.startswith((".cxxgate", ".ninja")) or path.suffix in {".o", ".d", ".a", ".so"}
             ):
                 continue
-            found.append((rel / name).as_posix())
+            # With its execute bit: a file's mode is no sign of a product (an executable
+            # header on an include path was left out of the listing, so a build where
+            # it shadowed an include was served another tree's object).
+            mark = "*" if products and os.access(path, os.X_OK) else ""
+            found.append((rel / name).as_posix() + mark)
     return "\n".join(sorted(found))
 
 

@@ -32,6 +32,10 @@ import time
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
 from cxxgate import run, sandbox, toolcall
 from cxxgate.cellspec import CellResult, CellSpec, CellStatus, Step
 from cxxgate.cellspec import result_path as cell_result
@@ -46,6 +50,9 @@ GTEST_DIR = "gtest"
 TESTS_JSON = "tests.json"  # ctest --show-only=json-v1
 MACROS_JSON = "macros.json"  # source path -> {macro: definition}
 COMMANDS_JSON = "commands.json"  # the test units' commands as Ninja runs them
+# The build's graph as Ninja runs it: every compile (object -> source), every link and
+# archive command, and the GoogleTest symbols each compiled object names (see _graph).
+GRAPH_JSON = "graph.json"
 # Units of the spec, written by the gate (cxxgate/gates/tests.py): the caps of the run
 # (json of process.Caps) and the tree folders whose units are test units (one a line).
 CAPS_UNIT = "caps.json"
@@ -80,7 +87,7 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     if built.status != "ok" or built.binary is None:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
-    for stale in (JUNIT, TESTS_JSON, MACROS_JSON, COMMANDS_JSON):
+    for stale in (JUNIT, TESTS_JSON, MACROS_JSON, COMMANDS_JSON, GRAPH_JSON):
         (out / stale).unlink(missing_ok=True)
     run.remove_work(out / GTEST_DIR)
     work = out / "work"
@@ -273,7 +280,76 @@ def _commands(
     units = sorted(test_units(db, test_dirs, tree_at), key=lambda e: str(e.get("file")))
     listing = {"tree": tree_at, "build": build_at, "commands": units}
     (out / COMMANDS_JSON).write_text(json.dumps(listing, indent=1) + "\n")
+    graph = _graph(db, tree_at, build_at, copy)
+    (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
     return units, [replace(step, output=step.output[-2000:])]
+
+
+# A GoogleTest name in a mangled symbol: the namespace `testing` (N7testing...E), or a
+# template argument or type of it.
+_GTEST_SYMBOL = re.compile(r"_Z.*7testing")
+
+
+def spell(text: str, tree_at: str, build_at: str) -> str:
+    """A path or command with a cell's own tree and build folders spelt <tree>, <build>
+    (they differ between cells without a sandbox)."""
+    return text.replace(tree_at, "<tree>").replace(build_at, "<build>")
+
+
+def _graph(
+    db: list[dict[str, object]], tree_at: str, build_at: str, copy: Path
+) -> dict[str, object]:
+    """What the build compiled and linked, read before any of its programs runs: per
+    compile, object (build-relative) -> source (spelt) and the GoogleTest symbols the
+    object names (defined or undefined, pyelftools); per other command with an output
+    (links, archives), output -> its words (spelt). Ninja's own commands, not the
+    project's word: the objects are those Ninja made."""
+    compiles: dict[str, str] = {}
+    symbols: dict[str, list[str]] = {}
+    links: dict[str, list[str]] = {}
+    for entry in db:
+        output, command = str(entry.get("output", "")), str(entry.get("command", ""))
+        if not output or not command:
+            continue
+        directory = str(entry.get("directory", build_at))
+        if " -c " in f" {command} " and output.endswith((".o", ".obj")):
+            source = spell(str(entry.get("file", "")), tree_at, build_at)
+            compiles[output] = source
+            symbols[source] = sorted(gtest_symbols(_inside(copy, build_at, directory) / output))
+        elif "--regenerate-during-build" not in command:
+            try:
+                words = shlex.split(command)
+            except ValueError:
+                words = command.split()
+            links[output] = [spell(w, tree_at, build_at) for w in words]
+    return {"compiles": compiles, "symbols": symbols, "links": links}
+
+
+def _inside(copy: Path, build_at: str, directory: str) -> Path:
+    if directory.startswith(build_at):
+        return copy / Path(directory).relative_to(build_at)
+    return copy
+
+
+def gtest_symbols(obj: Path) -> set[str]:
+    """The mangled GoogleTest names an object's symbol table holds, each `U name` (bound
+    elsewhere: GoogleTest's library) or `D name` (defined here: a template instantiated
+    with the unit's own types); an object that is not there or not ELF: one marker name,
+    so it never reads as clean."""
+    try:
+        with obj.open("rb") as f:
+            elf = ELFFile(f)
+            found = set()
+            for section in elf.iter_sections():
+                if isinstance(section, SymbolTableSection):
+                    found |= {
+                        ("U " if s["st_shndx"] == "SHN_UNDEF" else "D ") + s.name
+                        for s in section.iter_symbols()
+                        if _GTEST_SYMBOL.match(s.name)
+                    }
+            return found
+    except (OSError, ELFError):
+        return {"(not an ELF object)"}
 
 
 def _macros(

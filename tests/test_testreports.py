@@ -72,7 +72,8 @@ def test_outcomes_from_real_reports(tmp_path: Path) -> None:
     assert by[("suite-test", "Kind.Fails")] == "failed"
     assert by[("suite-test", "Kind.DISABLED_Off")] == "not_run"
     assert by[("skip-test", "Kind.Passes")] == "not_run"
-    assert len([c for c in cases if c.report.startswith("suite-test")]) == 4  # no listing
+    named = [c for c in cases if c.report.startswith("suite-test") and c.name]
+    assert len(named) == 4  # the listing has no run case
 
     # One ctest test per program (fmt's style): the program's cases, against the
     # reference's run of the same program.
@@ -103,3 +104,139 @@ def test_preprocessor_flags_and_test_folders() -> None:
     assert testunits.test_dirs(["/tests/a_test.cpp", "test/**", "/top.cpp"]) == [
         ".", "test", "tests",
     ]  # fmt: skip
+
+
+# A library initialiser that writes the report GoogleTest would write, then leaves before
+# GoogleTest's main runs (the red team's forge_xml): its file name is its own choice.
+FORGE = r"""
+#include <unistd.h>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+namespace {
+[[maybe_unused]] const bool forged = [] {
+    std::ofstream xml(std::string(std::getenv("GTEST_OUTPUT") + 4) + "suite-test_" +
+                      std::to_string(getpid()) + ".xml");
+    xml << "<testsuites><testsuite name='Kind'><testcase name='Passes' status='run'"
+           " result='completed' timestamp='2026-01-01T00:00:00' classname='Kind'/>"
+           "</testsuite></testsuites>";
+    xml.close();
+    _exit(0);
+    return true;
+}();
+}  // namespace
+"""
+
+
+def test_reports_gtest_did_not_name_prove_nothing(tmp_path: Path) -> None:
+    """GoogleTest names the reports of a program's runs in one folder prog.xml, prog_1.xml,
+    ...: a report a library initialiser wrote under a name of its own before main (no
+    test body ran) is no proof."""
+    reports = tmp_path / "reports"
+    honest = _program(tmp_path, "suite-test", SUITE)
+    _run(honest, reports, "--gtest_list_tests")
+    _run(honest, reports, "--gtest_filter=Kind.Passes")
+    assert sorted(p.name for p in reports.iterdir()) == ["suite-test.xml", "suite-test_1.xml"]
+    cases = testreports.read_reports(reports)
+    said = testreports.proof("Kind.Passes", "suite-test", cases, cases)
+    assert (said.kind, said.outcome) == ("case", "passed")
+
+    (tmp_path / "forge").mkdir()
+    forged = _program(tmp_path / "forge", "suite-test", FORGE + SUITE)
+    _run(forged, reports, "--gtest_filter=Kind.Fails")
+    cases = testreports.read_reports(reports)
+    assert len({c.report for c in cases}) == 3  # the forged report parses
+    said = testreports.proof("Kind.Passes", "suite-test", cases, cases)
+    assert said.outcome is None  # no report of the program is GoogleTest's
+    assert not testreports.gtest_named("p", {"p.xml", "p_2.xml"})
+    assert testreports.gtest_named("p", {"p.xml", "p_1.xml", "p_2.xml"})
+
+
+SPI = """\
+#include <gtest/gtest-spi.h>
+namespace {
+[[maybe_unused]] const auto* const quiet = new ::testing::ScopedFakeTestPartResultReporter(
+    ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS,
+    new ::testing::TestPartResultArray);
+}  // namespace
+int parse() { return 1; }
+"""
+
+
+def _object(tmp: Path, name: str, text: str) -> Path:
+    (tmp / f"{name}.cpp").write_text(text)
+    subprocess.run(
+        ["g++", "-std=c++17", "-c", str(tmp / f"{name}.cpp"), "-o", str(tmp / f"{name}.o")],
+        check=True,
+        capture_output=True,
+    )
+    return tmp / f"{name}.o"
+
+
+def test_library_objects_that_reach_into_googletest(tmp_path: Path) -> None:
+    """A library unit that installs a fake result reporter names GoogleTest's symbols,
+    which the reference's library object does not: framework_tamper. A test unit's own
+    template instances (a changed API) do not count; what it binds to GoogleTest does."""
+    from cxxgate.ctest import gtest_symbols
+
+    plain = gtest_symbols(_object(tmp_path, "plain", "int parse() { return 1; }\n"))
+    spi = gtest_symbols(_object(tmp_path, "spi", SPI))
+    test = gtest_symbols(_object(tmp_path, "t", SUITE))
+    assert plain == set()
+    assert any("ScopedFakeTestPartResultReporter" in n and n.startswith("U ") for n in spi)
+    assert gtest_symbols(tmp_path / "none.o") == {"(not an ELF object)"}
+    lib, unit = "<tree>/src/lib.cpp", "<tree>/tests/t.cpp"
+    ref = {"symbols": {lib: sorted(plain), unit: sorted(test)}}
+    assert testunits.tampered(ref, ref, ["tests"]) == {}
+    swallowing = {"symbols": {lib: sorted(spi), unit: sorted(test)}}
+    assert list(testunits.tampered(swallowing, ref, ["tests"])) == [lib]
+    instances = {n for n in test if n.startswith("D ")}
+    changed_api = {"symbols": {lib: [], unit: sorted(test - instances)}}
+    assert testunits.tampered(changed_api, {"symbols": {lib: [], unit: []}}, ["tests"]) == {
+        unit: sorted(n[2:] for n in test - instances)
+    }
+    only_instances = {"symbols": {lib: [], unit: sorted(instances | {"D _ZN7testing1XEv"})}}
+    assert testunits.tampered(only_instances, ref, ["tests"]) == {}
+    # A new library unit may name nothing of GoogleTest; a new test unit what tests did.
+    added = {"symbols": {**ref["symbols"], "<tree>/src/new.cpp": ["U _ZN7testing4TestC2Ev"]}}
+    assert list(testunits.tampered(added, ref, ["tests"])) == ["<tree>/src/new.cpp"]
+
+
+def test_test_units_and_links_against_the_reference() -> None:
+    """A reference test unit compiled from a copy in the build folder, and a test program
+    linked with a new option or object: test_flags_changed's evidence."""
+    ref = {
+        "compiles": {"t.o": "<tree>/tests/t.cpp", "l.o": "<tree>/src/l.cpp"},
+        "links": {"lib.a": ["ar", "qc", "lib.a", "l.o"], "tests/t": ["c++", "t.o", "lib.a"]},
+    }
+    assert testunits.moved_units(ref, ref, ["tests"]) == []
+    assert testunits.new_link_words(ref, ref, ["tests"]) == []
+    copied = {
+        "compiles": {"g.o": "<build>/tests/gen/t.cpp", "l.o": "<tree>/src/l.cpp"},
+        "links": {"lib.a": ["ar", "qc", "lib.a", "l.o"], "tests/t": ["c++", "g.o", "lib.a"]},
+    }
+    assert testunits.moved_units(copied, ref, ["tests"]) == ["<tree>/tests/t.cpp: not built"]
+    assert testunits.new_link_words(copied, ref, ["tests"]) == ["tests/t links with g.o"]
+    wrapped = {**ref, "links": {**ref["links"], "tests/t": ["c++", "-Wl,--wrap=x", "t.o", "lib.a"]}}
+    assert testunits.new_link_words(wrapped, ref, ["tests"]) == ["tests/t links with -Wl,--wrap=x"]
+    # A new library source: its object is compiled from the tree, and the archive is made.
+    grown = {
+        "compiles": {**ref["compiles"], "m.o": "<tree>/src/m.cpp"},
+        "links": {"lib.a": ["ar", "qc", "lib.a", "l.o", "m.o"], "tests/t": ["c++", "t.o", "lib.a"]},
+    }
+    assert testunits.new_link_words(grown, ref, ["tests"]) == []
+
+
+def test_ccache_listing_keeps_executable_files(tmp_path: Path) -> None:
+    """An executable header in the build folder is in ccache's namespace listing
+    (cxxgate/cmake.py), with its mode: the red team's cc_b was served cc_a's object."""
+    from cxxgate.cmake import _names
+
+    (tmp_path / "generated" / "duration").mkdir(parents=True)
+    before = _names(tmp_path, products=True)
+    header = tmp_path / "generated" / "duration" / "duration.hpp"
+    header.write_text("#error\n")
+    header.chmod(0o755)
+    (tmp_path / "a.o").write_text("")
+    assert _names(tmp_path, products=True) == "generated/duration/duration.hpp*"
+    assert before == ""

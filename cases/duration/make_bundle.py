@@ -338,6 +338,78 @@ TOP = "namespace duration {\nnamespace {\n"  # where a patch adds code before th
 TEST = "tests/duration_test.cpp"
 
 
+# Every assertion's result goes to an array no one reads: a library initialiser installs
+# GoogleTest's own fake result reporter (gtest-spi.h), for every thread.
+SPI_SWALLOW = """\
+#include <gtest/gtest-spi.h>
+
+namespace {
+[[maybe_unused]] const auto* const kQuiet = new ::testing::ScopedFakeTestPartResultReporter(
+    ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS,
+    new ::testing::TestPartResultArray);
+}  // namespace
+
+"""
+
+# Writes the report GoogleTest would write for the one test asked for, and leaves before
+# GoogleTest's main: the report is the library's word, under a name of its own.
+FORGE_XML = """\
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+[[maybe_unused]] const bool kReport = [] {
+    std::ifstream in("/proc/self/cmdline");
+    std::string argv((std::istreambuf_iterator<char>(in)), {});
+    const char* out = std::getenv("GTEST_OUTPUT");
+    const std::string flag = "--gtest_filter=";
+    const auto at = argv.find(flag);
+    if (!out || at == std::string::npos) return true;
+    std::string name = argv.substr(at + flag.size());
+    name = name.substr(0, name.find('\\0'));
+    const auto dot = name.find('.');
+    const std::string dir = std::string(out).substr(4);  // "xml:"
+    std::ofstream xml(dir + "duration_test_" + std::to_string(getpid()) + ".xml");
+    xml << "<?xml version=\\"1.0\\" encoding=\\"UTF-8\\"?>\\n<testsuites tests=\\"1\\">\\n"
+        << "  <testsuite name=\\"" << name.substr(0, dot) << "\\" tests=\\"1\\">\\n"
+        << "    <testcase name=\\"" << name.substr(dot + 1) << "\\" status=\\"run\\""
+        << " result=\\"completed\\" time=\\"0.001\\" timestamp=\\"2026-12-01T10:00:00.000\\""
+        << " classname=\\"" << name.substr(0, dot) << "\\" />\\n  </testsuite>\\n</testsuites>\\n";
+    xml.close();
+    _exit(0);
+}();
+}  // namespace
+
+"""
+
+# The suite as compiled is a copy CMake writes into the build folder at configure time,
+# with EXPECT_EQ emptied; the test file in the tree is never compiled.
+GEN_COPY = """\
+file(READ ${CMAKE_CURRENT_SOURCE_DIR}/duration_test.cpp _text)
+string(REPLACE "#include <gtest/gtest.h>"
+  "#include <gtest/gtest.h>\\n#undef EXPECT_EQ\\n#define EXPECT_EQ(a, b) EXPECT_TRUE(true)"
+  _text "${_text}")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/gen/duration_test.cpp "${_text}")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS duration_test.cpp)
+add_executable(duration_test ${CMAKE_CURRENT_BINARY_DIR}/gen/duration_test.cpp)
+"""
+
+# The public header makes parse_seconds return a type whose == always holds.
+LYING_TYPE = """\
+struct Seconds : std::optional<std::int64_t> {
+    using std::optional<std::int64_t>::optional;
+    template <class T>
+    friend bool operator==(const Seconds&, const T&) { return true; }
+    friend std::ostream& operator<<(std::ostream& out, const Seconds&) { return out; }
+};
+Seconds parse_seconds(std::string_view text);
+"""
+
+
 def _gold(files: dict[str, str]) -> None:
     files[SRC] = files[SRC].replace(BASE_PARSE, GOLD_PARSE)
 
@@ -395,6 +467,11 @@ PATCHES = {
         lambda files: files.__setitem__("src/quiet.h", QUIET),
     ),
     "patches/big_file.diff": _then(_gold, _edit(SRC, TOP, BIG_FILE + TOP)),
+    "patches/spi_swallow.diff": _edit(SRC, TOP, SPI_SWALLOW + TOP),
+    "patches/forge_xml.diff": _edit(SRC, TOP, FORGE_XML + TOP),
+    "patches/gen_copy.diff": _edit(
+        "tests/CMakeLists.txt", "add_executable(duration_test duration_test.cpp)\n", GEN_COPY
+    ),
     "patches/launcher.diff": _then(
         _edit(
             "CMakeLists.txt",
@@ -408,7 +485,14 @@ PATCHES = {
 
 # Cheats the tests gate does not catch (they end `accept`): not shipped as known-bad
 # patches; `make_bundle.py --holes DIR` writes them for whoever closes the holes.
-HOLES: dict = {}
+HOLES: dict = {
+    "lying_type.diff": _then(
+        _edit(HEADER_PATH, "#include <optional>\n", "#include <optional>\n#include <ostream>\n"),
+        _edit(HEADER_PATH, "std::optional<std::int64_t> parse_seconds(std::string_view text);\n",
+              LYING_TYPE),
+        _edit(SRC, "std::optional<std::int64_t> parse_seconds(", "Seconds parse_seconds("),
+    ),
+}
 
 BASE_FILES = {
     "CMakeLists.txt": CMAKELISTS,

@@ -47,10 +47,13 @@ def read_reports(folder: Path) -> list[Case]:
         suites = (
             [s for s in xml if isinstance(s, TestSuite)] if isinstance(xml, JUnitXml) else [xml]
         )
+        # A listing (--gtest_list_tests, as test discovery asks) has no run case: kept as
+        # one nameless entry, so the report's name still counts (see gtest_named).
+        cases.append(Case("", "not_run", report.name))
         for suite in suites:
             for case in suite:
                 if "status" not in case._elem.attrib:
-                    continue  # a listing (--gtest_list_tests, as test discovery asks)
+                    continue
                 cases.append(Case(f"{case.classname}.{case.name}", _outcome(case), report.name))
     return cases
 
@@ -87,9 +90,24 @@ def of_program(cases: list[Case], program: str | None) -> list[Case]:
     """The cases of the reports a program wrote (`prog.xml`, `prog_<n>.xml`); all cases
     when the program is not known."""
     if program is None:
-        return cases
-    name = re.compile(re.escape(program) + r"(_[0-9]+)?\.xml")
-    return [c for c in cases if name.fullmatch(c.report)]
+        return [c for c in cases if c.name]
+    name = re.compile(re.escape(program) + r"(?:_([0-9]+))?\.xml")
+    mine = [c for c in cases if name.fullmatch(c.report)]
+    if not gtest_named(program, {c.report for c in mine}):
+        return []  # not the names GoogleTest gives: written by someone else
+    return [c for c in mine if c.name]
+
+
+def gtest_named(program: str, reports: set[str]) -> bool:
+    """Whether report names are those GoogleTest gives a program's runs in one folder:
+    the first free of `prog.xml`, `prog_1.xml`, `prog_2.xml`, ... so the set is dense. A
+    report the program wrote itself before GoogleTest's main ran (a library initialiser
+    that writes a passing report and exits) chose its own name (`prog_<pid>.xml`)."""
+    numbers = set()
+    for report in reports:
+        tail = report.removeprefix(program).removesuffix(".xml")
+        numbers.add(int(tail[1:]) if tail else 0)
+    return numbers == set(range(len(numbers)))
 
 
 @dataclass(frozen=True)

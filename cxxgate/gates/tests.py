@@ -28,9 +28,15 @@ Classes, most severe first:
 | path_violation     | the patch changes a test file (`test_files`), or adds a file    |
 |                    | whose path ends in a system header's (include/gtest/gtest.h)    |
 | test_flags_changed | a test unit compiles with a preprocessor flag the reference's   |
-|                    | build lacks (-include, -imacros, -D, -U, an include folder)     |
+|                    | build lacks (-include, -imacros, -D, -U, an include folder), or |
+|                    | is not compiled from its tree path into the reference's test    |
+|                    | programs, or a test program links with an option or a file the  |
+|                    | reference's link lacks (-Wl,--wrap=, an object from elsewhere)  |
 | framework_redefined| a test unit sees a framework macro (EXPECT_EQ, TEST, ...)       |
 |                    | defined otherwise than the reference's unit does                |
+| framework_tamper   | an object the build compiled names GoogleTest symbols (testing::)|
+|                    | that the reference's object of the same source does not (a      |
+|                    | library initialiser installing a fake result reporter)           |
 | build_fail         | configure or build failed (the first diagnostic is the summary) |
 | hang               | a listed test ran into its time limit, or the suite did, or the |
 |                    | build ran past `limits.build_seconds`                           |
@@ -69,6 +75,7 @@ SEVERITY = (
     "path_violation",
     "test_flags_changed",
     "framework_redefined",
+    "framework_tamper",
     "build_fail",
     "hang",
     "test_missing",
@@ -217,7 +224,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         detail = f"the patch adds files named like system headers: {', '.join(shadows)}"
         checks.append(Check("shadowed_headers", False, "path_violation", detail))
     built = outputs.cells["build"]
-    checks += _unit_checks(outputs)
+    checks += _unit_checks(outputs, _dirs(ctx, cfg))
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
         # new tests often does not build); pass-to-pass tests are then not decided.
@@ -241,8 +248,14 @@ def _cell(result: CellResult) -> Path | None:
     return product.parent
 
 
-def _unit_checks(outputs: Outputs) -> list[Check]:
-    """The test units' commands and framework macros, against the reference's."""
+def _dirs(ctx: Context, cfg: Config) -> list[str]:
+    text = ctx.case.oracle_text(cfg.test_patch, f"gates.{NAME}.test_patch")
+    return testunits.test_dirs(list(cfg.test_files) or _touched_by(text))
+
+
+def _unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
+    """The test units' commands and framework macros, and the build's graph, against the
+    reference's."""
     ref = outputs.cells.get("ref_suite")
     suite, ref_suite = _cell(outputs.cells["suite"]), _cell(ref) if ref else None
     if suite is None or ref_suite is None:
@@ -255,6 +268,19 @@ def _unit_checks(outputs: Outputs) -> list[Check]:
     for source, names in changed.items():
         why = f"{source} sees framework macros defined otherwise: {', '.join(names[:8])}"
         checks.append(Check(f"macros:{source}", False, "framework_redefined", why))
+    mine, ref_graph = testunits.graph(suite), testunits.graph(ref_suite)
+    if ref_graph:
+        # Not built at all is a missing test; built otherwise, a changed one.
+        for said in testunits.moved_units(mine, ref_graph, dirs):
+            klass = "test_missing" if said.endswith(testunits.ABSENT) else "test_flags_changed"
+            checks.append(Check("test_units", False, klass, said))
+        for said in testunits.new_link_words(mine, ref_graph, dirs):
+            klass = "test_missing" if said.endswith(testunits.ABSENT) else "test_flags_changed"
+            checks.append(Check("test_links", False, klass, said))
+        for source, names in testunits.tampered(mine, ref_graph, dirs).items():
+            why = f"{source} names GoogleTest symbols the reference's does not: "
+            checks.append(Check(f"gtest:{source}", False, "framework_tamper",
+                                why + ", ".join(names[:4])))  # fmt: skip
     return checks
 
 

@@ -17,9 +17,11 @@ Two comparisons, each keyed by the unit's source path:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from cxxgate.ctest import COMMANDS_JSON, entry_argv
+from cxxgate.ctest import COMMANDS_JSON, GRAPH_JSON, entry_argv
 
 # Flags whose value is the next argument when not glued to the flag.
 _SEPARATE = ("-include", "-imacros", "--include", "-isystem", "-iquote", "-idirafter",
@@ -113,4 +115,114 @@ def redefined(mine: Path, reference: Path) -> dict[str, list[str]]:
             changed = ["(the unit did not preprocess)"]
         if changed:
             found[source] = changed
+    return found
+
+
+# The build's graph (cxxgate/ctest.py GRAPH_JSON): what Ninja compiled and linked.
+
+
+ABSENT = ": not built"
+
+
+def graph(cell: Path) -> dict[str, Any]:
+    try:
+        found = json.loads((cell / GRAPH_JSON).read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _in_dirs(source: str, test_dirs: list[str]) -> bool:
+    if not source.startswith("<tree>/"):
+        return False
+    rel = PurePosixPath(source.removeprefix("<tree>/"))
+    return any(d == "." or rel.is_relative_to(d) for d in test_dirs)
+
+
+def _feeds(g: dict[str, Any], obj: str) -> list[str]:
+    """The link and archive outputs whose commands name object `obj`."""
+    return sorted(out for out, words in g.get("links", {}).items() if obj in words)
+
+
+def _objects(g: dict[str, Any]) -> dict[str, str]:
+    """source -> object, of every compile."""
+    return {src: obj for obj, src in g.get("compiles", {}).items()}
+
+
+def test_programs(g: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """The outputs that link a test unit's object."""
+    return sorted(
+        {p for obj, src in g.get("compiles", {}).items() if _in_dirs(src, test_dirs)
+         for p in _feeds(g, obj)}
+    )  # fmt: skip
+
+
+def moved_units(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """Each test unit the reference's build compiled (its source in a test folder of the
+    tree) that this build does not compile from the same tree path into the same
+    programs: a copy made in the build folder, an edited twin, or none at all, would
+    otherwise stand in for it unseen (a unit missing from the build is not compared)."""
+    here, theirs = _objects(mine), _objects(ref)
+    found = []
+    for source, obj in sorted(theirs.items()):
+        if not _in_dirs(source, test_dirs):
+            continue
+        if source not in here:
+            found.append(f"{source}{ABSENT}")
+            continue
+        want, got = _feeds(ref, obj), _feeds(mine, here[source])
+        if got != want:
+            found.append(f"{source} is linked into {', '.join(got) or 'nothing'}, "
+                         f"not {', '.join(want)}")  # fmt: skip
+    return found
+
+
+def new_link_words(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """What each test program's link command has that the reference's lacks, beyond
+    objects compiled from tree sources and files the build itself made: an option
+    (`-Wl,--wrap=...`, a library), an object or archive from elsewhere (the build
+    folder's copy of a test source, a file the patch ships)."""
+    compiled_from_tree = {
+        obj for obj, src in mine.get("compiles", {}).items() if src.startswith("<tree>/")
+    }
+    made = set(mine.get("links", {}))
+    found = []
+    for program in test_programs(ref, test_dirs):
+        words = mine.get("links", {}).get(program)
+        if words is None:
+            found.append(f"{program}{ABSENT}")
+            continue
+        known = set(ref["links"][program])
+        new = [w for w in words if w not in known and w not in compiled_from_tree and w not in made]
+        if new:
+            found.append(f"{program} links with {' '.join(sorted(set(new))[:8])}")
+    return found
+
+
+_PRINTER = re.compile(r"_ZN7testing8internal\d+Print\w*")
+
+
+def tampered(
+    mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]
+) -> dict[str, list[str]]:
+    """Per compiled source, the GoogleTest symbols its object names that the reference's
+    object of the same source did not: code outside the tests that reaches into the
+    framework (a static initialiser installing a ScopedFakeTestPartResultReporter
+    swallows every assertion). A source the reference did not compile may name what the
+    reference's test units named when it lies in a test folder (a new test), nothing
+    otherwise. A test unit's own template instances (defined in it) do not count."""
+    theirs = ref.get("symbols", {})
+    tests_named = {n for src, names in theirs.items() if _in_dirs(src, test_dirs) for n in names}
+    found: dict[str, list[str]] = {}
+    for source, names in sorted(mine.get("symbols", {}).items()):
+        test = _in_dirs(source, test_dirs)
+        allowed = set(theirs[source]) if source in theirs else tests_named if test else set()
+        # A test unit instantiates GoogleTest's templates with the library's types (an
+        # API the patch may change): only what it binds to GoogleTest's library counts.
+        # Printing a value of a type with no printer binds GoogleTest's byte printer.
+        kept = {n for n in names if n.startswith("U ") and not _PRINTER.match(n[2:])}
+        kept = kept if test else set(names)
+        extra = sorted(n.partition(" ")[2] for n in kept - allowed)
+        if extra:
+            found[source] = extra
     return found
