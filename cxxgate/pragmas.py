@@ -14,19 +14,29 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-# Tokens in the order the preprocessor would see them. Numbers come before character
-# literals so a digit separator (1'000) never opens a literal that swallows the line.
-_TOKEN = re.compile(
-    r"""
-    (?P<line_comment>//[^\n]*)
+# Tokens in the order the preprocessor would see them. A header name after `include`,
+# `include_next`, `import` or `__has_include(` is one token to g++ (`<R"x(>` opens no raw
+# string, `</*>` no comment), so it comes first. Numbers come before character literals so
+# a digit separator (1'000) never opens a literal that swallows the line.
+_BLANK = r"(?:[ \t]|/\*.*?\*/)*"
+_TOKENS = rf"""
+    (?P<header>(?:\binclude(?:_next)?|\bimport|\b__has_include(?:_next)?{_BLANK}\(){_BLANK}
+               (?:<[^>\n]*>|"[^"\n]*"))
+  | (?P<line_comment>//[^\n]*)
   | (?P<block_comment>/\*.*?(?:\*/|\Z))
-  | (?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\(.*?(?:\)(?P=delim)"|\Z))
+  | (?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{{0,16}})\(.*?(?:\)(?P=delim)"|\Z))
   | (?P<string>(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"?)
   | (?P<number>\.?\d(?:[eEpP][+-]|'\w|[\w.])*)
   | (?P<ident>[A-Za-z_]\w*)
   | (?P<char>'(?:\\.|[^'\\\n])*'?)
   | (?P<other>.)
-    """,
+"""
+_TOKEN = re.compile(_TOKENS, re.VERBOSE | re.DOTALL)
+# The same without raw strings: a language mode without them (C++98/03, ISO C) reads
+# `R"x(` as `R` and a string, so a typed line marker a raw-string reading would swallow is
+# looked for this way too (`directives`).
+_TOKEN_NO_RAW = re.compile(
+    "\n".join(line for line in _TOKENS.split("\n") if "(?P<raw>" not in line),
     re.VERBOSE | re.DOTALL,
 )
 
@@ -72,24 +82,34 @@ def directives(source: bytes) -> list[Directive]:
     reading that finds more."""
     text = source.decode("latin-1")  # one char per byte: offsets and lines stay exact
     plain = _scan(text)
+    if 'R"' in text:
+        # A typed line marker is found even where a raw-string reading says it is literal
+        # text (a mode without raw strings; any desync of this reading with g++'s): -E shows
+        # a typed include entry as a real one, so this text is the only place to see it.
+        lines = {d.line for d in plain}
+        plain += [d for d in _scan(text, _TOKEN_NO_RAW, markers=True) if d.line not in lines]
+        plain.sort(key=lambda d: d.line)
     if "??" not in text:
         return plain
     trigraphs = _scan(re.sub(r"\?\?[=/'()!<>\-]", lambda m: _TRIGRAPHS[m.group()], text))
     return trigraphs if len(trigraphs) > len(plain) else plain
 
 
-def _scan(text: str) -> list[Directive]:
+def _scan(text: str, token: re.Pattern[str] = _TOKEN, *, markers: bool = False) -> list[Directive]:
+    """Directives in the text; only typed line markers if `markers`."""
     text = text.replace("\r\n", "\n")
     logical, starts = _splice(text)
-    cleaned = _strip(logical)
+    cleaned = _strip(logical, token)
     written = logical.split("\n")
     found = []
     for i, line in enumerate(cleaned.split("\n")):
-        if (
-            _PRAGMA.search(line)
-            or _LINEMARKER.search(line)
-            or _OPERATOR.search(line)
-            or any(_pasted_pragma(m.group()) for m in _PASTED.finditer(line))
+        if _LINEMARKER.search(line) or (
+            not markers
+            and (
+                _PRAGMA.search(line)
+                or _OPERATOR.search(line)
+                or any(_pasted_pragma(m.group()) for m in _PASTED.finditer(line))
+            )
         ):
             shown = " ".join(written[i].split())
             shown = shown if len(shown) <= 120 else shown[:117] + "..."
@@ -124,10 +144,10 @@ def _splice(text: str) -> tuple[str, list[int]]:
     return "\n".join(logical), starts
 
 
-def _strip(text: str) -> str:
+def _strip(text: str, token: re.Pattern[str] = _TOKEN) -> str:
     """Comments become a blank (keeping their newlines); literals become empty literals."""
     out = []
-    for m in _TOKEN.finditer(text):
+    for m in token.finditer(text):
         kind = m.lastgroup
         if kind == "line_comment":
             out.append(" ")

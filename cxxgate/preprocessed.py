@@ -19,13 +19,20 @@ the control lines that came from a file of the tree (`CellResult.controls`):
   system-header flag (3) without entering an include (`_Pragma("GCC system_header")`
   shows this way too). A typed marker that pretends to enter a system header
   (`# 1 "/usr/include/..." 1 3`) looks in -E output like a real include: a directive
-  cannot come from a macro, so intake's source-text scan (cxxgate/pragmas.py) finds it.
+  cannot come from a macro, so intake's source-text scan (cxxgate/pragmas.py) finds it;
+- each line of a tree file compiled while a tree file's `#pragma GCC diagnostic ignored`
+  is in force (`UNDER`), and such a pragma still in force at the unit's end
+  (`OPEN_AT_END`): code added inside a region the base tree already silences.
+
+Raw string literals are emptied first (`blank_raw_strings`): -E copies their text
+verbatim, so a line inside one can read as a marker or a pragma.
 
 The verdict fold decides, in one place (`added`): a candidate's cell shows a control line
 (by text) more often than the same cell spec and unit did on the reference side (the base
 tree, and the reference tree of a case with a reference patch), or a unit with no
 counterpart there shows more than the most any reference unit showed; a
-`#pragma GCC diagnostic pop` the same unit had on the reference side is gone.
+`#pragma GCC diagnostic pop` the same unit had on the reference side is gone; a unit with
+no counterpart leaves an `ignored` in force at its end.
 """
 
 from __future__ import annotations
@@ -50,6 +57,27 @@ _PRAGMA = re.compile(
 )
 _OPTIMIZE = re.compile(r"\b_*optimize_*\s*\(")
 _POP = "#pragma GCC diagnostic pop"
+# The diagnostic state a pragma line moves (GCC's and clang's spelling; g++ ignores the
+# latter, clang obeys it): `ignored` and `warning` (an error demoted) switch a warning off.
+_STATE = re.compile(r"^\s*#\s*pragma\s+(?:GCC|clang)\s+diagnostic\s+(push|pop|ignored|warning)\b")
+UNDER = "under an ignored diagnostic: "
+OPEN_AT_END = "a `#pragma GCC diagnostic ignored` from a tree file is in force at the unit's end"
+# The tokens of -E output that can hold a line break: raw string literals (`-E` copies
+# their text verbatim, and g++ lets one span lines even in a `#pragma message`). Ordinary
+# strings and character literals cannot (splicing happened before), comments are gone;
+# numbers come before character literals so a digit separator (1'000) opens none, and
+# identifiers are whole tokens so `xR"(` is `xR` and a string.
+_E_TOKEN = re.compile(
+    r"""
+    (?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\((?P<body>.*?)(?P<close>\)(?P=delim)"|\Z))
+  | (?P<string>(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"?)
+  | (?P<number>\.?\d(?:[eEpP][+-]|'\w|[\w.])*)
+  | (?P<ident>[A-Za-z_]\w*)
+  | (?P<char>'(?:\\.|[^'\\\n])*'?)
+  | (?P<other>[^"'\w.]+|.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
 
 Owner = Callable[[str], "str | None"]
 
@@ -125,20 +153,51 @@ def scan(
     return found, step
 
 
+def blank_raw_strings(text: str) -> tuple[str, bool]:
+    """-E text with the contents of raw string literals removed, their line breaks kept (so
+    line numbers stay right), and whether one ran to the end unterminated. A raw string's
+    text is copied verbatim and may hold lines that read as line markers or pragmas (`# 1
+    "/usr/include/stdio.h" 1 3`): they are literal text, not the compiler's."""
+    if 'R"' not in text:
+        return text, False
+    out: list[str] = []
+    unterminated = False
+    for m in _E_TOKEN.finditer(text):
+        if m.group("raw") is not None:
+            delim = m.group("delim")
+            unterminated |= not m.group("close")
+            prefix = m.group("raw")[: m.group("raw").index('R"') + 2]
+            out.append(f"{prefix}{delim}(" + "\n" * m.group("body").count("\n") + f'){delim}"')
+        else:
+            out.append(m.group())
+    return "".join(out), unterminated
+
+
 def controls(text: str, owner: Owner) -> list[tuple[str, int, str]]:
     """(tree path, line, text) of each control on lines from tree files, read from `-E`
     output. The compiler's own preamble (the working-directory marker, `<built-in>`,
     `<command-line>`, the predefined header) ends at `# 1 "<main file>"`, the main file
-    being the name of the first marker."""
+    being the name of the first marker.
+
+    Also each line of a tree file compiled while a tree file's `#pragma GCC diagnostic
+    ignored` (or `warning`) is in force (`UNDER` + its text: the fold compares them with the
+    reference's, so code added inside a region the base already silences is seen), and
+    whether such a pragma is still in force at the unit's end (`OPEN_AT_END`)."""
+    text, unterminated = blank_raw_strings(text)
     found: list[tuple[str, int, str]] = []
     here: str | None = None
     current, system, line = "", False, 0
     main: str | None = None
     started = False
+    # The diagnostic state: whether a tree file's `ignored` is in force, and push's saves.
+    silenced: tuple[str, int] | None = None
+    saved: list[tuple[str, int] | None] = []
     # A marker that gives a tree file's own line the system flag, waiting for the marker
     # that ends it: g++ wraps each expansion of a system header's macro (`assert`,
-    # `UINT16_MAX`, `errno`) in `# N "file" 3 4` ... `# N "file"` on the same line N. That
-    # shape is the compiler's; anything else is a relabelling.
+    # `UINT16_MAX`, `errno`) in `# N "file" 3 4` ... `# M "file"`, M >= N (M > N when the
+    # invocation spans lines or ends one), or an include entered right after it (an
+    # expansion that ends a line before `#include`). That shape is the compiler's; anything
+    # else is a relabelling.
     pending: tuple[str | None, int, str, int, str] | None = None
     for raw in text.splitlines():
         m = _MARKER.match(raw)
@@ -153,7 +212,9 @@ def controls(text: str, owner: Owner) -> list[tuple[str, int, str]]:
             if pending is not None:
                 owner_of, at, was, n, shown = pending
                 pending = None
-                closes = name == was and number == n and not flags & {"1", "2", "3"}
+                closes = (name == was and number >= n and not flags & {"1", "2", "3"}) or (
+                    name != was and "1" in flags
+                )
                 if owner_of and not closes:
                     found.append((owner_of, at, f"a line marker relabels its lines: {shown}"))
             relabels = not flags & {"1", "2"} and (
@@ -166,13 +227,28 @@ def controls(text: str, owner: Owner) -> list[tuple[str, int, str]]:
             current, system, line = name, "3" in flags, number
             here = owner(name)
             continue
+        stripped = pragmas.strip_literals(raw)
+        state = _STATE.match(stripped)
+        if state and state.group(1) == "push":
+            saved.append(silenced)
+        elif state and state.group(1) == "pop":
+            silenced = saved.pop() if saved else None  # an unmatched pop: command-line state
+        elif state and here:
+            silenced = silenced or (here, line)
         if here:
-            stripped = pragmas.strip_literals(raw)
             if _PRAGMA.search(stripped) or _OPTIMIZE.search(stripped):
                 found.append((here, line, " ".join(raw.split())))
+            elif silenced and stripped.strip() and not system:
+                found.append((here, line, UNDER + " ".join(raw.split())))
         line += 1
     if pending is not None and pending[0]:
         found.append((pending[0], pending[1], f"a line marker relabels its lines: {pending[4]}"))
+    if silenced is not None:
+        found.append((silenced[0], silenced[1], OPEN_AT_END))
+    if unterminated:
+        # g++ never writes one for a unit that compiles: the reading is not trusted.
+        where = owner(main or "") or main or ""
+        found.append((where, 0, "a raw string literal runs to the end of the -E output"))
     return found
 
 
@@ -208,6 +284,8 @@ def added(
     extra: dict[str, None] = {}
     for key, found in sorted(candidate.items()):
         allowed = Counter(allowance.get(key, most))
+        if key not in allowance:
+            allowed[OPEN_AT_END] = 0  # a unit of its own must close what it opens
         for control in found:
             if allowed[control.text] > 0:
                 allowed[control.text] -= 1
