@@ -682,3 +682,108 @@ def test_benign_code_and_unchanged_directives_add_no_control(base: Path, tmp_pat
         "#pragma GCC diagnostic push\n#pragma GCC diagnostic pop\n"
     )
     assert _controls(tmp_path, base, source, header="#pragma once\nint answer();\n") == []
+
+
+# ---- literals, header names and wraps (the second intake review) ----------------------
+
+FAKE_ENTRY = '# 1 "/usr/include/stdio.h" 1 3'
+
+
+def test_a_marker_inside_a_raw_string_is_text_in_the_preprocessed_output(
+    base: Path, tmp_path: Path
+) -> None:
+    """-E copies a raw string's text verbatim: a line in it that reads as an include entry
+    moved the scan to /usr/include/stdio.h, and the typed pragma after it (no real marker
+    in between) went unseen; `__has_include(<R"x(>)` hid it from the text scan as well."""
+    header = (
+        '#pragma once\n#if __has_include(<R"x(>)\n#endif\nint answer();\n'
+        f'inline const char* note = R"(\n{FAKE_ENTRY}\n)";\n'
+        '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
+        f"inline {UNUSED}// )x\"\n"
+    )
+    found = _controls(tmp_path, base, '#include "lib.hpp"\n', header=header)
+    assert any(f.startswith("include/lib.hpp:8: #pragma GCC diagnostic ign") for f in found), found
+    from cxxgate import pragmas
+
+    texts = [d.text for d in pragmas.directives(header.encode())]
+    assert any(t.startswith("#pragma GCC diagnostic ignored") for t in texts), texts
+
+
+def test_raw_strings_are_emptied_line_for_line() -> None:
+    """Only raw strings span lines in -E output; a digit separator or an ordinary string
+    holding `R"(` opens none, and an unterminated one is reported, not trusted."""
+    from cxxgate.preprocessed import blank_raw_strings
+
+    text = f"int a = 1'000; const char* s = \"R\\\"(\";\nauto r = u8R\"d(\n{FAKE_ENTRY}\n)d\";\n"
+    blanked, open_end = blank_raw_strings(text)
+    assert blanked.count("\n") == text.count("\n") and not open_end
+    assert FAKE_ENTRY not in blanked and "1'000" in blanked and '"R\\"("' in blanked
+    assert blank_raw_strings('x = R"(\n# 1 "a" 1\n')[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        # g++ closes a system macro's `# N "f" 3 4` wrap with `# N+k "f"` when the
+        # invocation spans lines or the expansion ends one.
+        ("assert", 'void f(int lo, int hi) {\n  assert(lo <= hi &&\n         "ordered");\n}\n'),
+        ("errno", "bool g(int r) {\n  return errno\n             == EDOM ||\n    r == 0;\n}\n"),
+        ("offsetof", "struct R { int v; long s; };\nunsigned long o = offsetof(R,\n  s);\n"),
+        # ... or enters an include right after the expansion.
+        ("errno_include", 'int e[] = { errno\n#include "two.def"\n};\n'),
+        # Pragma and marker text inside a raw string is text.
+        ("raw", f'const char* p = R"(\n#pragma GCC diagnostic push\n{FAKE_ENTRY}\n)";\n'),
+    ],
+)
+def test_honest_code_around_system_macros_and_raw_strings_is_not_control(
+    base: Path, tmp_path: Path, name: str, code: str
+) -> None:
+    head = "#include <cassert>\n#include <cerrno>\n#include <cstddef>\n"
+    found = _controls(tmp_path, base, head + code, src__two_dot_def=", 2\n")
+    assert found == [], (name, found)
+
+
+def test_header_names_and_raw_strings_in_the_source_text() -> None:
+    """A header name is one token (`<R"x(>`, `</*>` open nothing); pragma text inside a raw
+    string is not a directive, but a typed line marker is found even there (a mode without
+    raw strings, C++03 with `#define R`, reads it as a directive)."""
+    from cxxgate import pragmas
+
+    pragma = '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
+    for opener in ('#include <R"x(>\n', '#if __has_include( /**/ </*>)\n#endif\n'):
+        found = pragmas.directives(f"{opener}{pragma}// */ )x\"\n".encode())
+        assert [d.line for d in found] == [opener.count("\n") + 1], (opener, found)
+    honest = f'const char* p = R"(\n#pragma GCC diagnostic push\n{pragma})";\n'
+    assert pragmas.directives(honest.encode()) == []
+    legacy = f'#define R\nconst char* s = R"y(";\n{FAKE_ENTRY}\n// )y"\n'
+    assert [d.line for d in pragmas.directives(legacy.encode())] == [3]
+
+
+REGION = (
+    '#include "lib.hpp"\n#pragma GCC diagnostic push\n'
+    '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
+    "int answer() { return 42; }\n#pragma GCC diagnostic pop\n"
+)
+
+
+def test_code_added_inside_a_region_the_base_silences_is_control(
+    base: Path, tmp_path: Path
+) -> None:
+    """The base's push/ignored/pop is allowed by count; a new line inside it gets the
+    ignore without any new control line, and is seen by its text."""
+    (base / "src/lib.cpp").write_text(REGION)
+    assert _controls(tmp_path / "same", base, REGION) == []
+    inside = REGION.replace("int answer()", UNUSED + "int answer()")
+    found = _controls(tmp_path / "in", base, inside)
+    assert found == [f"src/lib.cpp:4: under an ignored diagnostic: {UNUSED.strip()}"], found
+    assert _controls(tmp_path / "out", base, REGION + "int other() { return 1; }\n") == []
+
+
+def test_a_new_unit_must_close_the_ignore_it_opens(base: Path, tmp_path: Path) -> None:
+    """A unit with no counterpart on the reference side may repeat the base's push and
+    ignored (allowed by the most any unit showed) but not leave the ignore in force."""
+    (base / "src/lib.cpp").write_text(REGION)
+    unbalanced = REGION.replace("#pragma GCC diagnostic pop\n", "")
+    found = _controls(tmp_path / "new", base, REGION, src__extra_dot_cpp=unbalanced)
+    assert any("in force at the unit's end" in f for f in found), found
+    assert _controls(tmp_path / "closed", base, REGION, src__extra_dot_cpp=REGION) == []
