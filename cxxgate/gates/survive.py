@@ -19,7 +19,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,10 @@ from cxxgate.layout import Layout
 class FileLive:
     detail: str  # "" when the preprocessor took the file; else its first error
     live: list[bool | None]  # per marker, in the order given; None: could not be told
+    # Per witness: its expansion's tokens, markers and its own line numbers neutral
+    # (None: not told); and every file of the tree the unit's preprocessing read.
+    expansions: list[list[str] | None] = field(default_factory=list)
+    deps: list[str] = field(default_factory=list)
 
 
 def envelope_params(env: Envelope) -> dict[str, Any]:
@@ -56,11 +60,35 @@ def envelope_from(params: dict[str, Any]) -> Envelope:
     )
 
 
-def marked(source: bytes, marks: list[int], tag: str) -> bytes:
-    """`source` with marker `cxxgate_<tag>_m<i>` inserted at byte offset marks[i]."""
+@dataclass(frozen=True)
+class Spot:
+    """Where one witness's markers go (byte offsets): `start` and `end` bound its own text
+    (what the preprocessor makes of it is compared with the reference's), `mark` is first
+    in its arguments or its body (liveness, and execution: cxxgate/gates/executed.py),
+    `close` ends a check's first argument (-1: none)."""
+
+    start: int
+    mark: int
+    close: int
+    end: int
+
+
+MARKERS = ("s", "m", "c", "e")  # start, mark, close, end
+
+
+def marked(source: bytes, spots: list[Spot], tag: str) -> bytes:
+    """`source` with markers `cxxgate_<tag>_<s|m|c|e><i>` inserted at spots[i]'s offsets."""
+    inserts: list[tuple[int, int, str]] = []
+    for i, spot in enumerate(spots):
+        for order, (letter, offset) in enumerate(
+            zip(MARKERS, (spot.start, spot.mark, spot.close, spot.end), strict=True)
+        ):
+            if offset >= 0:
+                inserts.append((offset, order, f"cxxgate_{tag}_{letter}{i}"))
     out = source
-    for i, offset in sorted(enumerate(marks), key=lambda p: p[1], reverse=True):
-        out = out[:offset] + f" {_marker(tag, i)} ".encode() + out[offset:]
+    # Last offset first; at one offset, in MARKERS order (an end before the next start).
+    for offset, _, name in sorted(inserts, key=lambda p: (p[0], -p[1]), reverse=True):
+        out = out[:offset] + f" {name} ".encode() + out[offset:]
     return out
 
 
@@ -74,22 +102,23 @@ def _capped() -> list[str]:
     return [prlimit, f"--fsize={OUTPUT_FILE_CAP}", "--"] if prlimit else []
 
 
-def _marker(tag: str, i: int) -> str:
-    return f"cxxgate_{tag}_m{i}"
+def _marker(tag: str, i: int, letter: str = "m") -> str:
+    return f"cxxgate_{tag}_{letter}{i}"
 
 
-def _expansion(tag: str, i: int) -> str:
-    return f"cxxgate_{tag}_live{i}"
+def _expansion(tag: str, i: int, letter: str = "m") -> str:
+    word = {"s": "start", "m": "live", "e": "stop"}[letter]
+    return f"cxxgate_{tag}_{word}{i}"
 
 
 def liveness(
     tree: Path,
-    files: dict[str, list[int]],
+    files: dict[str, list[Spot]],
     env: Envelope,
     include_dirs: tuple[str, ...],
     compile_seconds: float,
 ) -> dict[str, FileLive]:
-    """Preprocess each file of `files` (tree-relative path -> marker offsets)."""
+    """Preprocess each file of `files` (tree-relative path -> its witnesses' spots)."""
     layout = Layout(tree.parent.parent)  # trees live at <build>/trees/<key>
     spec = CellSpec(
         kind="syntax",
@@ -107,11 +136,17 @@ def liveness(
     work = Path(tempfile.mkdtemp(prefix=f"{tree.name[:12]}-", dir=scratch))
     out: dict[str, FileLive] = {}
     try:
-        for n, (rel, marks) in enumerate(sorted(files.items())):
-            out[rel] = _one(layout, spec, base, tree, rel, marks, work, n)
+        for n, (rel, spots) in enumerate(sorted(files.items())):
+            out[rel] = _one(layout, spec, base, tree, rel, spots, work / f"u{n}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+def copy_name(rel: str) -> str:
+    """A marked copy is named as its original (in a folder of its own): `__FILE__` reads
+    the same in the reference's copy and the patched tree's."""
+    return Path(rel).name if Path(rel).suffix else Path(rel).name + ".cpp"
 
 
 def _one(
@@ -120,28 +155,113 @@ def _one(
     base: list[str],
     tree: Path,
     rel: str,
-    marks: list[int],
+    spots: list[Spot],
     work: Path,
-    n: int,
 ) -> FileLive:
+    work.mkdir()
     tag = secrets.token_hex(6)
     original = tree / rel
-    copy = work / f"w{n}{original.suffix}"
-    copy.write_bytes(marked(original.read_bytes(), marks, tag))
-    header = work / f"w{n}.markers.h"
-    header.write_text(
-        "".join(f"#define {_marker(tag, i)} {_expansion(tag, i)}\n" for i in range(len(marks)))
-    )
-    result = work / f"w{n}.i"
-    argv = [*_capped(), *base, "-w", "-E", "-iquote", str(original.parent)]
-    argv += ["-include", header.name, "-x", "c++", copy.name, "-o", result.name]
+    source = original.read_bytes()
+    copy = work / copy_name(rel)
+    copy.write_bytes(marked(source, spots, tag))
+    header = work / "cxxgate.markers.h"
+    # `__LINE__` as one constant: moving a witness is not changing it (the run build keeps
+    # the real one). A patch that redefines it again only makes its own expansions differ.
+    defs = ["#undef __LINE__\n", "#define __LINE__ 0\n"]
+    for i in range(len(spots)):
+        defs.append(f"#define {_marker(tag, i, 's')} {_expansion(tag, i, 's')}\n")
+        defs.append(f"#define {_marker(tag, i)} {_expansion(tag, i)}\n")
+        defs.append(f"#define {_marker(tag, i, 'c')}\n")
+        defs.append(f"#define {_marker(tag, i, 'e')} {_expansion(tag, i, 'e')}\n")
+    header.write_text("".join(defs))
+    result = work / "unit.i"
+    argv = [*_capped(), *base, "-w", "-E", "-P", "-iquote", str(original.parent)]
+    # __FILE__ in the copy reads as the original's tree path does (compile_argv maps trees).
+    argv += [f"-fmacro-prefix-map={work}=/census"]
+    argv += ["-MD", "-MF", "unit.d", "-include", header.name, "-x", "c++", copy.name]
+    argv += ["-o", result.name]
     step = toolcall.tool_call(layout, spec, "compile", str(original), argv, work, read=[tree])
     if step.timed_out or step.exit != 0 or not result.exists():
         first = diagnostics.first_error(diagnostics.parse(step, str(tree)))
         why = first.brief() if first else ("timed out" if step.timed_out else "failed")
         why = why.replace(copy.name, rel)
-        return FileLive(f"the preprocessor rejects {rel}: {why}", [None] * len(marks))
+        return FileLive(f"the preprocessor rejects {rel}: {why}", [None] * len(spots))
     text = result.read_bytes()
-    return FileLive(
-        "", [cppsource.has_identifier(text, _expansion(tag, i)) for i in range(len(marks))]
-    )
+    live: list[bool | None] = [
+        cppsource.has_identifier(text, _expansion(tag, i)) for i in range(len(spots))
+    ]
+    expansions = [_span(text, tag, i) if live[i] else None for i in range(len(spots))]
+    return FileLive("", live, expansions, _deps(work / "unit.d", tree, rel))
+
+
+def _span(text: bytes, tag: str, i: int) -> list[str] | None:
+    """The tokens the preprocessor made of witness i (between its start and end markers),
+    with every marker of the file made neutral."""
+    begin = _find(text, _expansion(tag, i, "s").encode(), 0)
+    if begin < 0:
+        return None
+    end = _find(text, _expansion(tag, i, "e").encode(), begin)
+    if end < 0:
+        return None
+    span = text[begin + len(_expansion(tag, i, "s")) : end]
+    toks = cppsource.tokens(cppsource.parse(span).root_node)
+    prefix = f"cxxgate_{tag}_"
+    return [_spaceless(_unmarked(t, prefix)) for t in toks]
+
+
+def _spaceless(tok: str) -> str:
+    """A string literal without its blanks: a stringified argument (`#a`) keeps the
+    source's spacing, which re-wrapping changes. The source's own literals are pinned by
+    the witness's fingerprint already."""
+    if '"' not in tok:
+        return tok
+    return "".join(tok.split())
+
+
+def _find(text: bytes, name: bytes, start: int) -> int:
+    """The first occurrence of identifier `name` at or after `start` (whole word)."""
+    at = text.find(name, start)
+    while at >= 0:
+        after = text[at + len(name) : at + len(name) + 1]
+        if not (after.isalnum() or after == b"_"):
+            return at
+        at = text.find(name, at + 1)
+    return at
+
+
+def _unmarked(tok: str, prefix: str) -> str:
+    """`tok` with each marker name (`<prefix><letters><digits>`) as `@<letters>`: their
+    numbers follow the file's witness order, which a patch may shift."""
+    out, at = "", tok.find(prefix)
+    while at >= 0:
+        out += tok[:at] + "@"
+        rest = tok[at + len(prefix) :]
+        n = 0
+        while n < len(rest) and rest[n].isalpha():
+            n += 1
+        out += rest[:n]
+        while n < len(rest) and rest[n].isdigit():
+            n += 1
+        tok = rest[n:]
+        at = tok.find(prefix)
+    return out + tok
+
+
+def _deps(path: Path, tree: Path, rel: str) -> list[str]:
+    """The tree files a unit's preprocessing read, from its -MD dependency file."""
+    if not path.exists():
+        return []
+    text = path.read_text(errors="replace").replace("\\\n", " ")
+    words: list[str] = []
+    for chunk in text.split():
+        if words and words[-1].endswith("\\"):
+            words[-1] = words[-1][:-1] + " " + chunk  # an escaped space
+        else:
+            words.append(chunk)
+    out: set[str] = set()
+    for word in words[1:]:  # the first is the target
+        p = Path(word)
+        if p.is_absolute() and p.resolve().is_relative_to(tree.resolve()):
+            out.add(p.resolve().relative_to(tree.resolve()).as_posix())
+    out.discard(rel)
+    return sorted(out)

@@ -1,0 +1,207 @@
+"""Which witnesses ran: the case's test program, built from marked copies, run once.
+
+A witness in the source, live after preprocessing and unchanged, can still never run: put
+under `sizeof`, behind `cond && ...`, in a member of a local class nobody calls. Rather
+than list such shapes, the census builds the test program (the case's `program.units` and
+`sources`) from copies where each witness's marker (survive.py) expands to a call that
+records it: first in a test's body, and around a check's first argument as
+`(static_cast<void>(hit(id)), <argument>)`, so the record is made exactly when the
+argument is evaluated. `static_assert` and checks without an argument are compile-time or
+unmarked: not told (None).
+
+The record goes through the report channel of cxxgate/run.py (a file behind an inherited
+descriptor, only lines carrying the run's nonce kept), each line starting with a secret
+made for this build, written on a witness's first execution (a crash later keeps what ran
+before). The recorder's name carries a random tag, and the program is linked stripped: the
+candidate's code, compiled into the same program, can name neither. The build and the run
+go through cxxgate/toolcall.py and cxxgate/run.py.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cxxgate import diagnostics, toolcall
+from cxxgate.cellspec import CellSpec
+from cxxgate.envelope import Envelope
+from cxxgate.gates import cppsource, survive
+from cxxgate.layout import Layout
+from cxxgate.process import Caps
+from cxxgate.run import RunSpec, execute_built
+
+if TYPE_CHECKING:
+    from cxxgate.gates.witness import FileInventory, Witness
+
+REPORT_UNIT = Path(__file__).parent.parent / "templates" / "metamorphic" / "report.cpp"
+
+
+@dataclass
+class Ran:
+    detail: str  # how the build and the run went ("" when both did)
+    ran: dict[str, list[bool | None]] = field(default_factory=dict)  # per file, per witness
+
+
+def recordable(w: Witness) -> bool:
+    """Whether a witness gets a recording marker: a test, or a run-time check with a first
+    argument."""
+    if w.kind == "test":
+        return True
+    return w.kind in ("check", "assert") and w.close >= 0 and not w.macro.startswith("STATIC_")
+
+
+def run(
+    tree: Path, params: dict[str, Any], env: Envelope, inventories: dict[str, FileInventory]
+) -> Ran:
+    program = params["program"]
+    units = sorted(set(cppsource.select(tree, program["units"])) | set(_sources(tree, program)))
+    layout = Layout(tree.parent.parent)
+    spec = CellSpec(
+        kind="syntax",
+        tree_key=tree.name,
+        units=(),
+        tree_sources=(),
+        include_dirs=tuple(params["include_dirs"]),
+        envelope=env,
+        compile_seconds=float(params["compile_seconds"]),
+        label="census test program",
+    )
+    base = toolcall.compile_argv(spec, tree)
+    tag, secret = secrets.token_hex(6), secrets.token_hex(16)
+    hit = f"cxxgate_{tag}_hit"
+    ids: dict[tuple[str, int], int] = {}
+    scratch = layout.root / "scans" / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{tree.name[:12]}-run-", dir=scratch))
+    out = Ran("")
+    try:
+        objects: list[str] = []
+        for n, rel in enumerate(units):
+            inv = inventories.get(rel)
+            witnesses = inv.witnesses if inv is not None else []
+            folder = work / f"u{n}"
+            folder.mkdir()
+            original = tree / rel
+            spots = [survive.Spot(w.start, w.mark, w.close, w.end) for w in witnesses]
+            copy = folder / survive.copy_name(rel)
+            copy.write_bytes(survive.marked(original.read_bytes(), spots, tag))
+            defs = [f"void {hit}(unsigned long) noexcept;\n"]
+            for i, w in enumerate(witnesses):
+                names = [f"cxxgate_{tag}_{letter}{i}" for letter in survive.MARKERS]
+                mark, close = "", ""
+                if recordable(w):
+                    ids[rel, i] = len(ids)
+                    if w.kind == "test":
+                        mark = f"{hit}({ids[rel, i]}ul);"
+                    else:
+                        mark, close = f"(static_cast<void>({hit}({ids[rel, i]}ul)),", ")"
+                defs += [f"#define {names[0]}\n", f"#define {names[1]} {mark}\n"]
+                defs += [f"#define {names[2]} {close}\n", f"#define {names[3]}\n"]
+            (folder / "cxxgate.run.h").write_text("".join(defs))
+            obj = f"u{n}/unit.o"
+            argv = [*base, "-w", "-c", "-iquote", str(original.parent)]
+            argv += [f"-fmacro-prefix-map={folder}=/census", "-include", "cxxgate.run.h"]
+            argv += ["-x", "c++", copy.name, "-o", "unit.o"]
+            step = toolcall.tool_call(
+                layout, spec, "compile", str(original), argv, folder, read=[tree]
+            )
+            if step.timed_out or step.exit != 0:
+                first = diagnostics.first_error(diagnostics.parse(step, str(tree)))
+                why = first.brief() if first else ("timed out" if step.timed_out else "failed")
+                out.detail = (
+                    f"the test program does not build: {rel}: {why.replace(copy.name, rel)}"
+                )
+                return _none(out, inventories)
+            objects.append(obj)
+        (work / "recorder.cpp").write_text(_recorder(hit, secret, len(ids)))
+        shutil.copyfile(REPORT_UNIT, work / "report.cpp")
+        argv = [*base, "-w", *objects, "recorder.cpp", "report.cpp", *env.link_flags, "-s"]
+        argv += ["-o", "tests"]
+        step = toolcall.tool_call(
+            layout, spec, "link", "census test program", argv, work, read=[tree]
+        )
+        if step.timed_out or step.exit != 0 or not (work / "tests").exists():
+            first = diagnostics.first_error(diagnostics.parse(step, str(tree)))
+            why = first.brief() if first else ("timed out" if step.timed_out else "failed")
+            out.detail = f"the test program does not link: {why}"
+            return _none(out, inventories)
+        seen, how = _execute(work / "tests", program, layout, secret, tree.name)
+        out.detail = how
+        for rel, inv in inventories.items():
+            out.ran[rel] = [
+                ((rel, i) in ids and ids[rel, i] in seen) if (rel, i) in ids else None
+                for i in range(len(inv.witnesses))
+            ]
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _none(out: Ran, inventories: dict[str, FileInventory]) -> Ran:
+    out.ran = {rel: [None] * len(inv.witnesses) for rel, inv in inventories.items()}
+    return out
+
+
+def _sources(tree: Path, program: dict[str, Any]) -> list[str]:
+    found = toolcall.resolve(tree, tuple(program["sources"]))
+    return [Path(p).relative_to(tree).as_posix() for p in found]
+
+
+def _execute(
+    binary: Path, program: dict[str, Any], layout: Layout, secret: str, tree_key: str
+) -> tuple[set[int], str]:
+    """The ids the run recorded, and how it ended ("" when it exited 0)."""
+    caps = Caps(program["memory_mib"], program["file_mib"], program["processes"], False)
+    spec = RunSpec(
+        cell_key=f"census-{tree_key}-{secret[:8]}",
+        args=tuple(program["args"]),
+        timeout=float(program["run_seconds"]),
+        output_cap=int(program["output_bytes"]),
+        label="census test program",
+        caps=caps,
+        report=True,
+    )
+    sample = execute_built(binary, spec, layout)
+    seen: set[int] = set()
+    if sample.report_path:
+        for line in Path(sample.report_path).read_text(errors="replace").splitlines():
+            head, _, value = line.partition(" ")
+            if head == secret and value.isdigit():
+                seen.add(int(value))
+    shutil.rmtree(layout.run(spec.key), ignore_errors=True)  # a fresh secret each build
+    if sample.status != "exited":
+        return seen, f"the test program ended: {sample.status} {sample.detail}".strip()
+    if sample.exit != 0:
+        return seen, f"the test program exited {sample.exit}"
+    return seen, ""
+
+
+def _recorder(hit: str, secret: str, count: int) -> str:
+    """The recording unit: one report line per witness, on its first execution."""
+    return f"""// cxxgate census: records which witnesses ran (generated, one per build).
+extern "C" void cxxgate_report_line(const char* text, unsigned long size);
+namespace {{
+unsigned char seen[{max(count, 1)}];
+const char secret[] = "{secret}";
+}}  // namespace
+void {hit}(unsigned long id) noexcept {{
+  if (id >= sizeof seen || seen[id]) return;
+  seen[id] = 1;
+  char line[96];
+  unsigned long n = 0;
+  for (const char* p = secret; *p != '\\0'; ++p) line[n++] = *p;
+  line[n++] = ' ';
+  char digits[24];
+  int k = 0;
+  do {{
+    digits[k++] = static_cast<char>('0' + id % 10);
+    id /= 10;
+  }} while (id != 0);
+  while (k > 0) line[n++] = digits[--k];
+  cxxgate_report_line(line, n);
+}}
+"""
