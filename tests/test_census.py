@@ -38,6 +38,7 @@ REACHED = {
     "witness/quiet_header": "witness_disabled",
     "witness/public_macro": "witness_redefined",
     "witness/helper_specialised": "witness_redefined",
+    "witness/framework_macro": "witness_redefined",
     "witness/sizeof": "witness_unexecuted",
     "witness/short_circuit": "witness_unexecuted",
     "witness/local_struct": "witness_unexecuted",
@@ -345,6 +346,8 @@ def test_scan_asks_the_preprocessor(tmp_path: Path) -> None:
         "include_dirs": [],
         "compile_seconds": 60,
         "envelope": survive.envelope_params(env),
+        "clang": {"std": "c++20", "include_dirs": [], "defines": [], "system_dirs": []},
+        "program": None,
     }
     data = witness.scan(tree, params)
     assert [(w["macro"], w["live"]) for w in data["witnesses"]] == [
@@ -376,12 +379,13 @@ def test_an_allowance_that_names_nothing_fails_every_row() -> None:
 # ---- expansion, bindings and execution, on a small tree with real g++ ------------------
 
 FRAMEWORK = """#pragma once
+#include <cstdlib>
 namespace fw {
 using Fn = void (*)();
 int add(const char* name, Fn fn);
 bool report(bool ok, const char* what);
 template <class A, class B>
-bool eq(const A& a, const B& b, const char* what) { return report(a == b, what); }
+bool eq(const A& a, const B& b, const char* what) { return report(std::abs(a - b) == 0, what); }
 }  // namespace fw
 #define TEST(s, n) static void s##_##n(); static int s##_##n##_r = ::fw::add(#s "." #n, s##_##n); \\
   static void s##_##n()
@@ -428,7 +432,7 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
     # No witness name anywhere: a public header rewrites the checked call.
     "public_macro": (
         {"include/lib.hpp": LIB + "#define twice(x) (2 * (x))\n"},
-        ["witness_redefined", "witness_redefined", "witness_redefined"],
+        ["witness_redefined"] * 4,  # its 3 checks, and t.cpp, unchanged, reads otherwise
     ),
     "specialised": (
         {
@@ -440,6 +444,17 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
             )
         },
         ["witness_redefined", "witness_redefined", "witness_redefined"],
+    ),
+    # The same, in the helper's own file: the declaration it binds to is another one.
+    "specialised_in_place": (
+        {
+            "fw.hpp": FRAMEWORK.replace(
+                "#define TEST",
+                "template <> inline bool fw::eq<int, int>(const int&, const int&, const char*) "
+                "{ return true; }\n#define TEST",
+            )
+        },
+        ["witness_redefined"] * 3,
     ),
     "sizeof": (
         {
@@ -461,6 +476,11 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
             )
         },
         ["witness_unexecuted"],
+    ),
+    # A macro above the framework's header rewrites the helper's body, not the witnesses.
+    "framework_macro": (
+        {"t.cpp": "#include <cstdlib>\n#define abs(x) abs(0)\n" + TESTS},
+        ["witness_redefined"],
     ),
     # The test's registration dropped: the test and every check in it never run.
     "unregistered": (

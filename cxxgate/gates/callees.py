@@ -7,11 +7,13 @@ better match, declared in a test file or a public header. The calls a witness ma
 calls whose location is within its text (macro expansions are located at their use); each
 is keyed by what it binds to, through the canonical (first) declaration:
 
-- a function named in the witness's own tokens (the code under test, `mean` in
-  `EXPECT_EQ(mean(v), 2.5)`): its qualified name and the tree file that declares it, so
-  a patch may change its signature;
-- any other (what the witness macro brought in, the comparison helper, an operator not
-  spelled): its USR and declaring file, so a specialisation or a new overload is a change.
+- a call written in the witness's arguments (the code under test, `mean` in
+  `EXPECT_EQ(mean(v), 2.5)`; libclang locates it there): its qualified name and the tree
+  file that declares it, so a patch may change the library's signatures;
+- a call the witness macro's body brings in (located at the macro's name: the comparison
+  helper): its USR, declaring file and the tokens of that declaration (a definition's
+  body included), so a specialisation, a new overload or an edited helper is a change,
+  even in the helper's own file.
 
 Declarations outside the tree (the standard library) are left out: a patch cannot edit
 them. Only the calls of the witness's own expansion are seen: a call the helper's body makes
@@ -48,7 +50,6 @@ def bind(tree: Path, params: dict[str, Any], units: dict[str, FileInventory]) ->
     root = tree.resolve()
     for rel, inv in sorted(units.items()):
         path = root / rel
-        source = path.read_bytes()
         lang = [] if path.suffix in (".cpp", ".cc", ".cxx", ".c++") else ["-x", "c++"]
         try:
             tu = index.parse(str(path), args=[*lang, *args])
@@ -62,7 +63,6 @@ def bind(tree: Path, params: dict[str, Any], units: dict[str, FileInventory]) ->
             out.callees[rel] = [[UNPARSED] for _ in inv.witnesses]
             continue
         spans = [(w.start, w.end) for w in inv.witnesses]
-        spelled = [_identifiers(source[s:e]) for s, e in spans]
         found: list[list[str]] = [[] for _ in spans]
         for cursor in tu.cursor.walk_preorder():
             if cursor.kind != ci.CursorKind.CALL_EXPR:
@@ -74,20 +74,28 @@ def bind(tree: Path, params: dict[str, Any], units: dict[str, FileInventory]) ->
             target = cursor.referenced
             if i is None or target is None:
                 continue
-            target = target.canonical
-            where = target.location.file
-            if where is None or not Path(where.name).resolve().is_relative_to(root):
-                continue
-            file = Path(where.name).resolve().relative_to(root).as_posix()
-            name = target.spelling
-            own = name.removeprefix("operator") in spelled[i] or name in spelled[i]
-            found[i].append(f"{qualified(target) if own else target.get_usr()} @ {file}")
+            # Weak key: the first declaration; strong key: the declaration the call binds
+            # to itself (an explicit specialisation's canonical one is the template's).
+            first = target.canonical
+            if loc.offset >= inv.witnesses[i].mark:  # in its arguments
+                file = _in_tree(first, root)
+                if file is not None:
+                    found[i].append(f"{qualified(first)} @ {file}")
+            else:
+                file = _in_tree(target, root)
+                if file is not None:
+                    shape = cppsource.fingerprint([t.spelling for t in target.get_tokens()])
+                    found[i].append(f"{target.get_usr()} @ {file} #{shape}")
         out.callees[rel] = [sorted(f) for f in found]
     return out
 
 
-def _identifiers(text: bytes) -> set[str]:
-    return set(cppsource.tokens(cppsource.parse(text).root_node))
+def _in_tree(cursor: ci.Cursor, root: Path) -> str | None:
+    """The tree file that declares `cursor`; None outside the tree (the standard library)."""
+    where = cursor.location.file
+    if where is None or not Path(where.name).resolve().is_relative_to(root):
+        return None
+    return Path(where.name).resolve().relative_to(root).as_posix()
 
 
 def _innermost(spans: list[tuple[int, int]], offset: int) -> int | None:

@@ -324,6 +324,10 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         out.findings.append(
             ("witness_disabled", Finding("witness_disabled", message, m["file"], m["line"]))
         )
+    for file, message in _rewritten(ref.get("regions", {}), new.get("regions", {})):
+        out.findings.append(
+            ("witness_redefined", Finding("witness_redefined", message, file, 1))
+        )
     for miss in new["misses"]:
         message = f"{miss['name']}: {miss['why']}; the census cannot key it"
         out.findings.append(
@@ -348,6 +352,26 @@ def _redefined(r: Witness, n: Witness) -> str:
         now_text, gone_text = ", ".join(now) or "nothing", ", ".join(gone)
         return f"{n.text} calls {now_text} where the reference's calls {gone_text}"
     return ""
+
+
+def _rewritten(
+    before: dict[str, dict[str, dict[str, str]]], after: dict[str, dict[str, dict[str, str]]]
+) -> list[tuple[str, str]]:
+    """Tree files the patch left alone whose code reads otherwise in a unit than in the
+    reference's same unit: a macro defined before them (`#define report(...) true` above
+    the framework's header) rewrites them."""
+    out = []
+    for unit, files in sorted(after.items()):
+        was = before.get(unit, {})
+        for file, now in sorted(files.items()):
+            old = was.get(file)
+            if old is not None and old["sha"] == now["sha"] and old["fp"] != now["fp"]:
+                message = (
+                    f"{file} is unchanged but preprocesses to other code in {unit} than in "
+                    "the reference: a macro defined before it rewrites it"
+                )
+                out.append((file, message))
+    return out
 
 
 def _rename_functions(

@@ -117,9 +117,13 @@ def run(
                 )
                 return _none(out, inventories)
             objects.append(obj)
-        (work / "recorder.cpp").write_text(_recorder(hit, secret, len(ids)))
+        (work / "recorder.cpp").write_text(_recorder(hit, secret, len(ids), tag))
         shutil.copyfile(REPORT_UNIT, work / "report.cpp")
-        argv = [*base, "-w", *objects, "recorder.cpp", "report.cpp", *env.link_flags, "-s"]
+        # The report writer under a name of this build's (a candidate could call the
+        # template's extern "C" name): only the recorder knows it.
+        renamed = [f"-Dcxxgate_report_{f}=cxxgate_{tag}_{f}" for f in ("line", "open")]
+        argv = [*base, "-w", *renamed, *objects, "recorder.cpp", "report.cpp"]
+        argv += [*env.link_flags, "-s"]
         argv += ["-o", "tests"]
         step = toolcall.tool_call(
             layout, spec, "link", "census test program", argv, work, read=[tree]
@@ -180,20 +184,25 @@ def _execute(
     return seen, ""
 
 
-def _recorder(hit: str, secret: str, count: int) -> str:
-    """The recording unit: one report line per witness, on its first execution."""
+def _recorder(hit: str, secret: str, count: int, tag: str) -> str:
+    """The recording unit: one report line per witness, on its first execution. The secret
+    is kept masked (no string of it in the program's memory until a line is written)."""
+    mask = secrets.token_bytes(len(secret))
+    masked = ", ".join(str(ord(c) ^ m) for c, m in zip(secret, mask, strict=True))
+    keys = ", ".join(str(m) for m in mask)
     return f"""// cxxgate census: records which witnesses ran (generated, one per build).
-extern "C" void cxxgate_report_line(const char* text, unsigned long size);
+extern "C" void cxxgate_{tag}_line(const char* text, unsigned long size);
 namespace {{
 unsigned char seen[{max(count, 1)}];
-const char secret[] = "{secret}";
+const unsigned char masked[] = {{{masked}}};
+const unsigned char keys[] = {{{keys}}};
 }}  // namespace
 void {hit}(unsigned long id) noexcept {{
   if (id >= sizeof seen || seen[id]) return;
   seen[id] = 1;
   char line[96];
   unsigned long n = 0;
-  for (const char* p = secret; *p != '\\0'; ++p) line[n++] = *p;
+  for (unsigned long i = 0; i < sizeof masked; ++i) line[n++] = static_cast<char>(masked[i] ^ keys[i]);
   line[n++] = ' ';
   char digits[24];
   int k = 0;
@@ -202,6 +211,7 @@ void {hit}(unsigned long id) noexcept {{
     id /= 10;
   }} while (id != 0);
   while (k > 0) line[n++] = digits[--k];
-  cxxgate_report_line(line, n);
+  cxxgate_{tag}_line(line, n);
+  for (unsigned long i = 0; i < sizeof masked; ++i) line[i] = 0;
 }}
 """

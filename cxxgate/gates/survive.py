@@ -38,6 +38,9 @@ class FileLive:
     # (None: not told); and every file of the tree the unit's preprocessing read.
     expansions: list[list[str] | None] = field(default_factory=list)
     deps: list[str] = field(default_factory=list)
+    # Per tree file the unit read (itself included): a fingerprint of the code the
+    # preprocessor made of that file's lines in this unit.
+    regions: dict[str, str] = field(default_factory=dict)
 
 
 def envelope_params(env: Envelope) -> dict[str, Any]:
@@ -168,6 +171,7 @@ def _one(
     # `__LINE__` as one constant: moving a witness is not changing it (the run build keeps
     # the real one). A patch that redefines it again only makes its own expansions differ.
     defs = ["#undef __LINE__\n", "#define __LINE__ 0\n"]
+    defs += [f'#undef {m}\n#define {m} "?"\n' for m in ("__DATE__", "__TIME__", "__TIMESTAMP__")]
     for i in range(len(spots)):
         defs.append(f"#define {_marker(tag, i, 's')} {_expansion(tag, i, 's')}\n")
         defs.append(f"#define {_marker(tag, i)} {_expansion(tag, i)}\n")
@@ -175,7 +179,7 @@ def _one(
         defs.append(f"#define {_marker(tag, i, 'e')} {_expansion(tag, i, 'e')}\n")
     header.write_text("".join(defs))
     result = work / "unit.i"
-    argv = [*_capped(), *base, "-w", "-E", "-P", "-iquote", str(original.parent)]
+    argv = [*_capped(), *base, "-w", "-E", "-iquote", str(original.parent)]
     # __FILE__ in the copy reads as the original's tree path does (compile_argv maps trees).
     argv += [f"-fmacro-prefix-map={work}=/census"]
     argv += ["-MD", "-MF", "unit.d", "-include", header.name, "-x", "c++", copy.name]
@@ -191,7 +195,8 @@ def _one(
         cppsource.has_identifier(text, _expansion(tag, i)) for i in range(len(spots))
     ]
     expansions = [_span(text, tag, i) if live[i] else None for i in range(len(spots))]
-    return FileLive("", live, expansions, _deps(work / "unit.d", tree, rel))
+    regions = _regions(text, tree, rel, copy.name, f"cxxgate_{tag}_")
+    return FileLive("", live, expansions, _deps(work / "unit.d", tree, rel), regions)
 
 
 def _span(text: bytes, tag: str, i: int) -> list[str] | None:
@@ -203,7 +208,7 @@ def _span(text: bytes, tag: str, i: int) -> list[str] | None:
     end = _find(text, _expansion(tag, i, "e").encode(), begin)
     if end < 0:
         return None
-    span = text[begin + len(_expansion(tag, i, "s")) : end]
+    span = _code(text[begin + len(_expansion(tag, i, "s")) : end])
     toks = cppsource.tokens(cppsource.parse(span).root_node)
     prefix = f"cxxgate_{tag}_"
     return [_spaceless(_unmarked(t, prefix)) for t in toks]
@@ -216,6 +221,48 @@ def _spaceless(tok: str) -> str:
     if '"' not in tok:
         return tok
     return "".join(tok.split())
+
+
+def _linemarker(line: bytes) -> bytes | None:
+    """The file a `# <n> "<file>" ...` line of -E output names; None for other lines."""
+    parts = line.split(b" ", 2)
+    if len(parts) < 3 or parts[0] != b"#" or not parts[1].isdigit():
+        return None
+    name = parts[2]
+    end = name.find(b'"', 1)
+    return name[1:end] if name.startswith(b'"') and end > 0 else None
+
+
+def _code(text: bytes) -> bytes:
+    """-E output without its linemarkers (where a span crosses lines)."""
+    return b"\n".join(ln for ln in text.split(b"\n") if _linemarker(ln) is None)
+
+
+def _regions(text: bytes, tree: Path, rel: str, copy: str, prefix: str) -> dict[str, str]:
+    """What the preprocessor made of each tree file's lines in this unit, fingerprinted:
+    a header the patch left alone must read the same here as in the reference's unit (a
+    macro defined before it, `#define report(...) true`, rewrites the framework itself)."""
+    root = tree.resolve()
+    chunks: dict[str, list[bytes]] = {}
+    current: str | None = None
+    for line in text.split(b"\n"):
+        name = _linemarker(line)
+        if name is not None:
+            current = None
+            decoded = name.decode(errors="replace")
+            path = Path(decoded)
+            if decoded == copy:
+                current = rel
+            elif path.is_absolute() and path.resolve().is_relative_to(root):
+                current = path.resolve().relative_to(root).as_posix()
+            continue
+        if current is not None:
+            chunks.setdefault(current, []).append(line)
+    out = {}
+    for file, lines in chunks.items():
+        toks = cppsource.tokens(cppsource.parse(b"\n".join(lines)).root_node)
+        out[file] = cppsource.fingerprint([_spaceless(_unmarked(t, prefix)) for t in toks])
+    return out
 
 
 def _find(text: bytes, name: bytes, start: int) -> int:

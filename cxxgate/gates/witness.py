@@ -23,6 +23,7 @@ from typing import Any
 
 from tree_sitter import Node
 
+from cxxgate import codehash
 from cxxgate.envelope import Envelope
 from cxxgate.gates import callees, cppsource, executed, survive
 
@@ -469,6 +470,7 @@ def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     env = survive.envelope_from(params["envelope"])
     result: dict[str, Any] = {"files": files, "preprocess": {}, "toolchain_missing": ""}
     result["read"] = []
+    result["regions"] = {}
     if env.toolchain.path is None:
         result["toolchain_missing"] = f"compiler {env.toolchain.command!r} is not installed"
     else:
@@ -494,6 +496,11 @@ def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
                         w.expansion = cppsource.fingerprint(xp)
                         w.expanded = cppsource.shown(xp)
                 fresh.update(d for d in live.deps if d not in inventories)
+                result["regions"][rel] = {
+                    f: {"sha": codehash.of_text((tree / f).read_bytes()), "fp": fp}
+                    for f, fp in sorted(live.regions.items())
+                    if (tree / f).is_file()
+                }
             todo = []
             for rel in sorted(fresh):
                 inv = read(rel, (tree / rel).read_bytes(), names)
