@@ -411,6 +411,24 @@ TEST(T, Three) {
 }
 """
 LIB = "#pragma once\ninline int twice(int x) { return 2 * x; }\n"
+FORGER = """
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+static int forged = [] {
+  const char* fds = std::getenv("CXXGATE_REPORT_FDS");
+  int fd = fds ? std::atoi(std::strchr(fds, ',') ? std::strchr(fds, ',') + 1 : fds) : 1;
+  for (int i = 0; i < 8; ++i) {
+    char line[32];
+    int n = std::snprintf(line, sizeof line, "%d\\n", i);
+    (void)!write(fd, line, n);
+    std::printf("%s", line);
+    std::fprintf(stderr, "%s", line);
+  }
+  return 0;
+}();
+"""
 SMALL = {"fw.hpp": FRAMEWORK, "main.cpp": MAIN, "t.cpp": TESTS, "include/lib.hpp": LIB}
 
 # Each variant of the small tree, and the classes the census must give it.
@@ -461,6 +479,17 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
             "t.cpp": TESTS.replace(
                 "EXPECT_EQ(twice(3), 6);", "(void)sizeof(EXPECT_EQ(twice(3), 6));"
             )
+        },
+        ["witness_unexecuted"],
+    ),
+    # The same, and a static initialiser writes id lines wherever a report could go: the
+    # report descriptor (it is named in the environment), stdout, stderr.
+    "sizeof_forged": (
+        {
+            "t.cpp": TESTS.replace(
+                "EXPECT_EQ(twice(3), 6);", "(void)sizeof(EXPECT_EQ(twice(3), 6));"
+            )
+            + FORGER
         },
         ["witness_unexecuted"],
     ),

@@ -325,9 +325,7 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
             ("witness_disabled", Finding("witness_disabled", message, m["file"], m["line"]))
         )
     for file, message in _rewritten(ref.get("regions", {}), new.get("regions", {})):
-        out.findings.append(
-            ("witness_redefined", Finding("witness_redefined", message, file, 1))
-        )
+        out.findings.append(("witness_redefined", Finding("witness_redefined", message, file, 1)))
     for miss in new["misses"]:
         message = f"{miss['name']}: {miss['why']}; the census cannot key it"
         out.findings.append(

@@ -202,7 +202,9 @@ void {hit}(unsigned long id) noexcept {{
   seen[id] = 1;
   char line[96];
   unsigned long n = 0;
-  for (unsigned long i = 0; i < sizeof masked; ++i) line[n++] = static_cast<char>(masked[i] ^ keys[i]);
+  for (unsigned long i = 0; i < sizeof masked; ++i) {{
+    line[n++] = static_cast<char>(masked[i] ^ keys[i]);
+  }}
   line[n++] = ' ';
   char digits[24];
   int k = 0;
