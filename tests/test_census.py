@@ -409,6 +409,7 @@ TEST(T, Three) {
   EXPECT_EQ(twice(3), 6);
   EXPECT_EQ(twice(4), 8);
 }
+static_assert(sizeof(int) >= 2);
 """
 LIB = "#pragma once\ninline int twice(int x) { return 2 * x; }\n"
 FORGER = """
@@ -511,6 +512,23 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
         {"t.cpp": "#include <cstdlib>\n#define abs(x) abs(0)\n" + TESTS},
         ["witness_redefined"],
     ),
+    # The same macro, with the tests moved to a new unit: no unit of the reference reads
+    # fw.hpp that way.
+    "framework_macro_moved": (
+        {"t.cpp": "", "u.cpp": "#include <cstdlib>\n#define abs(x) abs(0)\n" + TESTS},
+        ["witness_redefined"],
+    ),
+    # The static_assert kept only where `__LINE__` is 0, as in the census's expansion view:
+    # liveness is the compiler's own view.
+    "line_zero": (
+        {
+            "t.cpp": TESTS.replace(
+                "static_assert(sizeof(int) >= 2);",
+                "#if __LINE__ == 0\nstatic_assert(sizeof(int) >= 2);\n#endif",
+            )
+        },
+        ["witness_disabled"],
+    ),
     # The test's registration dropped: the test and every check in it never run.
     "unregistered": (
         {"t.cpp": TESTS.replace("TEST(T, Three)", "static void never()")},
@@ -576,6 +594,7 @@ def test_the_reference_program_runs_every_witness(
         ("TEST T.Three", True, True, True),
         ("EXPECT_EQ(twice(3), 6)", True, True, True),
         ("EXPECT_EQ(twice(4), 8)", True, True, True),
+        ("static_assert(sizeof(int) >= 2);", True, None, False),
     ]
 
 

@@ -355,18 +355,22 @@ def _redefined(r: Witness, n: Witness) -> str:
 def _rewritten(
     before: dict[str, dict[str, dict[str, str]]], after: dict[str, dict[str, dict[str, str]]]
 ) -> list[tuple[str, str]]:
-    """Tree files the patch left alone whose code reads otherwise in a unit than in the
-    reference's same unit: a macro defined before them (`#define report(...) true` above
-    the framework's header) rewrites them."""
+    """Tree files the patch left alone whose code reads, in some unit, as it read in no
+    unit of the reference: a macro defined before them (`#define report(...) true` above
+    the framework's header) rewrites them. Across units, not unit by unit: a test moved to
+    a new file must not take the macro with it unseen."""
+    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for files in before.values():
+        for file, was in files.items():
+            seen[file, was["sha"]].add(was["fp"])
     out = []
     for unit, files in sorted(after.items()):
-        was = before.get(unit, {})
         for file, now in sorted(files.items()):
-            old = was.get(file)
-            if old is not None and old["sha"] == now["sha"] and old["fp"] != now["fp"]:
+            known = seen.get((file, now["sha"]))
+            if known and now["fp"] not in known:
                 message = (
                     f"{file} is unchanged but preprocesses to other code in {unit} than in "
-                    "the reference: a macro defined before it rewrites it"
+                    "any unit of the reference: a macro defined before it rewrites it"
                 )
                 out.append((file, message))
     return out

@@ -1,17 +1,25 @@
-"""Which witnesses survive the preprocessor: ask it, with the case's envelope.
+"""Which witnesses survive the preprocessor, and what it makes of them: ask it, with the
+case's envelope.
 
-Each file holding witnesses is preprocessed (`g++ -E`) as a copy with one marker per
-witness: an identifier placed first in the witness's arguments (or first in a test's
-body), defined by a forced include to expand to a second identifier. The witness survives
-when that second identifier reaches the output as code: an `#if 0` or an `#ifdef` never
-defined drops the marker with the witness, `assert` under NDEBUG and a witness macro
-redefined to nothing drop their arguments, and a macro that only stringifies them turns
-the marker into text, never into its expansion. Marker names carry a fresh random tag per
-file, so a patched source cannot name them (`#undef`, or spell the expansion itself).
+Each file holding witnesses (and each source unit) is preprocessed (`g++ -E`) as a copy
+with markers around each witness (`Spot`): first in its arguments (or first in a test's
+body) an identifier that a forced include defines to expand to a second identifier. The
+witness survives when that second identifier reaches the output as code: an `#if 0` or an
+`#ifdef` never defined drops the marker with the witness, `assert` under NDEBUG and a
+witness macro redefined to nothing drop their arguments, and a macro that only stringifies
+them turns the marker into text, never into its expansion. Marker names carry a fresh
+random tag per file, so a patched source cannot name them (`#undef`, or spell the
+expansion itself).
 
-The copy lives in a scratch folder; `-iquote` the original's folder keeps its quoted
-includes resolving as before. The preprocessor runs through cxxgate/toolcall.py (logged,
-bounded, sandboxed: it reads the tree and writes only the scratch folder).
+The same run gives, per tree file the unit read (its -MD dependency file), a fingerprint
+of the code the preprocessor made of that file's lines (`regions`). A second run, with
+`__LINE__` and the clock as constants, gives the tokens between each witness's start and
+end markers (`expansions`): the census compares both with the reference's.
+
+The copy lives in a scratch folder, named as its original; `-iquote` the original's folder
+keeps its quoted includes resolving as before. The preprocessor runs through
+cxxgate/toolcall.py (logged, bounded, sandboxed: it reads the tree and writes only the
+scratch folder).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from cxxgate import diagnostics, toolcall
-from cxxgate.cellspec import CellSpec
+from cxxgate.cellspec import CellSpec, Step
 from cxxgate.envelope import Envelope, Toolchain
 from cxxgate.gates import cppsource
 from cxxgate.layout import Layout
@@ -167,36 +175,62 @@ def _one(
     source = original.read_bytes()
     copy = work / copy_name(rel)
     copy.write_bytes(marked(source, spots, tag))
-    header = work / "cxxgate.markers.h"
-    # `__LINE__` as one constant: moving a witness is not changing it (the run build keeps
-    # the real one). A patch that redefines it again only makes its own expansions differ.
-    defs = ["#undef __LINE__\n", "#define __LINE__ 0\n"]
-    defs += [f'#undef {m}\n#define {m} "?"\n' for m in ("__DATE__", "__TIME__", "__TIMESTAMP__")]
+    markers = []
     for i in range(len(spots)):
-        defs.append(f"#define {_marker(tag, i, 's')} {_expansion(tag, i, 's')}\n")
-        defs.append(f"#define {_marker(tag, i)} {_expansion(tag, i)}\n")
-        defs.append(f"#define {_marker(tag, i, 'c')}\n")
-        defs.append(f"#define {_marker(tag, i, 'e')} {_expansion(tag, i, 'e')}\n")
-    header.write_text("".join(defs))
-    result = work / "unit.i"
-    argv = [*_capped(), *base, "-w", "-E", "-iquote", str(original.parent)]
-    # __FILE__ in the copy reads as the original's tree path does (compile_argv maps trees).
-    argv += [f"-fmacro-prefix-map={work}=/census"]
-    argv += ["-MD", "-MF", "unit.d", "-include", header.name, "-x", "c++", copy.name]
-    argv += ["-o", result.name]
-    step = toolcall.tool_call(layout, spec, "compile", str(original), argv, work, read=[tree])
-    if step.timed_out or step.exit != 0 or not result.exists():
+        markers.append(f"#define {_marker(tag, i, 's')} {_expansion(tag, i, 's')}\n")
+        markers.append(f"#define {_marker(tag, i)} {_expansion(tag, i)}\n")
+        markers.append(f"#define {_marker(tag, i, 'c')}\n")
+        markers.append(f"#define {_marker(tag, i, 'e')} {_expansion(tag, i, 'e')}\n")
+    # Liveness, regions and dependencies from the compiler's own view of the unit; the
+    # expansions from a second view with `__LINE__` (and the clock) as constants, so that
+    # moving a witness is not changing it. Two views, not one: `#if __LINE__ == 0` around
+    # a witness must not make it live for the census and dead for the build.
+    (work / "real.h").write_text("".join(markers))
+    neutral = ["#undef __LINE__\n", "#define __LINE__ 0\n"]
+    neutral += [f'#undef {m}\n#define {m} "?"\n' for m in ("__DATE__", "__TIME__", "__TIMESTAMP__")]
+    (work / "neutral.h").write_text("".join(neutral + markers))
+    step, text = _preprocess(layout, spec, base, tree, rel, work, copy.name, "real.h", deps=True)
+    if text is None:
         first = diagnostics.first_error(diagnostics.parse(step, str(tree)))
         why = first.brief() if first else ("timed out" if step.timed_out else "failed")
         why = why.replace(copy.name, rel)
         return FileLive(f"the preprocessor rejects {rel}: {why}", [None] * len(spots))
-    text = result.read_bytes()
     live: list[bool | None] = [
         cppsource.has_identifier(text, _expansion(tag, i)) for i in range(len(spots))
     ]
-    expansions = [_span(text, tag, i) if live[i] else None for i in range(len(spots))]
     regions = _regions(text, tree, rel, copy.name, f"cxxgate_{tag}_")
-    return FileLive("", live, expansions, _deps(work / "unit.d", tree, rel), regions)
+    deps = _deps(work / "unit.d", tree, rel)
+    expansions: list[list[str] | None] = [None] * len(spots)
+    if any(live):
+        _, fixed = _preprocess(layout, spec, base, tree, rel, work, copy.name, "neutral.h")
+        if fixed is not None:
+            expansions = [_span(fixed, tag, i) if live[i] else None for i in range(len(spots))]
+    return FileLive("", live, expansions, deps, regions)
+
+
+def _preprocess(
+    layout: Layout,
+    spec: CellSpec,
+    base: list[str],
+    tree: Path,
+    rel: str,
+    work: Path,
+    copy: str,
+    header: str,
+    *,
+    deps: bool = False,
+) -> tuple[Step, bytes | None]:
+    """`g++ -E` of the marked copy with `header` forced in; its output, None on failure."""
+    result = work / f"{header}.i"
+    argv = [*_capped(), *base, "-w", "-E", "-iquote", str((tree / rel).parent)]
+    # __FILE__ in the copy reads as the original's tree path does (compile_argv maps trees).
+    argv += [f"-fmacro-prefix-map={work}=/census"]
+    argv += ["-MD", "-MF", "unit.d"] if deps else []
+    argv += ["-include", header, "-x", "c++", copy, "-o", result.name]
+    step = toolcall.tool_call(layout, spec, "compile", str(tree / rel), argv, work, read=[tree])
+    if step.timed_out or step.exit != 0 or not result.exists():
+        return step, None
+    return step, result.read_bytes()
 
 
 def _span(text: bytes, tag: str, i: int) -> list[str] | None:
