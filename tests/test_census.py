@@ -402,9 +402,12 @@ bool fw::report(bool ok, const char* what) {
 int main() { for (int i = 0; i < count; ++i) tests[i](); return failed != 0; }
 """
 TESTS = """#include "fw.hpp"
-#include "lib.hpp"
+#include "helpers.hpp"
 static void check_two() { EXPECT_EQ(twice(1), 2); }
-TEST(T, Two) { check_two(); }
+TEST(T, Two) {
+  check_two();
+  check_four();
+}
 TEST(T, Three) {
   EXPECT_EQ(twice(3), 6);
   EXPECT_EQ(twice(4), 8);
@@ -412,6 +415,19 @@ TEST(T, Three) {
 static_assert(sizeof(int) >= 2);
 """
 LIB = "#pragma once\ninline int twice(int x) { return 2 * x; }\n"
+# Checks in a header: a helper the tests call, and an assert in a constexpr function that
+# a static_assert evaluates (its marker must stay a constant expression).
+HELPERS = """#pragma once
+#include <cassert>
+#include "fw.hpp"
+#include "lib.hpp"
+inline void check_four() { EXPECT_EQ(twice(2), 4); }
+constexpr int half(int x) {
+  assert(x % 2 == 0);
+  return x / 2;
+}
+static_assert(half(4) == 2);
+"""
 FORGER = """
 #include <cstdio>
 #include <cstdlib>
@@ -430,7 +446,13 @@ static int forged = [] {
   return 0;
 }();
 """
-SMALL = {"fw.hpp": FRAMEWORK, "main.cpp": MAIN, "t.cpp": TESTS, "include/lib.hpp": LIB}
+SMALL = {
+    "fw.hpp": FRAMEWORK,
+    "main.cpp": MAIN,
+    "t.cpp": TESTS,
+    "helpers.hpp": HELPERS,
+    "include/lib.hpp": LIB,
+}
 
 # Each variant of the small tree, and the classes the census must give it.
 VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
@@ -443,7 +465,7 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
         {
             "sub/quiet.hpp": "#undef EXPECT_EQ\n#define EXPECT_EQ(a, b) ((void)(a), true)\n",
             "t.cpp": TESTS.replace(
-                '#include "lib.hpp"', '#include "lib.hpp"\n#include "sub/quiet.hpp"'
+                '#include "helpers.hpp"', '#include "helpers.hpp"\n#include "sub/quiet.hpp"'
             ),
         },
         ["witness_disabled"] * 2 + ["witness_redefined"] * 3,  # #undef, #define; 3 checks
@@ -451,18 +473,20 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
     # No witness name anywhere: a public header rewrites the checked call.
     "public_macro": (
         {"include/lib.hpp": LIB + "#define twice(x) (2 * (x))\n"},
-        ["witness_redefined"] * 4,  # its 3 checks, and t.cpp, unchanged, reads otherwise
+        # its 4 checks; t.cpp and helpers.hpp, unchanged, read otherwise (helpers.hpp in
+        # both units that read it)
+        ["witness_redefined"] * 7,
     ),
     "specialised": (
         {
             "t.cpp": TESTS.replace(
-                "static void",
+                '#include "helpers.hpp"',
                 "template <> bool fw::eq<int, int>(const int&, const int&, const char*) "
-                "{ return true; }\nstatic void",
-                1,
+                '{ return true; }\n#include "helpers.hpp"',
             )
         },
-        ["witness_redefined", "witness_redefined", "witness_redefined"],
+        # the 3 checks of t.cpp, and helpers.hpp's as t.cpp sees it
+        ["witness_redefined"] * 4,
     ),
     # The same, in the helper's own file: the declaration it binds to is another one.
     "specialised_in_place": (
@@ -473,7 +497,7 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
                 "{ return true; }\n#define TEST",
             )
         },
-        ["witness_redefined"] * 3,
+        ["witness_redefined"] * 4,  # helpers.hpp's check too
     ),
     "sizeof": (
         {
@@ -528,6 +552,15 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
             )
         },
         ["witness_disabled"],
+    ),
+    # The header's check put under sizeof: headers are marked in the program's tree too.
+    "header_sizeof": (
+        {
+            "helpers.hpp": HELPERS.replace(
+                "{ EXPECT_EQ(twice(2), 4); }", "{ (void)sizeof(EXPECT_EQ(twice(2), 4)); }"
+            )
+        },
+        ["witness_unexecuted"],
     ),
     # The test's registration dropped: the test and every check in it never run.
     "unregistered": (
@@ -589,6 +622,9 @@ def test_the_reference_program_runs_every_witness(
     assert ref["execution"] == ""
     rows = [(w["text"], w["live"], w["ran"], bool(w["callees"])) for w in ref["witnesses"]]  # type: ignore[attr-defined]
     assert rows == [
+        ("EXPECT_EQ(twice(2), 4)", True, True, True),
+        ("assert(x%2 == 0)", True, False, False),  # only in a constant expression
+        ("static_assert(half(4) == 2);", True, None, True),
         ("EXPECT_EQ(twice(1), 2)", True, True, True),
         ("TEST T.Two", True, True, True),
         ("TEST T.Three", True, True, True),

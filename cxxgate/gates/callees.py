@@ -34,6 +34,7 @@ from cxxgate.gates.ledger_ast import clang_args, qualified
 if TYPE_CHECKING:
     from cxxgate.gates.witness import FileInventory
 
+UNITS = frozenset({".cpp", ".cc", ".cxx", ".c++"})
 UNPARSED = "?"  # a unit libclang could not parse: its witnesses' bindings are not told
 
 
@@ -43,59 +44,82 @@ class Bound:
     callees: dict[str, list[list[str]]] = field(default_factory=dict)  # per file, per witness
 
 
-def bind(tree: Path, params: dict[str, Any], units: dict[str, FileInventory]) -> Bound:
+def bind(tree: Path, params: dict[str, Any], inventories: dict[str, FileInventory]) -> Bound:
+    """Each unit (a source, or a file holding witnesses) is parsed; the calls located in
+    any file's witnesses are gathered over every unit that reads that file, so a header's
+    check is bound as each unit including it sees it (a specialisation declared above the
+    `#include` in one unit)."""
     out = Bound()
     args = clang_args(params["clang"], tree)
     index = ci.Index.create()
     root = tree.resolve()
-    for rel, inv in sorted(units.items()):
+    spans = {
+        rel: [(w.start, w.end) for w in inv.witnesses]
+        for rel, inv in inventories.items()
+        if inv.witnesses
+    }
+    found: dict[str, list[set[str]]] = {rel: [set() for _ in s] for rel, s in spans.items()}
+    unparsed: set[str] = set()
+    parsed = sorted(r for r, inv in inventories.items() if inv.witnesses or Path(r).suffix in UNITS)
+    for rel in parsed:
         path = root / rel
-        lang = [] if path.suffix in (".cpp", ".cc", ".cxx", ".c++") else ["-x", "c++"]
+        lang = [] if path.suffix in UNITS else ["-x", "c++"]
         try:
             tu = index.parse(str(path), args=[*lang, *args])
         except ci.TranslationUnitLoadError as exc:
             out.detail = out.detail or f"libclang cannot parse {rel}: {exc}"
-            out.callees[rel] = [[UNPARSED] for _ in inv.witnesses]
+            unparsed.add(rel)
             continue
         errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
         if errors:
             out.detail = out.detail or f"libclang cannot parse {rel}: {errors[0].spelling}"
-            out.callees[rel] = [[UNPARSED] for _ in inv.witnesses]
+            unparsed.add(rel)
             continue
-        spans = [(w.start, w.end) for w in inv.witnesses]
-        found: list[list[str]] = [[] for _ in spans]
         for cursor in tu.cursor.walk_preorder():
             if cursor.kind != ci.CursorKind.CALL_EXPR:
                 continue
             loc = cursor.location
-            if loc.file is None or Path(loc.file.name).resolve() != path:
+            if loc.file is None:
                 continue
-            i = _innermost(spans, loc.offset)
+            file = _relative(Path(loc.file.name), root)
+            if file is None or file not in spans:
+                continue
+            i = _innermost(spans[file], loc.offset)
             target = cursor.referenced
             if i is None or target is None:
                 continue
-            # Weak key: the first declaration; strong key: the declaration the call binds
-            # to itself (an explicit specialisation's canonical one is the template's).
-            first = target.canonical
-            if loc.offset >= inv.witnesses[i].mark:  # in its arguments
-                file = _in_tree(first, root)
-                if file is not None:
-                    found[i].append(f"{qualified(first)} @ {file}")
-            else:
-                file = _in_tree(target, root)
-                if file is not None:
-                    shape = cppsource.fingerprint([t.spelling for t in target.get_tokens()])
-                    found[i].append(f"{target.get_usr()} @ {file} #{shape}")
-        out.callees[rel] = [sorted(f) for f in found]
+            key = _key(target, loc.offset >= inventories[file].witnesses[i].mark, root)
+            if key is not None:
+                found[file][i].add(key)
+    for rel, sets in found.items():
+        out.callees[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in sets]
     return out
+
+
+def _key(target: ci.Cursor, in_arguments: bool, root: Path) -> str | None:
+    """What a call binds to. Weak (in the witness's arguments): the first declaration's
+    qualified name and file. Strong (brought in by the macro): the declaration bound itself
+    (an explicit specialisation's canonical one is the template's), with its tokens."""
+    if in_arguments:
+        first = target.canonical
+        file = _in_tree(first, root)
+        return None if file is None else f"{qualified(first)} @ {file}"
+    file = _in_tree(target, root)
+    if file is None:
+        return None
+    shape = cppsource.fingerprint([t.spelling for t in target.get_tokens()])
+    return f"{target.get_usr()} @ {file} #{shape}"
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    resolved = path.resolve()
+    return resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else None
 
 
 def _in_tree(cursor: ci.Cursor, root: Path) -> str | None:
     """The tree file that declares `cursor`; None outside the tree (the standard library)."""
     where = cursor.location.file
-    if where is None or not Path(where.name).resolve().is_relative_to(root):
-        return None
-    return Path(where.name).resolve().relative_to(root).as_posix()
+    return None if where is None else _relative(Path(where.name), root)
 
 
 def _innermost(spans: list[tuple[int, int]], offset: int) -> int | None:

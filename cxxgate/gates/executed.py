@@ -6,8 +6,10 @@ than list such shapes, the census builds the test program (the case's `program.u
 `sources`) from copies where each witness's marker (survive.py) expands to a call that
 records it: first in a test's body, and around a check's first argument as
 `(static_cast<void>(hit(id)), <argument>)`, so the record is made exactly when the
-argument is evaluated. `static_assert` and checks without an argument are compile-time or
-unmarked: not told (None).
+argument is evaluated (not while a constant expression is: a check in a constexpr function
+stays one). The units compile from a copy of the tree in which every file holding witnesses
+is marked, headers too. `static_assert` and checks without an argument are compile-time
+or unmarked: not told (None).
 
 The record goes through the report channel of cxxgate/run.py (a file behind an inherited
 descriptor, only lines carrying the run's nonce kept), each line starting with a secret
@@ -70,7 +72,6 @@ def run(
         compile_seconds=float(params["compile_seconds"]),
         label="census test program",
     )
-    base = toolcall.compile_argv(spec, tree)
     tag, secret = secrets.token_hex(6), secrets.token_hex(16)
     hit = f"cxxgate_{tag}_hit"
     ids: dict[tuple[str, int], int] = {}
@@ -79,44 +80,52 @@ def run(
     work = Path(tempfile.mkdtemp(prefix=f"{tree.name[:12]}-run-", dir=scratch))
     out = Ran("")
     try:
-        objects: list[str] = []
-        for n, rel in enumerate(units):
-            inv = inventories.get(rel)
-            witnesses = inv.witnesses if inv is not None else []
-            folder = work / f"u{n}"
-            folder.mkdir()
-            original = tree / rel
+        # A copy of the tree with every file holding witnesses marked, headers included:
+        # the units compile from it, so a header's checks record themselves too.
+        copy = work / "trees" / tree.name
+        shutil.copytree(tree, copy, symlinks=True)
+        defs = [f"void {hit}(unsigned long) noexcept;\n"]
+        for n, rel in enumerate(sorted(r for r, inv in inventories.items() if inv.witnesses)):
+            witnesses = inventories[rel].witnesses
             spots = [survive.Spot(w.start, w.mark, w.close, w.end) for w in witnesses]
-            copy = folder / survive.copy_name(rel)
-            copy.write_bytes(survive.marked(original.read_bytes(), spots, tag))
-            defs = [f"void {hit}(unsigned long) noexcept;\n"]
+            (copy / rel).write_bytes(survive.marked((tree / rel).read_bytes(), spots, f"{tag}f{n}"))
             for i, w in enumerate(witnesses):
-                names = [f"cxxgate_{tag}_{letter}{i}" for letter in survive.MARKERS]
+                names = [f"cxxgate_{tag}f{n}_{letter}{i}" for letter in survive.MARKERS]
                 mark, close = "", ""
                 if recordable(w):
                     ids[rel, i] = len(ids)
+                    call = f"{hit}({ids[rel, i]}ul)"
                     if w.kind == "test":
-                        mark = f"{hit}({ids[rel, i]}ul);"
+                        mark = f"{call};"
                     else:
-                        mark, close = f"(static_cast<void>({hit}({ids[rel, i]}ul)),", ")"
+                        # Not while a constant expression is evaluated: a check in a
+                        # constexpr function stays a constant expression.
+                        mark = (
+                            "(static_cast<void>(__builtin_is_constant_evaluated() || "
+                            f"({call}, true)),"
+                        )
+                        close = ")"
                 defs += [f"#define {names[0]}\n", f"#define {names[1]} {mark}\n"]
                 defs += [f"#define {names[2]} {close}\n", f"#define {names[3]}\n"]
-            (folder / "cxxgate.run.h").write_text("".join(defs))
-            obj = f"u{n}/unit.o"
-            argv = [*base, "-w", "-c", "-iquote", str(original.parent)]
-            argv += [f"-fmacro-prefix-map={folder}=/census", "-include", "cxxgate.run.h"]
-            argv += ["-x", "c++", copy.name, "-o", "unit.o"]
+        (work / "h").mkdir()
+        header = work / "h" / "cxxgate.run.h"
+        header.write_text("".join(defs))
+        base = toolcall.compile_argv(spec, copy)
+        objects: list[str] = []
+        for n, rel in enumerate(units):
+            folder = work / f"u{n}"
+            folder.mkdir()
+            argv = [*base, "-w", "-c", "-include", str(header)]
+            argv += ["-x", "c++", str(copy / rel), "-o", "unit.o"]
             step = toolcall.tool_call(
-                layout, spec, "compile", str(original), argv, folder, read=[tree]
+                layout, spec, "compile", str(tree / rel), argv, folder, read=[copy, header.parent]
             )
             if step.timed_out or step.exit != 0:
-                first = diagnostics.first_error(diagnostics.parse(step, str(tree)))
+                first = diagnostics.first_error(diagnostics.parse(step, str(copy)))
                 why = first.brief() if first else ("timed out" if step.timed_out else "failed")
-                out.detail = (
-                    f"the test program does not build: {rel}: {why.replace(copy.name, rel)}"
-                )
+                out.detail = f"the test program does not build: {rel}: {why}"
                 return _none(out, inventories)
-            objects.append(obj)
+            objects.append(f"u{n}/unit.o")
         (work / "recorder.cpp").write_text(_recorder(hit, secret, len(ids), tag))
         shutil.copyfile(REPORT_UNIT, work / "report.cpp")
         # The report writer under a name of this build's (a candidate could call the
@@ -126,7 +135,7 @@ def run(
         argv += [*env.link_flags, "-s"]
         argv += ["-o", "tests"]
         step = toolcall.tool_call(
-            layout, spec, "link", "census test program", argv, work, read=[tree]
+            layout, spec, "link", "census test program", argv, work, read=[copy]
         )
         if step.timed_out or step.exit != 0 or not (work / "tests").exists():
             first = diagnostics.first_error(diagnostics.parse(step, str(tree)))

@@ -525,11 +525,10 @@ def _bind_and_run(
 ) -> None:
     """What each witness's calls bind to, and which witnesses ran (the case's test
     program, when it names one)."""
-    units = {rel: inv for rel, inv in inventories.items() if inv.witnesses}
-    bound = callees.bind(tree, params, units)
+    bound = callees.bind(tree, params, inventories)
     result["bind"] = bound.detail
     for rel, lists in bound.callees.items():
-        for w, found in zip(units[rel].witnesses, lists, strict=True):
+        for w, found in zip(inventories[rel].witnesses, lists, strict=True):
             w.callees = found
     if params.get("program") is None:
         result["execution"] = "no test program: execution not proven"
