@@ -562,6 +562,19 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
         },
         ["witness_unexecuted"],
     ),
+    # The header edited (so its code is not compared unit by unit) and, above its include,
+    # a macro that rewrites its check and keeps every call: the check as t.cpp sees it.
+    "header_context": (
+        {
+            "helpers.hpp": "// edited\n" + HELPERS,
+            "t.cpp": TESTS.replace(
+                '#include "helpers.hpp"',
+                '#include "lib.hpp"\n#define twice(x) twice(x) * 0 + 4\n'
+                '#include "helpers.hpp"\n#undef twice',
+            ),
+        },
+        ["witness_redefined"],
+    ),
     # The test's registration dropped: the test and every check in it never run.
     "unregistered": (
         {"t.cpp": TESTS.replace("TEST(T, Three)", "static void never()")},

@@ -344,6 +344,12 @@ def _redefined(r: Witness, n: Witness) -> str:
     renamed_test = r.kind == "test" and r.name != n.name  # its expansion holds its name
     if not renamed_test and r.expansion != n.expansion:
         return f"{n.text} expands to {n.expanded or '(not told)'}; the reference's to {r.expanded}"
+    unseen = sorted(set(n.contexts) - set(r.contexts))
+    if not renamed_test and unseen:
+        return (
+            f"{n.text} expands, in a unit that includes it, to code no unit of the reference "
+            "made of it (a macro defined above the #include)"
+        )
     if r.callees != n.callees:
         gone = sorted(set(r.callees) - set(n.callees)) or r.callees
         now = sorted(set(n.callees) - set(r.callees)) or n.callees

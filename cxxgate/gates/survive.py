@@ -154,6 +154,84 @@ def liveness(
     return out
 
 
+def contexts(
+    tree: Path,
+    files: dict[str, list[Spot]],
+    units: list[str],
+    env: Envelope,
+    include_dirs: tuple[str, ...],
+    compile_seconds: float,
+) -> dict[str, list[set[str]]]:
+    """What each witness expands to in each unit that reads its file (fingerprints): a
+    header's check as the units including it see it, with whatever they define above the
+    `#include`. The units are preprocessed from a copy of the tree where every file of
+    `files` is marked (its own tag), with `__LINE__` and the clock constant."""
+    layout = Layout(tree.parent.parent)
+    spec = CellSpec(
+        kind="syntax",
+        tree_key=tree.name,
+        units=(),
+        tree_sources=(),
+        include_dirs=include_dirs,
+        envelope=env,
+        compile_seconds=compile_seconds,
+        label="census preprocess in context",
+    )
+    scratch = layout.root / "scans" / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{tree.name[:12]}-ctx-", dir=scratch))
+    tag = secrets.token_hex(6)
+    order = sorted(files)
+    out: dict[str, list[set[str]]] = {rel: [set() for _ in files[rel]] for rel in order}
+    try:
+        copy = work / "trees" / tree.name
+        shutil.copytree(tree, copy, symlinks=True)
+        defs = list(_NEUTRAL)
+        for n, rel in enumerate(order):
+            ftag = f"{tag}x{n}"
+            (copy / rel).write_bytes(marked((tree / rel).read_bytes(), files[rel], ftag))
+            for i in range(len(files[rel])):
+                defs.append(f"#define {_marker(ftag, i, 's')} {_expansion(ftag, i, 's')}\n")
+                defs.append(f"#define {_marker(ftag, i)} {_expansion(ftag, i)}\n")
+                defs.append(f"#define {_marker(ftag, i, 'c')}\n")
+                defs.append(f"#define {_marker(ftag, i, 'e')} {_expansion(ftag, i, 'e')}\n")
+        (work / "h").mkdir()
+        header = work / "h" / "context.h"
+        header.write_text("".join(defs))
+        base = toolcall.compile_argv(spec, copy)
+        for k, unit in enumerate(units):
+            folder = work / f"u{k}"
+            folder.mkdir()
+            argv = [*_capped(), *base, "-w", "-E", "-include", str(header)]
+            argv += ["-x", "c++", str(copy / unit), "-o", "unit.i"]
+            step = toolcall.tool_call(
+                layout, spec, "compile", str(tree / unit), argv, folder, read=[copy, header.parent]
+            )
+            result = folder / "unit.i"
+            if step.timed_out or step.exit != 0 or not result.exists():
+                continue  # the liveness pass reports the unit the preprocessor rejects
+            text = result.read_bytes()
+            for n, rel in enumerate(order):
+                ftag = f"{tag}x{n}"
+                if _expansion(ftag, 0, "s").encode()[:-1] not in text:
+                    continue  # no marker of this file in this unit
+                for i in range(len(files[rel])):
+                    toks = _span(text, ftag, i, f"cxxgate_{tag}x")
+                    if toks is not None:
+                        out[rel][i].add(cppsource.fingerprint(toks))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+# What may differ between two spellings of one witness and is not the witness: where it
+# stands (a test moved to another file) and when it was compiled.
+_NEUTRAL = ["#undef __LINE__\n", "#define __LINE__ 0\n"] + [
+    f'#undef {m}\n#define {m} "?"\n'
+    for m in ("__FILE__", "__FILE_NAME__", "__BASE_FILE__", "__DATE__", "__TIME__", "__TIMESTAMP__")
+]
+
+
 def copy_name(rel: str) -> str:
     """A marked copy is named as its original (in a folder of its own): `__FILE__` reads
     the same in the reference's copy and the patched tree's."""
@@ -186,9 +264,7 @@ def _one(
     # moving a witness is not changing it. Two views, not one: `#if __LINE__ == 0` around
     # a witness must not make it live for the census and dead for the build.
     (work / "real.h").write_text("".join(markers))
-    neutral = ["#undef __LINE__\n", "#define __LINE__ 0\n"]
-    neutral += [f'#undef {m}\n#define {m} "?"\n' for m in ("__DATE__", "__TIME__", "__TIMESTAMP__")]
-    (work / "neutral.h").write_text("".join(neutral + markers))
+    (work / "neutral.h").write_text("".join(_NEUTRAL + markers))
     step, text = _preprocess(layout, spec, base, tree, rel, work, copy.name, "real.h", deps=True)
     if text is None:
         first = diagnostics.first_error(diagnostics.parse(step, str(tree)))
@@ -233,7 +309,7 @@ def _preprocess(
     return step, result.read_bytes()
 
 
-def _span(text: bytes, tag: str, i: int) -> list[str] | None:
+def _span(text: bytes, tag: str, i: int, prefix: str = "") -> list[str] | None:
     """The tokens the preprocessor made of witness i (between its start and end markers),
     with every marker of the file made neutral."""
     begin = _find(text, _expansion(tag, i, "s").encode(), 0)
@@ -244,7 +320,7 @@ def _span(text: bytes, tag: str, i: int) -> list[str] | None:
         return None
     span = _code(text[begin + len(_expansion(tag, i, "s")) : end])
     toks = cppsource.tokens(cppsource.parse(span).root_node)
-    prefix = f"cxxgate_{tag}_"
+    prefix = prefix or f"cxxgate_{tag}_"
     return [_spaceless(_unmarked(t, prefix)) for t in toks]
 
 
@@ -311,17 +387,14 @@ def _find(text: bytes, name: bytes, start: int) -> int:
 
 
 def _unmarked(tok: str, prefix: str) -> str:
-    """`tok` with each marker name (`<prefix><letters><digits>`) as `@<letters>`: their
-    numbers follow the file's witness order, which a patch may shift."""
+    """`tok` with each marker name (`<prefix>...`, to the end of the identifier) as `@`:
+    their numbers follow the file's witness order, which a patch may shift."""
     out, at = "", tok.find(prefix)
     while at >= 0:
         out += tok[:at] + "@"
         rest = tok[at + len(prefix) :]
         n = 0
-        while n < len(rest) and rest[n].isalpha():
-            n += 1
-        out += rest[:n]
-        while n < len(rest) and rest[n].isdigit():
+        while n < len(rest) and (rest[n].isalnum() or rest[n] == "_"):
             n += 1
         tok = rest[n:]
         at = tok.find(prefix)

@@ -76,6 +76,7 @@ class Witness:
     expansion: str = ""  # fingerprint of what the preprocessor made of it ("": not told)
     expanded: str = ""  # that expansion, shortened, for the message
     callees: list[str] = field(default_factory=list)  # what its calls bind to (callees.py)
+    contexts: list[str] = field(default_factory=list)  # its expansions in the units reading it
     ran: bool | None = None  # seen executing while the test program ran; None: not told
 
 
@@ -508,6 +509,20 @@ def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
                 result["read"].append(rel)
                 if inv.witnesses:
                     todo.append(rel)
+        marked = {rel: [spot(w) for w in inv.witnesses] for rel, inv in inventories.items()}
+        marked = {rel: spots for rel, spots in marked.items() if spots}
+        units = sorted(r for r in inventories if Path(r).suffix in UNITS)
+        seen = survive.contexts(
+            tree,
+            marked,
+            units,
+            env,
+            tuple(params["include_dirs"]),
+            float(params["compile_seconds"]),
+        )
+        for rel, sets in seen.items():
+            for w, fps in zip(inventories[rel].witnesses, sets, strict=True):
+                w.contexts = sorted(fps)
         _bind_and_run(tree, params, env, inventories, result)
     every = [inventories[rel] for rel in sorted(inventories)]
     result["witnesses"] = [asdict(w) for inv in every for w in inv.witnesses]
