@@ -34,6 +34,14 @@ REACHED = {
     "witness/early_return": "witness_disabled",
     "witness/attic": "witness_removed",
     "witness/dead_branch": "witness_disabled",
+    "witness/rename_function": "accept",
+    "witness/quiet_header": "witness_disabled",
+    "witness/public_macro": "witness_redefined",
+    "witness/helper_specialised": "witness_redefined",
+    "witness/framework_macro": "witness_redefined",
+    "witness/sizeof": "witness_unexecuted",
+    "witness/short_circuit": "witness_unexecuted",
+    "witness/local_struct": "witness_unexecuted",
 }
 
 
@@ -109,7 +117,11 @@ def test_renames_and_allowlisted_removals_are_listed(shipped: Grade) -> None:
     assert "renamed: TEST Stats.Median -> TEST Stats.MedianOfOddAndEvenCounts" in str(
         rename["evidence"]
     )
-    assert rename["summary"] == "19/19 witnesses kept; 1 renamed"
+    assert rename["summary"] == "22/22 witnesses kept; 1 renamed"
+    function = _result(shipped, "witness/rename_function")
+    assert "renamed: check_two -> check_two_value (tests/stats_plain.cpp)" in str(
+        function["evidence"]
+    )
     allowed = _result(shipped, "witness/allowlisted")
     assert "approved removal: TEST Stats.LegacyRounding" in str(allowed["evidence"])
     wrapper = _findings(shipped, "witness/wrapper")
@@ -240,8 +252,11 @@ def test_witness_macro_definitions_are_listed() -> None:
 def test_markers_go_where_the_scan_says() -> None:
     src = b"TEST(A, B) { EXPECT_EQ(f(x), 2); }"
     inv = witness.read("t.cpp", src, witness.Names())
-    out = survive.marked(src, [w.mark for w in inv.witnesses], "t")
-    assert out == b"TEST(A, B) { cxxgate_t_m0  EXPECT_EQ( cxxgate_t_m1 f(x), 2); }"
+    out = survive.marked(src, [witness.spot(w) for w in inv.witnesses], "t")
+    assert out == (
+        b" cxxgate_t_s0 TEST(A, B)  cxxgate_t_e0 { cxxgate_t_m0   cxxgate_t_s1 "
+        b"EXPECT_EQ( cxxgate_t_m1 f(x) cxxgate_t_c1 , 2) cxxgate_t_e1 ; }"
+    )
     assert cppsource.has_identifier(b"x = cxxgate_t_live1 + 1;", "cxxgate_t_live1")
     assert not cppsource.has_identifier(b'puts("cxxgate_t_live1");', "cxxgate_t_live1")
 
@@ -308,7 +323,7 @@ def test_weakened_in_place() -> None:
 
 def test_census_module_has_no_line_patterns() -> None:
     """The gate reads C++ with a parser: none of its modules compiles a regex."""
-    for module in ("census", "witness", "survive", "cppsource"):
+    for module in ("census", "witness", "survive", "cppsource", "callees", "executed"):
         text = (PROJECT / "cxxgate" / "gates" / f"{module}.py").read_text()
         assert "import re\n" not in text, module
 
@@ -331,6 +346,8 @@ def test_scan_asks_the_preprocessor(tmp_path: Path) -> None:
         "include_dirs": [],
         "compile_seconds": 60,
         "envelope": survive.envelope_params(env),
+        "clang": {"std": "c++20", "include_dirs": [], "defines": [], "system_dirs": []},
+        "program": None,
     }
     data = witness.scan(tree, params)
     assert [(w["macro"], w["live"]) for w in data["witnesses"]] == [
@@ -357,3 +374,291 @@ def test_an_allowance_that_names_nothing_fails_every_row() -> None:
     typo = Allow(test="S.Olde", reason="a typo approves nothing at all")
     checks = census._unused_allowances(ref, [typo, Allow(test="S.Old", reason="retired in task 7")])
     assert [(c.name, c.klass) for c in checks] == [("allow_removed[0]", "grammar_miss")]
+
+
+# ---- expansion, bindings and execution, on a small tree with real g++ ------------------
+
+FRAMEWORK = """#pragma once
+#include <cstdlib>
+namespace fw {
+using Fn = void (*)();
+int add(const char* name, Fn fn);
+bool report(bool ok, const char* what);
+template <class A, class B>
+bool eq(const A& a, const B& b, const char* what) { return report(std::abs(a - b) == 0, what); }
+}  // namespace fw
+#define TEST(s, n) static void s##_##n(); static int s##_##n##_r = ::fw::add(#s "." #n, s##_##n); \\
+  static void s##_##n()
+#define EXPECT_EQ(a, b) ::fw::eq((a), (b), #a " == " #b)
+"""
+MAIN = """#include "fw.hpp"
+#include <cstdio>
+namespace { fw::Fn tests[64]; int count = 0; int failed = 0; }
+int fw::add(const char*, Fn fn) { tests[count++] = fn; return count; }
+bool fw::report(bool ok, const char* what) {
+  if (!ok) { std::printf("failed: %s\\n", what); ++failed; }
+  return ok;
+}
+int main() { for (int i = 0; i < count; ++i) tests[i](); return failed != 0; }
+"""
+TESTS = """#include "fw.hpp"
+#include "helpers.hpp"
+static void check_two() { EXPECT_EQ(twice(1), 2); }
+TEST(T, Two) {
+  check_two();
+  check_four();
+}
+TEST(T, Three) {
+  EXPECT_EQ(twice(3), 6);
+  EXPECT_EQ(twice(4), 8);
+}
+static_assert(sizeof(int) >= 2);
+"""
+LIB = "#pragma once\ninline int twice(int x) { return 2 * x; }\n"
+# Checks in a header: a helper the tests call, and an assert in a constexpr function that
+# a static_assert evaluates (its marker must stay a constant expression).
+HELPERS = """#pragma once
+#include <cassert>
+#include "fw.hpp"
+#include "lib.hpp"
+inline void check_four() { EXPECT_EQ(twice(2), 4); }
+constexpr int half(int x) {
+  assert(x % 2 == 0);
+  return x / 2;
+}
+static_assert(half(4) == 2);
+"""
+FORGER = """
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+static int forged = [] {
+  const char* fds = std::getenv("CXXGATE_REPORT_FDS");
+  int fd = fds ? std::atoi(std::strchr(fds, ',') ? std::strchr(fds, ',') + 1 : fds) : 1;
+  for (int i = 0; i < 8; ++i) {
+    char line[32];
+    int n = std::snprintf(line, sizeof line, "%d\\n", i);
+    (void)!write(fd, line, n);
+    std::printf("%s", line);
+    std::fprintf(stderr, "%s", line);
+  }
+  return 0;
+}();
+"""
+SMALL = {
+    "fw.hpp": FRAMEWORK,
+    "main.cpp": MAIN,
+    "t.cpp": TESTS,
+    "helpers.hpp": HELPERS,
+    "include/lib.hpp": LIB,
+}
+
+# Each variant of the small tree, and the classes the census must give it.
+VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
+    "renamed_function": (
+        {"t.cpp": TESTS.replace("check_two", "check_two_value")},
+        [],
+    ),
+    # A header outside `files:` (sub/) that the test reads: its EXPECT_EQ is another one.
+    "quiet_header": (
+        {
+            "sub/quiet.hpp": "#undef EXPECT_EQ\n#define EXPECT_EQ(a, b) ((void)(a), true)\n",
+            "t.cpp": TESTS.replace(
+                '#include "helpers.hpp"', '#include "helpers.hpp"\n#include "sub/quiet.hpp"'
+            ),
+        },
+        ["witness_disabled"] * 2 + ["witness_redefined"] * 3,  # #undef, #define; 3 checks
+    ),
+    # No witness name anywhere: a public header rewrites the checked call.
+    "public_macro": (
+        {"include/lib.hpp": LIB + "#define twice(x) (2 * (x))\n"},
+        # its 4 checks; t.cpp and helpers.hpp, unchanged, read otherwise (helpers.hpp in
+        # both units that read it)
+        ["witness_redefined"] * 7,
+    ),
+    "specialised": (
+        {
+            "t.cpp": TESTS.replace(
+                '#include "helpers.hpp"',
+                "template <> bool fw::eq<int, int>(const int&, const int&, const char*) "
+                '{ return true; }\n#include "helpers.hpp"',
+            )
+        },
+        # the 3 checks of t.cpp, and helpers.hpp's as t.cpp sees it
+        ["witness_redefined"] * 4,
+    ),
+    # The same, in the helper's own file: the declaration it binds to is another one.
+    "specialised_in_place": (
+        {
+            "fw.hpp": FRAMEWORK.replace(
+                "#define TEST",
+                "template <> inline bool fw::eq<int, int>(const int&, const int&, const char*) "
+                "{ return true; }\n#define TEST",
+            )
+        },
+        ["witness_redefined"] * 4,  # helpers.hpp's check too
+    ),
+    "sizeof": (
+        {
+            "t.cpp": TESTS.replace(
+                "EXPECT_EQ(twice(3), 6);", "(void)sizeof(EXPECT_EQ(twice(3), 6));"
+            )
+        },
+        ["witness_unexecuted"],
+    ),
+    # The same, and a static initialiser writes id lines wherever a report could go: the
+    # report descriptor (it is named in the environment), stdout, stderr.
+    "sizeof_forged": (
+        {
+            "t.cpp": TESTS.replace(
+                "EXPECT_EQ(twice(3), 6);", "(void)sizeof(EXPECT_EQ(twice(3), 6));"
+            )
+            + FORGER
+        },
+        ["witness_unexecuted"],
+    ),
+    "short_circuit": (
+        {"t.cpp": TESTS.replace("EXPECT_EQ(twice(4), 8);", "twice(0) && EXPECT_EQ(twice(4), 8);")},
+        ["witness_unexecuted"],
+    ),
+    "uncalled_member": (
+        {
+            "t.cpp": TESTS.replace(
+                "  EXPECT_EQ(twice(3), 6);\n",
+                "  struct L { static void f() { EXPECT_EQ(twice(3), 6); } };\n",
+            )
+        },
+        ["witness_unexecuted"],
+    ),
+    # A macro above the framework's header rewrites the helper's body, not the witnesses.
+    "framework_macro": (
+        {"t.cpp": "#include <cstdlib>\n#define abs(x) abs(0)\n" + TESTS},
+        ["witness_redefined"],
+    ),
+    # The same macro, with the tests moved to a new unit: no unit of the reference reads
+    # fw.hpp that way.
+    "framework_macro_moved": (
+        {"t.cpp": "", "u.cpp": "#include <cstdlib>\n#define abs(x) abs(0)\n" + TESTS},
+        ["witness_redefined"],
+    ),
+    # The static_assert kept only where `__LINE__` is 0, as in the census's expansion view:
+    # liveness is the compiler's own view.
+    "line_zero": (
+        {
+            "t.cpp": TESTS.replace(
+                "static_assert(sizeof(int) >= 2);",
+                "#if __LINE__ == 0\nstatic_assert(sizeof(int) >= 2);\n#endif",
+            )
+        },
+        ["witness_disabled"],
+    ),
+    # The header's check put under sizeof: headers are marked in the program's tree too.
+    "header_sizeof": (
+        {
+            "helpers.hpp": HELPERS.replace(
+                "{ EXPECT_EQ(twice(2), 4); }", "{ (void)sizeof(EXPECT_EQ(twice(2), 4)); }"
+            )
+        },
+        ["witness_unexecuted"],
+    ),
+    # The header edited (so its code is not compared unit by unit) and, above its include,
+    # a macro that rewrites its check and keeps every call: the check as t.cpp sees it.
+    "header_context": (
+        {
+            "helpers.hpp": "// edited\n" + HELPERS,
+            "t.cpp": TESTS.replace(
+                '#include "helpers.hpp"',
+                '#include "lib.hpp"\n#define twice(x) twice(x) * 0 + 4\n'
+                '#include "helpers.hpp"\n#undef twice',
+            ),
+        },
+        ["witness_redefined"],
+    ),
+    # The test's registration dropped: the test and every check in it never run.
+    "unregistered": (
+        {"t.cpp": TESTS.replace("TEST(T, Three)", "static void never()")},
+        ["witness_removed"],
+    ),
+}
+
+
+def _small_params() -> dict[str, object]:
+    from cxxgate.gates import ledger
+
+    tc = identify("gcc", "g++", "gcc")
+    env = Envelope("gcc", tc, "c++20", ("-O0", "-Wall", "-Werror"), (), (), ())
+    return {
+        "prefixes": [],
+        "ignore": [],
+        "files": ["/*.cpp", "/*.hpp", "include/"],  # not sub/: the scan follows what units read
+        "include_dirs": ["include"],
+        "compile_seconds": 60,
+        "envelope": survive.envelope_params(env),
+        "clang": {
+            "std": "c++20",
+            "include_dirs": ["include"],
+            "defines": [],
+            "system_dirs": list(ledger.system_dirs(tc.path or "g++", "c++20")),
+        },
+        "program": {
+            "units": ["*.cpp"],
+            "args": [],
+            "sources": [],
+            "run_seconds": 10,
+            "output_bytes": 1 << 16,
+            "memory_mib": 1024,
+            "file_mib": 16,
+            "processes": 16,
+        },
+    }
+
+
+def _small_scan(root: Path, name: str, files: dict[str, str]) -> dict[str, object]:
+    tree = root / "trees" / name
+    for rel, text in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    return witness.scan(tree, _small_params())
+
+
+@pytest.fixture(scope="module")
+def small_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    root = tmp_path_factory.mktemp("small")
+    return root, _small_scan(root, "reference", SMALL)
+
+
+def test_the_reference_program_runs_every_witness(
+    small_reference: tuple[Path, dict[str, object]],
+) -> None:
+    _, ref = small_reference
+    assert ref["execution"] == ""
+    rows = [(w["text"], w["live"], w["ran"], bool(w["callees"])) for w in ref["witnesses"]]  # type: ignore[attr-defined]
+    assert rows == [
+        ("EXPECT_EQ(twice(2), 4)", True, True, True),
+        ("assert(x%2 == 0)", True, False, False),  # only in a constant expression
+        ("static_assert(half(4) == 2);", True, None, True),
+        ("EXPECT_EQ(twice(1), 2)", True, True, True),
+        ("TEST T.Two", True, True, True),
+        ("TEST T.Three", True, True, True),
+        ("EXPECT_EQ(twice(3), 6)", True, True, True),
+        ("EXPECT_EQ(twice(4), 8)", True, True, True),
+        ("static_assert(sizeof(int) >= 2);", True, None, False),
+    ]
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_variants_of_the_small_tree(
+    small_reference: tuple[Path, dict[str, object]], variant: str
+) -> None:
+    root, ref = small_reference
+    changes, expected = VARIANTS[variant]
+    new = _small_scan(root, variant, SMALL | changes)
+    found = census.compare(ref, new, [])
+    assert sorted(k for k, _ in found.findings) == sorted(expected), [
+        (k, f.message) for k, f in found.findings
+    ]
+    if variant == "quiet_header":
+        assert new["read"] == ["sub/quiet.hpp"]
+    if variant == "renamed_function":
+        assert found.renames == ["check_two -> check_two_value (t.cpp)"]

@@ -2,35 +2,49 @@
 
 The witnesses of the reference tree and of the patched tree (cxxgate/gates/witness.py:
 GoogleTest and Catch2 tests, `ASSERT_*`/`EXPECT_*`/`REQUIRE*`/`CHECK*`, `static_assert`,
-`assert(`, and the case's own prefixes), read by a C++ parser and asked of the preprocessor
-with the case's envelope, are compared key by key. Additions never score. Classes, most
-severe first:
+`assert(`, and the case's own prefixes), read by a C++ parser in the case's `files` and in
+every tree file their preprocessing read, asked of the preprocessor with the case's
+envelope (survive.py), bound by libclang (callees.py) and run in the case's test program
+(executed.py), are compared key by key. Additions never score. Classes, most severe first:
 
-| class            | meaning                                                           |
-| ---------------- | ----------------------------------------------------------------- |
-| grammar_miss     | a witness-like name the census cannot key (a wrapper macro, a     |
-|                  | witness passed as an argument or pasted, an unreadable span):     |
-|                  | fail closed                                                       |
-| witness_removed  | a test or an assertion of the reference is gone; a test renamed   |
-|                  | with its body unchanged is a rename, not a removal                |
-| witness_disabled | still in the source, gone after preprocessing (`#if 0`, an        |
-|                  | `#ifdef` never defined, NDEBUG before <cassert>, a witness macro  |
-|                  | redefined to nothing); a test that gains a `return`, `throw`,     |
-|                  | `goto` or `exit()`; a check put under other control flow (`if     |
-|                  | (false)`, a lambda never called); every definition or `#undef`    |
-|                  | of a witness macro (or of NDEBUG) the reference does not have     |
-| witness_weakened | an assertion's arguments changed in place (`EXPECT_EQ(f(x), 42)`  |
-|                  | -> `EXPECT_TRUE(true)`, a tolerance widened)                      |
-| accept           | every witness of the reference is there, live and unchanged       |
+| class              | meaning                                                         |
+| ------------------ | --------------------------------------------------------------- |
+| grammar_miss       | a witness-like name the census cannot key (a wrapper macro, a   |
+|                    | witness passed as an argument or pasted, an unreadable span):   |
+|                    | fail closed                                                     |
+| witness_removed    | a test or an assertion of the reference is gone; a test or a    |
+|                    | plain function renamed with its checks unchanged is a rename    |
+| witness_disabled   | still in the source, gone after preprocessing (`#if 0`, an      |
+|                    | `#ifdef` never defined, NDEBUG before <cassert>, a witness      |
+|                    | macro redefined to nothing); a test that gains a `return`,      |
+|                    | `throw`, `goto` or `exit()`; a check put under other control    |
+|                    | flow (`if (false)`, a lambda never called); every definition or |
+|                    | `#undef` of a witness macro (or of NDEBUG) the reference does   |
+|                    | not have                                                        |
+| witness_redefined  | kept in the source, but not the reference's: the preprocessor   |
+|                    | expands it to other tokens (a witness macro redefined in any    |
+|                    | header the unit reads, a macro rewriting a name in its          |
+|                    | arguments), or a call it makes binds elsewhere (the comparison  |
+|                    | helper specialised or overloaded)                               |
+| witness_unexecuted | the reference's ran in the test program and this one did not    |
+|                    | (`sizeof(CHECK(..))`, `cond && CHECK(..)`, a member nobody      |
+|                    | calls): seen by a marker that records it when it is evaluated   |
+| witness_weakened   | an assertion's arguments changed in place (`EXPECT_EQ(f(x), 42)`|
+|                    | -> `EXPECT_TRUE(true)`, a tolerance widened)                    |
+| accept             | every witness of the reference is there, live, unchanged, and   |
+|                    | ran where the reference's ran                                   |
 
-`allow_removed` in the case approves named removals (a test, or a macro within it), each
-with its reason; approved removals and renames are listed in the result's evidence.
+A case without a test program (`program:`), or whose reference program runs no witness, is
+`incomplete`: execution is never assumed. `allow_removed` in the case approves named
+removals (a test, or a macro within it), each with its reason; approved removals and
+renames are listed in the result's evidence.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from importlib.metadata import version
 from typing import Any
 
 from pydantic import Field
@@ -38,7 +52,7 @@ from pydantic import Field
 from cxxgate import codehash
 from cxxgate.cellspec import COMPILE_CODE
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates import survive, witness
+from cxxgate.gates import executed, ledger, survive, witness
 from cxxgate.gates.cppsource import parser_id
 from cxxgate.gates.witness import Witness
 from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
@@ -46,7 +60,14 @@ from cxxgate.scan import ScanResult, ScanSpec
 from cxxgate.yamlfile import Strict
 
 NAME = "census"
-SEVERITY = ("grammar_miss", "witness_removed", "witness_disabled", "witness_weakened")
+SEVERITY = (
+    "grammar_miss",
+    "witness_removed",
+    "witness_disabled",
+    "witness_redefined",
+    "witness_unexecuted",
+    "witness_weakened",
+)
 
 
 class Allow(Strict):
@@ -56,8 +77,18 @@ class Allow(Strict):
     reason: str = Field(min_length=10)
 
 
+class Program(Strict):
+    """The test program whose run proves each witness executed (cxxgate/gates/executed.py):
+    these units of the tree (one holds `main`; gitignore-style globs, so a test the patch
+    adds is in) and the case's `sources`, built from marked copies."""
+
+    units: list[str] = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+
+
 class Config(Strict):
     envelope: str | None = None
+    program: Program | None = None
     files: list[str] = Field(default_factory=lambda: ["*"])  # gitignore-style, C++ files
     prefixes: list[str] = Field(default_factory=list)  # e.g. GOLDEN: GOLDEN_* are checks
     ignore: list[str] = Field(default_factory=list)  # witness-like names that are not
@@ -76,8 +107,32 @@ def plan(ctx: Context) -> Plan:
         "compile_seconds": ctx.case.spec.limits.compile_seconds,
         "parser": parser_id(),
         # How the preprocessor is called (argv, sandbox) shapes the liveness it reports.
-        "harness": codehash.of_modules(*COMPILE_CODE),
+        "harness": codehash.of_modules(*COMPILE_CODE, "run", "process", "sandbox"),
+        "report_unit": codehash.of_text(executed.REPORT_UNIT.read_bytes()),
+        "clang": {
+            "std": env.std,
+            "include_dirs": list(ctx.case.spec.include_dirs),
+            "defines": [f"-D{d}" for d in env.defines]
+            + [f for f in env.flags if f.startswith(("-D", "-U"))],
+            "system_dirs": list(ledger.system_dirs(env.toolchain.path, env.std))
+            if env.toolchain.path
+            else [],
+            "libclang": version("libclang"),
+        },
+        "program": None,
     }
+    if cfg.program is not None:
+        limits = ctx.case.spec.limits
+        params["program"] = {
+            "units": cfg.program.units,
+            "args": cfg.program.args,
+            "sources": list(ctx.case.spec.sources),
+            "run_seconds": limits.run_seconds,
+            "output_bytes": limits.output_bytes,
+            "memory_mib": limits.memory_mib,
+            "file_mib": limits.file_mib,
+            "processes": limits.processes,
+        }
     out = Plan()
     for name, key in (("reference", ctx.reference_tree_key), ("patched", ctx.tree_key)):
         out.scans[name] = ScanSpec.of(key, witness.scan, params, label=f"{NAME} inventory")
@@ -107,6 +162,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     found = compare(ref.data, new.data, cfg.allow_removed)
     checks = [Check(f"{f.path}:{f.line}", False, klass, f.message) for klass, f in found.findings]
     checks += _unused_allowances(ref, cfg.allow_removed)
+    checks += _execution(ref.data, new.data)
     for file, detail in sorted(new.data["preprocess"].items()):
         if detail:
             checks.append(Check(f"preprocess {file}", False, "witness_disabled", detail))
@@ -150,6 +206,8 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         pairs.append((r, twin))
         renamed[r.file, r.name] = (twin.file, twin.name)
         out.renames.append(f"{r.text} -> {twin.text} ({twin.file}:{twin.line})")
+
+    _rename_functions(before, after, renamed, out)
 
     def moved(w: Witness) -> tuple[str, str]:
         for (file, name), target in renamed.items():
@@ -233,6 +291,31 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
                 dead_tests.append(n)
         elif id(n) in unchanged and id(n) not in flagged:
             out.kept += 1
+    for r, n in pairs:
+        if id(n) in flagged or r.live is not True or n.live is not True:
+            continue
+        problem = _redefined(r, n)
+        if problem:
+            report("witness_redefined", r, n, problem)
+            flagged.add(id(n))
+            out.kept -= id(n) in unchanged
+    not_run: list[Witness] = []
+    for r, n in pairs:
+        if id(n) in flagged or r.ran is not True or n.ran is True or n.live is not True:
+            continue
+        if any(n.file == t.file and _under(n.test, t.name) for t in not_run):
+            out.kept -= id(n) in unchanged
+            continue  # one finding for the test that holds it
+        told = "did not run" if n.ran is False else "cannot be shown to run (no marker ran)"
+        report(
+            "witness_unexecuted",
+            r,
+            n,
+            f"{n.text} {told} while the test program ran; the reference's did",
+        )
+        out.kept -= id(n) in unchanged
+        if n.kind == "test":
+            not_run.append(n)
     for m in _new_macros(ref["macros"], new["macros"]):
         what = f"#undef {m['name']}" if m["kind"] == "undef" else f"#define {m['name']}{m['text']}"
         message = f"{what} redefines a witness macro the reference defines otherwise or not at all"
@@ -241,6 +324,8 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         out.findings.append(
             ("witness_disabled", Finding("witness_disabled", message, m["file"], m["line"]))
         )
+    for file, message in _rewritten(ref.get("regions", {}), new.get("regions", {})):
+        out.findings.append(("witness_redefined", Finding("witness_redefined", message, file, 1)))
     for miss in new["misses"]:
         message = f"{miss['name']}: {miss['why']}; the census cannot key it"
         out.findings.append(
@@ -250,6 +335,80 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
             )
         )
     return out
+
+
+def _redefined(r: Witness, n: Witness) -> str:
+    """Why a witness kept in the source is not the reference's after all: the preprocessor
+    makes something else of it (a macro redefined in a header, one that rewrites a name in
+    its arguments), or its calls bind elsewhere (a specialised or overloaded helper)."""
+    renamed_test = r.kind == "test" and r.name != n.name  # its expansion holds its name
+    if not renamed_test and r.expansion != n.expansion:
+        return f"{n.text} expands to {n.expanded or '(not told)'}; the reference's to {r.expanded}"
+    unseen = sorted(set(n.contexts) - set(r.contexts))
+    if not renamed_test and unseen:
+        return (
+            f"{n.text} expands, in a unit that includes it, to code no unit of the reference "
+            "made of it (a macro defined above the #include)"
+        )
+    if r.callees != n.callees:
+        gone = sorted(set(r.callees) - set(n.callees)) or r.callees
+        now = sorted(set(n.callees) - set(r.callees)) or n.callees
+        now_text, gone_text = ", ".join(now) or "nothing", ", ".join(gone)
+        return f"{n.text} calls {now_text} where the reference's calls {gone_text}"
+    return ""
+
+
+def _rewritten(
+    before: dict[str, dict[str, dict[str, str]]], after: dict[str, dict[str, dict[str, str]]]
+) -> list[tuple[str, str]]:
+    """Tree files the patch left alone whose code reads, in some unit, as it read in no
+    unit of the reference: a macro defined before them (`#define report(...) true` above
+    the framework's header) rewrites them. Across units, not unit by unit: a test moved to
+    a new file must not take the macro with it unseen."""
+    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for files in before.values():
+        for file, was in files.items():
+            seen[file, was["sha"]].add(was["fp"])
+    out = []
+    for unit, files in sorted(after.items()):
+        for file, now in sorted(files.items()):
+            known = seen.get((file, now["sha"]))
+            if known and now["fp"] not in known:
+                message = (
+                    f"{file} is unchanged but preprocesses to other code in {unit} than in "
+                    "any unit of the reference: a macro defined before it rewrites it"
+                )
+                out.append((file, message))
+    return out
+
+
+def _rename_functions(
+    before: list[Witness],
+    after: list[Witness],
+    renamed: dict[tuple[str, str], tuple[str, str]],
+    out: Census,
+) -> None:
+    """A plain function (`fn:check_two`) gone from a file, whose checks are all found,
+    unchanged, in a function the reference does not have: a rename, like a test's."""
+
+    def groups(ws: list[Witness]) -> dict[tuple[str, str], list[tuple[str, str]]]:
+        got: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+        for w in ws:
+            if w.kind != "test" and w.test.startswith("fn:"):
+                got[w.file, w.test].append((w.kind, w.fp))
+        return got
+
+    old, new = groups(before), groups(after)
+    fresh = {k: sorted(v) for k, v in new.items() if k not in old}
+    for key, checks in sorted(old.items()):
+        if key in new or key in renamed:
+            continue
+        twin = next((k for k, v in fresh.items() if v == sorted(checks)), None)
+        if twin is None:
+            continue
+        del fresh[twin]
+        renamed[key] = twin
+        out.renames.append(f"{key[1][3:]} -> {twin[1][3:]} ({twin[0]})")
 
 
 def _under(test: str, name: str) -> bool:
@@ -289,6 +448,17 @@ def _new_macros(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> li
         else:
             out.append(m)
     return out
+
+
+def _execution(ref: dict[str, Any], new: dict[str, Any]) -> list[Check]:
+    """Whether execution was proven at all: without a test program, or when the
+    reference's did not run, no witness can be shown to run (never a silent pass)."""
+    ran = [w for w in ref["witnesses"] if w.get("ran") is True]
+    detail = ref.get("execution", "")
+    if not ran:
+        why = detail or "no witness of the reference ran"
+        return [Check("execution", False, VACUOUS, f"reference: {why}", incomplete=True)]
+    return []
 
 
 def _unused_allowances(ref: ScanResult, allow: list[Allow]) -> list[Check]:

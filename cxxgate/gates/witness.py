@@ -23,7 +23,9 @@ from typing import Any
 
 from tree_sitter import Node
 
-from cxxgate.gates import cppsource, survive
+from cxxgate import codehash
+from cxxgate.envelope import Envelope
+from cxxgate.gates import callees, cppsource, executed, survive
 
 TEST_DEFINITIONS = frozenset({"TEST", "TEST_F", "TEST_P", "TYPED_TEST", "TYPED_TEST_P"})
 TEST_CALLS = frozenset({"TEST_CASE", "TEST_CASE_METHOD", "SECTION"})
@@ -66,6 +68,16 @@ class Witness:
     exits: int = 0  # a test's ways out of its body: return, throw, goto, exit()...
     guard: str = ""  # the control flow around a check within its test: `if (false)`, a lambda
     live: bool | None = None  # after preprocessing; None: could not be told
+    # Byte offsets of the witness's own text (a test: up to its body) and of the end of a
+    # check's first argument (-1: none), where survive.py and executed.py put markers.
+    start: int = 0
+    end: int = 0
+    close: int = -1
+    expansion: str = ""  # fingerprint of what the preprocessor made of it ("": not told)
+    expanded: str = ""  # that expansion, shortened, for the message
+    callees: list[str] = field(default_factory=list)  # what its calls bind to (callees.py)
+    contexts: list[str] = field(default_factory=list)  # its expansions in the units reading it
+    ran: bool | None = None  # seen executing while the test program ran; None: not told
 
 
 @dataclass
@@ -199,15 +211,10 @@ class _Reader:
         else:
             kind = "assert" if macro == "assert" else "check"
             where = frame.test or frame.func
-            _add(
-                self.inv,
-                kind,
-                macro,
-                frame.node,
-                where,
-                cppsource.tokens(args),
-                args.start_byte + 1,
-            )
+            first = next((a for a in args.named_children if a.type != "comment"), None)
+            close = first.end_byte if first is not None else -1
+            toks = cppsource.tokens(args)
+            _add(self.inv, kind, macro, frame.node, where, toks, args.start_byte + 1, close=close)
 
     def children(self, frame: _Frame, inner: _Frame) -> list[_Frame]:
         """The children's frames; a Catch2 `TEST_CASE(...)` or `SECTION(...)` statement
@@ -246,25 +253,49 @@ def _add(
     mark: int,
     name: str = "",
     exits: int = 0,
+    close: int = -1,
 ) -> None:
     """A witness; a test (`name` given) is fingerprinted by its body alone, so a renamed
-    test keeps its fingerprint."""
+    test keeps its fingerprint. Its span is its own text: a test's up to its body."""
     row, col = node.start_point
     if name:
         fp, text = cppsource.fingerprint(toks), f"{macro} {name}"
         inv.witnesses.append(
-            Witness(kind, macro, inv.file, row + 1, col + 1, test, fp, text, mark, name, exits)
+            Witness(
+                kind,
+                macro,
+                inv.file,
+                row + 1,
+                col + 1,
+                test,
+                fp,
+                text,
+                mark,
+                name,
+                exits,
+                start=node.start_byte,
+                end=mark - 1,
+            )
         )
         return
-    else:
-        fp, text = cppsource.fingerprint([macro, *toks]), cppsource.shown([macro, *toks])
-        guard = " / ".join(_guards(node))
-        inv.witnesses.append(
-            Witness(kind, macro, inv.file, row + 1, col + 1, test, fp, text, mark, guard=guard)
-        )
-        return
+    fp, text = cppsource.fingerprint([macro, *toks]), cppsource.shown([macro, *toks])
+    guard = " / ".join(_guards(node))
     inv.witnesses.append(
-        Witness(kind, macro, inv.file, row + 1, col + 1, test, fp, text, mark, name)
+        Witness(
+            kind,
+            macro,
+            inv.file,
+            row + 1,
+            col + 1,
+            test,
+            fp,
+            text,
+            mark,
+            guard=guard,
+            start=node.start_byte,
+            end=node.end_byte,
+            close=close,
+        )
     )
 
 
@@ -420,28 +451,105 @@ def _undef(inv: FileInventory, node: Node, names: Names) -> None:
 # ---- the scan ------------------------------------------------------------------------
 
 
+UNITS = frozenset({".cpp", ".cc", ".cxx", ".c++"})
+
+
+def spot(w: Witness) -> survive.Spot:
+    return survive.Spot(w.start, w.mark, w.close, w.end)
+
+
 def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """The census scan of one tree: every witness, keyed, with its liveness after
-    preprocessing with the case's envelope (see survive.py)."""
+    """The census scan of one tree: every witness, keyed, with its liveness and its
+    expansion after preprocessing with the case's envelope (see survive.py), what its calls
+    bind to (callees.py), and whether it ran in the test program (executed.py).
+
+    The files read are the case's `files` and, whatever their name, every file of the tree
+    their preprocessing read (a header the patch adds under a folder `files` leaves out)."""
     names = Names.of(params["prefixes"], params["ignore"])
     files = cppsource.select(tree, params["files"])
-    inventories = [read(rel, (tree / rel).read_bytes(), names) for rel in files]
+    inventories = {rel: read(rel, (tree / rel).read_bytes(), names) for rel in files}
     env = survive.envelope_from(params["envelope"])
     result: dict[str, Any] = {"files": files, "preprocess": {}, "toolchain_missing": ""}
+    result["read"] = []
+    result["regions"] = {}
     if env.toolchain.path is None:
         result["toolchain_missing"] = f"compiler {env.toolchain.command!r} is not installed"
     else:
-        marks = {inv.file: [w.mark for w in inv.witnesses] for inv in inventories if inv.witnesses}
-        outcome = survive.liveness(
-            tree, marks, env, tuple(params["include_dirs"]), float(params["compile_seconds"])
-        )
-        for inv in inventories:
-            if inv.file in outcome:
-                live = outcome[inv.file]
-                result["preprocess"][inv.file] = live.detail
-                for w, flag in zip(inv.witnesses, live.live, strict=True):
+        todo = [
+            rel for rel, inv in inventories.items() if inv.witnesses or Path(rel).suffix in UNITS
+        ]
+        rounds = 0
+        while todo and rounds < 8:  # an include chain grows by one file per round at worst
+            rounds += 1
+            spots = {rel: [spot(w) for w in inventories[rel].witnesses] for rel in todo}
+            outcome = survive.liveness(
+                tree, spots, env, tuple(params["include_dirs"]), float(params["compile_seconds"])
+            )
+            fresh: set[str] = set()
+            for rel in todo:
+                live = outcome[rel]
+                result["preprocess"][rel] = live.detail
+                inv = inventories[rel]
+                expansions = live.expansions or [None] * len(inv.witnesses)
+                for w, flag, xp in zip(inv.witnesses, live.live, expansions, strict=True):
                     w.live = flag
-    result["witnesses"] = [asdict(w) for inv in inventories for w in inv.witnesses]
-    result["macros"] = [asdict(m) for inv in inventories for m in inv.macros]
-    result["misses"] = [asdict(m) for inv in inventories for m in inv.misses]
+                    if xp is not None:
+                        w.expansion = cppsource.fingerprint(xp)
+                        w.expanded = cppsource.shown(xp)
+                fresh.update(d for d in live.deps if d not in inventories)
+                result["regions"][rel] = {
+                    f: {"sha": codehash.of_text((tree / f).read_bytes()), "fp": fp}
+                    for f, fp in sorted(live.regions.items())
+                    if (tree / f).is_file()
+                }
+            todo = []
+            for rel in sorted(fresh):
+                inv = read(rel, (tree / rel).read_bytes(), names)
+                inventories[rel] = inv
+                result["read"].append(rel)
+                if inv.witnesses:
+                    todo.append(rel)
+        marked = {rel: [spot(w) for w in inv.witnesses] for rel, inv in inventories.items()}
+        marked = {rel: spots for rel, spots in marked.items() if spots}
+        units = sorted(r for r in inventories if Path(r).suffix in UNITS)
+        seen = survive.contexts(
+            tree,
+            marked,
+            units,
+            env,
+            tuple(params["include_dirs"]),
+            float(params["compile_seconds"]),
+        )
+        for rel, sets in seen.items():
+            for w, fps in zip(inventories[rel].witnesses, sets, strict=True):
+                w.contexts = sorted(fps)
+        _bind_and_run(tree, params, env, inventories, result)
+    every = [inventories[rel] for rel in sorted(inventories)]
+    result["witnesses"] = [asdict(w) for inv in every for w in inv.witnesses]
+    result["macros"] = [asdict(m) for inv in every for m in inv.macros]
+    result["misses"] = [asdict(m) for inv in every for m in inv.misses]
     return result
+
+
+def _bind_and_run(
+    tree: Path,
+    params: dict[str, Any],
+    env: Envelope,
+    inventories: dict[str, FileInventory],
+    result: dict[str, Any],
+) -> None:
+    """What each witness's calls bind to, and which witnesses ran (the case's test
+    program, when it names one)."""
+    bound = callees.bind(tree, params, inventories)
+    result["bind"] = bound.detail
+    for rel, lists in bound.callees.items():
+        for w, found in zip(inventories[rel].witnesses, lists, strict=True):
+            w.callees = found
+    if params.get("program") is None:
+        result["execution"] = "no test program: execution not proven"
+        return
+    ran = executed.run(tree, params, env, inventories)
+    result["execution"] = ran.detail
+    for rel, flags in ran.ran.items():
+        for w, flag in zip(inventories[rel].witnesses, flags, strict=True):
+            w.ran = flag
