@@ -44,6 +44,8 @@ class Library:
         self.elsewhere: set[str] = set()  # cases another shard grades (shard=I/N)
         self.rows_of: dict[str, list[Row]] = {}
         self.references: dict[str, tuple[Row, Row | None]] = {}  # reference row, base row
+        # The batch as a shard saw it (merge.py compares them); empty when loading stopped.
+        self.manifest: dict[str, object] = {}
         try:
             self._load()
         except OSError as exc:
