@@ -17,7 +17,7 @@ PLACES = 3  # oracle places kept per value: enough to find it, short enough to r
 TEXT_SHOWN = 60
 # Bytes of a binary data file read (leak_bytes.py); a larger one leaves the check
 # incomplete (`oversize`), never silently green.
-DATA_LIMIT = 1 << 20
+DATA_LIMIT = 1 << 18
 
 
 def sources(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
