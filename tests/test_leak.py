@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import SHIPPED, Grade, case_library, run_grade
 
-from cxxgate.gates import cppsource, leak, leak_gimple, literals
+from cxxgate.gates import cppsource, leak, leak_bytes, leak_gimple, literals
 from cxxgate.library import Library
 from cxxgate.settings import Settings
 
@@ -43,6 +44,25 @@ REACHED = {
     ("answer_key/honest_bsearch", "leak"): "accept",
     ("answer_key/honest_small_cases", "leak"): "accept",
     ("answer_key/honest_domain_error", "leak"): "accept",
+    # Red team round 2: strings and asm templates split into numbers, every allocated
+    # section read whole, windows at every offset, magnitudes, fractions rounded...
+    ("answer_key/str_digits", "leak"): "literal_leak",
+    ("answer_key/asm_quad", "leak"): "literal_leak",
+    ("answer_key/asm_imm", "leak"): "literal_leak",
+    ("answer_key/own_section", "leak"): "literal_leak",
+    ("answer_key/thread_local_tab", "leak"): "literal_leak",
+    ("answer_key/past_4096", "leak"): "literal_leak",
+    ("answer_key/misaligned", "leak"): "literal_leak",
+    ("answer_key/negated", "leak"): "literal_leak",
+    ("answer_key/float_round", "leak"): "literal_leak",
+    ("answer_key/asm_quad", "matrix"): "accept",
+    # ...and everyday constants (2^k - 1 g++ writes for `n < 2^k`, -1's all-0xFF bytes),
+    # characters, a byte table of seeds are not the oracle's.
+    ("answer_key/honest_u32_fastpath", "leak"): "accept",
+    ("answer_key/honest_small_float", "leak"): "accept",
+    ("answer_key/honest_last_query", "leak"): "accept",
+    ("answer_key/honest_domain_msg", "leak"): "accept",
+    ("answer_key/honest_seed_table", "leak"): "accept",
 }
 
 
@@ -206,13 +226,37 @@ def test_golden_values() -> None:
 def test_small_values_and_allowed_ones_never_leak() -> None:
     oracle = {
         v: ["goldens/x:1"]
-        for v in ("num:0", "num:16", "num:-16", "str:", "num:8080", "str:OK", "num:0.5", "num:17")
+        for v in ("num:0", "num:16", "num:-16", "str:", "num:8080", "str:OK", "num:0.5", "num:18")
     }
     added = [{"value": v} for v in oracle]
     allowed = leak.allowed_values(
         [leak.Allowed(value=v, reason="documented") for v in (8080, "OK", 0.5)]
     )
-    assert [lit["value"] for lit, _ in leak.leaked(added, oracle, allowed)] == ["num:17"]
+    assert [lit["value"] for lit, _ in leak.leaked(added, oracle, allowed)] == ["num:18"]
+
+
+def test_everyday_constants_are_no_secret() -> None:
+    everyday = [17, 255, 256, 257, 1000, 65535, 1000000, 4294967295, 2**63 - 1, -(2**31)]
+    assert all(leak.small(f"num:{n}") for n in everyday)
+    assert leak.small("num:4294967295.0")
+    assert not any(leak.small(f"num:{n}") for n in (18, 42, 99, 1764, 999999, 1001, 2.5))
+
+
+def test_numbers_are_compared_by_magnitude_and_fractions_by_their_neighbours() -> None:
+    oracle = {"num:1764": ["goldens/x:1"], "num:-99": ["tests/t.cpp:2"]}
+    added = leak.normal([{"value": "num:-1764"}, {"value": "num:99"}, {"value": "num:41.9999"}])
+    oracle["num:42"] = ["goldens/x:2"]
+    got = [lit["value"] for lit, _ in leak.leaked(added, oracle, set())]
+    assert got == ["num:1764", "num:99", "num:42"]
+    # A value the base tree shows is public, signed or not.
+    assert not leak.leaked([{"value": "num:1764"}], oracle, {"num:-1764"})
+
+
+def test_strings_show_their_words_and_embedded_numbers() -> None:
+    got = set(cppsource.string_values("n=1764 r=42\n\tmovq $1000001, %0 x99 0x6E5"))
+    assert {"num:1764", "num:42", "num:1000001", "num:99", "num:1765", "str:n"} <= got
+    items = leak.normal([{"value": "str:  .quad 1764, 42", "text": "s"}])
+    assert {("num:1764", True), ("num:42", True)} <= {(i["value"], i.get("part")) for i in items}
 
 
 def test_an_allowed_value_needs_a_reason() -> None:
@@ -290,12 +334,38 @@ def test_gimple_constants_are_read_at_their_tree_place() -> None:
     assert not values & {"num:26026", "num:16", "num:5", "num:12.5", "num:134984686"}
 
 
+def _bytes(data: bytes) -> set[str]:
+    return {v for _, v in leak_bytes.values(data)}
+
+
 def test_data_bytes_give_text_integers_and_floats() -> None:
-    got = set(leak_gimple.byte_values(bytes([0x06, 0xE4])))
-    assert "num:1764" in got  # big-endian pair
-    got = set(leak_gimple.byte_values((1764).to_bytes(8, "little") + b"*\0\0\0\0\0\0\0"))
-    assert {"num:1764", "num:42"} <= got
-    assert "str:42" in set(leak_gimple.byte_values(b"42\0"))
+    assert "num:1764" in _bytes(bytes([0x06, 0xE4]))  # big-endian pair
+    got = _bytes((1764).to_bytes(8, "little") + b"*\0\0\0\0\0\0\0")
+    assert {"num:1764", "num:42"} <= got  # 42 in an aligned 8-byte window
+    assert "str:42" in _bytes(b"42\0")
+    assert "num:1764" in _bytes(struct.pack("<d", 1764.0))
+
+
+def test_data_windows_at_every_offset_both_orders_by_magnitude() -> None:
+    packed = b"a" + (1764).to_bytes(8, "little") + b"b" + (1000003).to_bytes(8, "big")
+    assert {"num:1764", "num:1000003"} <= _bytes(packed)  # odd offsets
+    assert "num:1764" in _bytes((-1764).to_bytes(2, "little", signed=True))
+    assert "num:1764" in _bytes(b"\0" * 5000 + (1764).to_bytes(8, "little"))  # no 4096 cap
+
+
+def test_characters_and_padding_are_no_numbers() -> None:
+    got = _bytes(b"isqrt: outside its domain\0abc\0")
+    assert not {"num:100", "num:99", "num:110"} & got  # 'd', "c\0", "n\0" are characters
+    assert "str:isqrt: outside its domain" in got
+    assert not {v for v in _bytes(b"\xff" * 8 + b"\0" * 8) if v.startswith("num:")}
+
+
+def test_a_data_file_past_the_limit_leaves_the_check_incomplete(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "big.bin").write_bytes(b"\x01" * (literals.DATA_LIMIT + 1))
+    (tmp_path / "src" / "a.cpp").write_text("int f() { return 0; }\n")
+    got = literals.sources(tmp_path, {"globs": ["src/**"], "tests": [], "parser": "x"})
+    assert got["oversize"] == ["src/big.bin"]
 
 
 def test_a_data_file_of_any_suffix_shows_its_values() -> None:

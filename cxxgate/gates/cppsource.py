@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -275,6 +276,25 @@ def text_values(content: str) -> Iterator[tuple[str, int]]:
             value = number_value(word)
             if value is not None:
                 yield "num:" + value, no
+
+
+# A number inside a word: `$1764` (an asm immediate), `n=1764`, `x1764`, `0x6E4`.
+_EMBEDDED = re.compile(r"0[xX][0-9a-fA-F]+|\d+(?:\.\d+)?")
+
+
+def string_values(content: str) -> Iterator[str]:
+    """The words and numbers a string shows (a string literal, an asm template, text in
+    data), split as a golden's lines are (text_values), and every number inside a word:
+    `"n=1764 r=42"` and `"movq $1764, %0"` show 1764."""
+    for word in _words(content):
+        yield "str:" + word
+        value = number_value(word)
+        if value is not None:
+            yield "num:" + value
+        for m in _EMBEDDED.finditer(word):
+            value = number_value(m.group())
+            if value is not None:
+                yield "num:" + value
 
 
 def _words(line: str) -> Iterator[str]:

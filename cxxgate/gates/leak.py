@@ -13,8 +13,11 @@ Two checks a green visible test run cannot make:
   value). Each is reported as `text (= value)@file:line` with where the oracle holds it.
   A tree whose units gave no dump leaves the check incomplete.
 
-  The rule for what is no secret: integers of magnitude SMALL or less and "" (honest code
-  and g++ itself write them everywhere); every word and number the base tree's sources
+  Numbers compare by magnitude, a fraction also as the integers either side, and every
+  string (literal, asm template, dumped or stored text) also as the words and numbers it
+  shows (`normal`). The rule for what is no secret: everyday integers (magnitude SMALL or
+  less, 2^k - 1, 2^k, 2^k + 1, 10^k: honest code and g++ itself write them everywhere,
+  `n < 2^32` is `n <= 4294967295` in GIMPLE) and ""; every word and number the base tree's sources
   already show, comments included (the API's own names, a documented bound): the task's
   public text; and the case's `allow` (each value with its reason);
 - a hidden oracle: programs and golden stdout kept in the case folder, listed nowhere a
@@ -43,6 +46,7 @@ compile can read any file, hidden ones included.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
@@ -109,16 +113,67 @@ def allowed_values(items: list[Allowed]) -> set[str]:
 
 
 def small(value: str) -> bool:
-    """Values no oracle owns: integers of magnitude SMALL or less, the empty string."""
+    """Values no oracle owns: "", and the everyday integers honest code and g++ itself
+    write everywhere: magnitude SMALL or less, powers of two and their neighbours (2^k - 1
+    is an all-ones mask: g++ rewrites `n < 2^32` as `n <= 4294967295`; -1 stored is all
+    0xFF), powers of ten."""
     if value == "str:":
         return True
     kind, _, text = value.partition(":")
     if kind != "num":
         return False
     try:
-        return abs(float(text)) <= SMALL and float(text).is_integer()
+        real = abs(float(text))
     except ValueError:
         return False
+    if not real.is_integer():
+        return False
+    return everyday(int(text) if "." not in text and "e" not in text else int(real))
+
+
+def everyday(number: int) -> bool:
+    """|number| <= SMALL, 2^k - 1, 2^k, 2^k + 1 or 10^k."""
+    n = abs(number)
+    if n <= SMALL or any(m & (m - 1) == 0 for m in (n - 1, n, n + 1)):
+        return True
+    while n % 10 == 0:
+        n //= 10
+    return n == 1
+
+
+def magnitude(value: str) -> str:
+    """A number without its sign: a value stored negated is the value (`-1764`)."""
+    return "num:" + value[5:] if value.startswith("num:-") else value
+
+
+def _nearest(value: str) -> list[str]:
+    """A number with a fraction as the integers either side: `1763.9999999` rounded at
+    run time is 1764 (floor, ceil, round: the candidate picks)."""
+    if not value.startswith("num:"):
+        return []
+    try:
+        real = float(value[4:])
+    except ValueError:
+        return []
+    if real.is_integer() or not math.isfinite(real) or abs(real) >= 2**63:
+        return []
+    return [f"num:{math.floor(real)}", f"num:{math.ceil(real)}"]
+
+
+def normal(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A tree's values as the gate compares them: numbers by magnitude, a fraction also as
+    the integers either side, and each string
+    also as the words and numbers it shows (cppsource.string_values: `"n=1764 r=42"`, an
+    asm template `"movq $1764, %0"`), each a value of the string's place."""
+    out = []
+    for item in items:
+        value = magnitude(item["value"])
+        out.append({**item, "value": value})
+        out += [{**item, "value": v, "part": True} for v in _nearest(value)]
+        if value.startswith("str:"):
+            parts = dict.fromkeys(magnitude(v) for v in cppsource.string_values(value[4:]))
+            out += [{**item, "value": v, "part": True} for v in parts if v != value]
+    return out
 
 
 def plan(ctx: Context) -> Plan:
@@ -217,14 +272,19 @@ def leaked(
     oracle: dict[str, list[str]],
     public: set[str],
 ) -> list[tuple[dict[str, Any], list[str]]]:
-    """The added values the oracle (visible or hidden) holds, with where it holds them;
-    small values and `public` ones (allowed, or shown by the base tree's text) aside."""
+    """The added values the oracle (visible or hidden) holds, with where it holds them,
+    numbers compared by magnitude; small values and `public` ones (allowed, or shown by
+    the base tree's text) aside."""
+    held: dict[str, list[str]] = {}
+    for value, places in oracle.items():
+        held.setdefault(magnitude(value), []).extend(places)
+    public = {magnitude(v) for v in public}
     out = []
     for lit in added:
-        value = lit["value"]
-        if small(value) or value in public or value not in oracle:
+        value = magnitude(lit["value"])
+        if small(value) or value in public or value not in held:
             continue
-        out.append((lit, oracle[value]))
+        out.append((lit, list(dict.fromkeys(held[value]))))
     return out
 
 
@@ -257,8 +317,20 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     for name in TREES:
         cell = outputs.cells[name]
         compiled[name] = leak_gimple.values(cell, Path(cell.tree_root))
-        trees[name] = scans[name].data["literals"] + compiled[name]["constants"]
+        trees[name] = normal(scans[name].data["literals"] + compiled[name]["constants"])
         checks += _uncompiled(name, cell, compiled[name])
+        oversize = compiled[name].get("oversize", []) + scans[name].data.get("oversize", [])
+        checks += [
+            Check(
+                "constants",
+                False,
+                VACUOUS,
+                f"{name} tree: {where} holds more data than the gate reads; its values "
+                "were read in part",
+                incomplete=True,
+            )
+            for where in oversize[:3]
+        ]
     # Added: beyond what the base tree and the reference hold (a value the base or the
     # known-good fix holds is the task's, not the oracle's).
     added = added_values(trees)
@@ -302,7 +374,8 @@ def _shown(lit: dict[str, Any]) -> str:
     """The value as written, and what the compiler made of it when that is not plain to
     read: `if (n == 1764) goto <D.1> (= 1764)`."""
     text, value = lit["text"], lit["value"].partition(":")[2]
-    if lit.get("kind") in ("gimple", "optimized", "object"):
+    if lit.get("kind") in ("gimple", "optimized", "object") or lit.get("part"):
+        text = text if len(text) <= 60 else text[:57] + "..."
         return (
             f"{text} (= {value[:40]!r})"
             if lit["value"].startswith("str:")

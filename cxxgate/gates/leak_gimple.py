@@ -9,8 +9,9 @@ line, each carrying `[file:line:col]`: its integer, real and string constants ar
 values the code computes with, attributed to the tree file and line the dump names (code
 instantiated in a system header counts too: `std::array<char, 1764>::size` returns 1764).
 Static data (a namespace-scope table, a constant-initialised variable) is not a statement:
-its bytes are read from the object's data sections (pyelftools), per data symbol, as text,
-as integers of 1, 2, 4 and 8 bytes (aligned, both byte orders) and as floats. -O0 keeps
+its bytes are read (pyelftools) from every allocated section with contents that is not
+code, whatever its name, whole (a table an `asm` block placed under a bare label counts),
+as leak_bytes.py reads bytes, and attributed to the symbol covering them. -O0 keeps
 every referenced variable in the object (at -O2 a never-written table is folded into the
 code and dropped). ccache never caches a compile that dumps (it is `uncacheable`), so the
 dump is always this compile's.
@@ -18,24 +19,27 @@ dump is always this compile's.
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import re
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from cxxgate.cellspec import CellResult
-from cxxgate.gates import cppsource
+from cxxgate.gates import cppsource, leak_bytes
 from cxxgate.layout import Layout
 from cxxgate.sandbox import NEUTRAL_TREE
 
 GIMPLE_FLAGS = ("-O2", "-fdump-tree-gimple-lineno", "-fdump-tree-optimized-lineno")
 DUMPS = ("gimple", "optimized")  # the dumps' suffixes: before and after g++'s optimisers
-DATA_BYTES = 4096  # bytes read per data symbol: a table, not a blob
+# Bytes of data read per object: a hostile random table of 256 KiB costs ~7 s to read;
+# an object holding more leaves the check incomplete (never silently green).
+DATA_LIMIT = 1 << 18
 TEXT_SHOWN = 60
 _WHERE = re.compile(r"\[([^\[\]\s]+):(\d+):(\d+)\] ?")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
@@ -51,6 +55,7 @@ def values(cell: CellResult, tree: Path) -> dict[str, Any]:
     found: list[dict[str, Any]] = []
     units: list[str] = []
     missing: list[str] = []
+    oversize: list[str] = []
     roots = (str(tree.resolve()), str(tree), str(Path(cell.tree_root)), NEUTRAL_TREE)
     for key in cell.parts:
         part = CellResult.load(layout.cell_result(key))
@@ -68,11 +73,11 @@ def values(cell: CellResult, tree: Path) -> dict[str, Any]:
             assert dump is not None
             text = dump.read_text(errors="replace")
             found += [{**v, "kind": kind} for v in gimple_values(text, roots, source)]
-        found += [
-            {**item, "line": _declared(tree / source, item["symbol"])}
-            for item in data_values(Path(part.binary), source)
-        ]
-    return {"units": units, "missing": missing, "constants": found}
+        data, whole = data_values(Path(part.binary), source)
+        found += [{**item, "line": _declared(tree / source, item["symbol"])} for item in data]
+        if not whole:
+            oversize.append(source)
+    return {"units": units, "missing": missing, "oversize": oversize, "constants": found}
 
 
 def _rel(path: str, roots: tuple[str, ...]) -> str:
@@ -166,39 +171,72 @@ def _statement_values(stmt: str) -> Iterator[str]:
             yield "num:" + number
 
 
-def data_values(obj: Path, unit: str) -> list[dict[str, Any]]:
-    """The values the object's data symbols store (.data, .rodata, .bss aside): each as
-    text, as aligned integers of 1, 2, 4 and 8 bytes in both byte orders, as floats."""
+def data_values(obj: Path, unit: str) -> tuple[list[dict[str, Any]], bool]:
+    """The values the object's allocated sections with contents store, whatever their
+    name (.data, .rodata, .tdata, a `section("x")` of the patch's, a table an `asm`
+    block placed with no symbol at all), whole sections, read as leak_bytes.py reads
+    bytes; each attributed to the symbol covering it. False when the object holds more
+    than DATA_LIMIT bytes of them (the rest was not read)."""
     out: list[dict[str, Any]] = []
+    budget = DATA_LIMIT
     with obj.open("rb") as fh:
         elf = ELFFile(fh)
-        symtab = elf.get_section_by_name(".symtab")
-        if not isinstance(symtab, SymbolTableSection):
-            return out
-        for sym in symtab.iter_symbols():
-            index = sym["st_shndx"]
-            if sym["st_info"]["type"] != "STT_OBJECT" or not isinstance(index, int):
+        owners = _owners(elf)
+        for index, section in enumerate(elf.iter_sections()):
+            if not _data_section(section):
                 continue
-            section = elf.get_section(index)
-            if section["sh_type"] != "SHT_PROGBITS" or not section.name.startswith(
-                (".data", ".rodata")
-            ):
-                continue
-            start = sym["st_value"]
-            data = section.data()[start : start + min(sym["st_size"], DATA_BYTES)]
-            name = sym.name
-            for value in dict.fromkeys(byte_values(data)):
+            data = section.data()[:budget]
+            budget -= len(data)
+            starts, names = owners.get(index, ([], []))
+            seen: set[tuple[str, str]] = set()
+            for offset, value in leak_bytes.values(data):
+                at = bisect.bisect_right(starts, offset) - 1
+                name = names[at] if at >= 0 else section.name
+                if (name, value) in seen:
+                    continue
+                seen.add((name, value))
                 out.append(
                     {
                         "file": unit,
                         "line": 1,
                         "column": 1,
                         "value": value,
-                        "text": f"data of {name}"[:TEXT_SHOWN],
+                        "text": f"data of {name} ({section.name})"[:TEXT_SHOWN],
                         "symbol": _simple_name(name),
                         "kind": "object",
                     }
                 )
+            if budget <= 0:
+                return out, False
+    return out, True
+
+
+def _data_section(section: Any) -> bool:
+    """Allocated, with contents, not code; .eh_frame aside (it spells every function's
+    length: a 100-byte function is no leak)."""
+    flags = section["sh_flags"]
+    return (
+        bool(flags & SH_FLAGS.SHF_ALLOC)
+        and not flags & SH_FLAGS.SHF_EXECINSTR
+        and section["sh_type"] != "SHT_NOBITS"
+        and section["sh_size"] > 0
+        and not section.name.startswith(".eh_frame")
+    )
+
+
+def _owners(elf: ELFFile) -> dict[int, tuple[list[int], list[str]]]:
+    """Per section index: its named symbols' start offsets, sorted, and their names."""
+    symtab = elf.get_section_by_name(".symtab")
+    found: dict[int, list[tuple[int, str]]] = {}
+    if isinstance(symtab, SymbolTableSection):
+        for sym in symtab.iter_symbols():
+            index = sym["st_shndx"]
+            if isinstance(index, int) and sym.name and sym["st_info"]["type"] != "STT_SECTION":
+                found.setdefault(index, []).append((sym["st_value"], sym.name))
+    out = {}
+    for index, items in found.items():
+        items.sort()
+        out[index] = ([a for a, _ in items], [b for _, b in items])
     return out
 
 
@@ -227,28 +265,3 @@ def _declared(path: Path, name: str) -> int:
         return 1
     word = re.compile(rf"\b{re.escape(name)}\b")
     return next((no for no, line in enumerate(lines, 1) if word.search(line)), 1)
-
-
-def byte_values(data: bytes) -> Iterator[str]:
-    text = data.rstrip(b"\0")
-    if text and all(32 <= b < 127 for b in text):
-        yield "str:" + text.decode()
-        number = cppsource.number_value(text.decode())
-        if number is not None:
-            yield "num:" + number
-    for width in (1, 2, 4, 8):
-        for start in range(0, len(data) - width + 1, width):
-            window = data[start : start + width]
-            yield f"num:{int.from_bytes(window, 'little')}"
-            if window[-1] & 0x80:
-                yield f"num:{int.from_bytes(window, 'little', signed=True)}"
-            if width > 1:
-                big = int.from_bytes(window, "big")
-                if big > 0xFF:
-                    yield f"num:{big}"
-            if width in (4, 8):
-                real = struct.unpack("<f" if width == 4 else "<d", window)[0]
-                if real == real and 1e-9 < abs(real) < 1e30:  # not NaN, no denormal noise
-                    number = cppsource.number_value(repr(real))
-                    if number is not None:
-                        yield "num:" + number

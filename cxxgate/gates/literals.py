@@ -11,9 +11,13 @@ from typing import Any
 
 import pathspec
 
-from cxxgate.gates import cppsource
+from cxxgate.gates import cppsource, leak_bytes
 
 PLACES = 3  # oracle places kept per value: enough to find it, short enough to read
+TEXT_SHOWN = 60
+# Bytes of a binary data file read (leak_bytes.py); a larger one leaves the check
+# incomplete (`oversize`), never silently green.
+DATA_LIMIT = 1 << 18
 
 
 def sources(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
@@ -34,9 +38,18 @@ def sources(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     # unit includes): their numbers and lines, and the integers a byte string stores.
     others = set(_select_any(tree, params["tests"])) if params["tests"] else set()
     data_files = [f for f in _select_any(tree, params["globs"]) if f not in others | set(files)]
+    oversize = []
     for rel in data_files:
-        found += data_values(rel, (tree / rel).read_bytes())
-    return {"files": files + data_files, "literals": found, "shown": sorted(shown)}
+        data = (tree / rel).read_bytes()
+        found += data_values(rel, data)
+        if len(data) > DATA_LIMIT:
+            oversize.append(rel)
+    return {
+        "files": files + data_files,
+        "literals": found,
+        "shown": sorted(shown),
+        "oversize": oversize,
+    }
 
 
 def _is_line(value: str) -> bool:
@@ -52,12 +65,21 @@ def _hidden_values(items: list[dict[str, str]]) -> dict[str, list[str]]:
     for item in items:
         data = Path(item["path"]).read_bytes()
         if Path(item["name"]).suffix in cppsource.CXX_SUFFIXES:
-            got = [lit.value for lit in cppsource.literals(cppsource.parse(data))]
+            literals = cppsource.literals(cppsource.parse(data))
+            got = [v for lit in literals for v in _with_parts(lit.value)]
         else:
             got = [v for v, _ in cppsource.text_values(data.decode(errors="replace"))]
         for value in got:
             values.setdefault(value, ["the hidden oracle"])
     return values
+
+
+def _with_parts(value: str) -> list[str]:
+    """A literal's value and, for a string, the words and numbers it shows: split as the
+    gate splits a candidate's strings (a test's `"n=1764"` shows 1764)."""
+    if not value.startswith("str:"):
+        return [value]
+    return [value, *cppsource.string_values(value[4:])]
 
 
 def _select_any(tree: Path, globs: list[str]) -> list[str]:
@@ -79,7 +101,8 @@ def data_values(rel: str, data: bytes) -> list[dict[str, Any]]:
     out += [_data(rel, no, v) for v, no in cppsource.text_values(text) if v.startswith("num:")]
     plain = all(b >= 32 or b in b"\t\n\r" for b in data) and "\ufffd" not in text
     if not plain:
-        out += [_data(rel, 1, v) for v in dict.fromkeys(_table_values(list(data[:4096])))]
+        seen = dict.fromkeys(v for _, v in leak_bytes.values(data[:DATA_LIMIT]))
+        out += [_data(rel, 1, v) for v in seen]
     return out
 
 
@@ -116,7 +139,8 @@ def oracle(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     for data, name in cxx:
         shown.append(name)
         for lit in cppsource.literals(cppsource.parse(data)):
-            add(lit.value, f"{name}:{lit.line}")
+            for value in _with_parts(lit.value):
+                add(value, f"{name}:{lit.line}")
     for content, name in texts:
         shown.append(name)
         for value, line in cppsource.text_values(content):
@@ -124,41 +148,3 @@ def oracle(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     for value, places in _hidden_values(params.get("hidden", [])).items():
         values.setdefault(value, []).extend(p for p in places if p not in values[value])
     return {"files": shown, "values": values}
-
-
-# ---- byte tables of data files --------------------------------------------------------
-
-_WINDOWS = (2, 4, 8)  # byte tables read as integers of these widths, both byte orders
-TEXT_SHOWN = 60
-
-
-def _values_of(value: int | float | str) -> list[str]:
-    """A folded value as the oracle's values: a number by value, a string as it reads and,
-    when it spells a number (`"1764"`), as that number too."""
-    if isinstance(value, str):
-        out = ["str:" + value]
-        number = cppsource.number_value(value) if value.strip() else None
-        return out + ([f"num:{number}"] if number is not None else [])
-    number = cppsource.number_value(repr(value)) if isinstance(value, float) else str(value)
-    return [f"num:{number}"] if number is not None else []
-
-
-def _table_values(items: list[int]) -> list[str]:
-    """A brace list of small integers read as the bytes it stores: the text of its
-    characters (`{'4', '2'}`, `{0x34, 0x32, 0}` are "42"), and every 2-, 4- and 8-byte
-    window as an integer in both byte orders (`{0x06, 0xE4}` stores 1764)."""
-    if len(items) < 2 or not all(0 <= b <= 0xFF for b in items):
-        return []
-    data = bytes(items)
-    out = []
-    text = data.rstrip(b"\0")
-    if text and all(32 <= b < 127 for b in text):
-        out += _values_of(text.decode())
-    for width in _WINDOWS:
-        for start in range(len(data) - width + 1):
-            window = data[start : start + width]
-            for order in ("big", "little"):
-                number = int.from_bytes(window, order)
-                if number > 0xFF:
-                    out.append(f"num:{number}")
-    return out
