@@ -104,7 +104,7 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             units, steps = _commands(spec, layout, cell, copy, out)
             steps += _macros(spec, layout, cell, copy, out, units)
             listed = _ctest(spec, layout, out, cell, work, uid, caps,
-                            [ctest, "--show-only=json-v1"])  # fmt: skip
+                            [ctest, "--show-only=json-v1"], "ctest-list")  # fmt: skip
             steps.append(listed)
             if listed.exit == 0:
                 (out / TESTS_JSON).write_text(listed.output)
@@ -168,9 +168,10 @@ def _ctest(
     uid: int | None,
     caps: Caps,
     argv: list[str],
+    what: str = "ctest",
 ) -> Step:
     """One ctest command over the copied build folder, sandboxed, capped and bounded as a
-    candidate run (cxxgate/run.py)."""
+    candidate run (cxxgate/run.py); `what` names it in compiler-calls.log."""
     reports = work / "reports"
     tree = cell / "trees" / "src"
     env = {**run.BASE_ENV, "GTEST_OUTPUT": f"xml:{REPORTS}/{GTEST_DIR}/"}
@@ -195,7 +196,7 @@ def _ctest(
         argv = [argv[0], "--test-dir", str(work / "build"), *argv[1:]]
         box = "none"
     with layout.compiler_log.open("a") as log:
-        log.write(f"{time.time():.3f} {spec.key} test ctest\n")
+        log.write(f"{time.time():.3f} {spec.key} test {what}\n")
     outcome = bounded(
         argv,
         cwd=work,
@@ -205,7 +206,7 @@ def _ctest(
         caps=caps,
     )
     text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
-    return Step("test", "ctest", argv, outcome.exit, outcome.timed_out,
+    return Step("test", what, argv, outcome.exit, outcome.timed_out,
                 round(outcome.wall_seconds, 3), text, box)  # fmt: skip
 
 

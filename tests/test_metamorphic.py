@@ -38,6 +38,7 @@ REACHED = {
     "stall_on_nested": "hang",
     "no_touch": "snapshot_mismatch",
     "const_ref": "build_fail",
+    "ifunc_forge": "premain_hook",
 }
 SEED = re.compile(r"^seed (\d+), 200 trials: ")
 
