@@ -40,7 +40,9 @@ def labels_of(path: Path | None) -> dict[str, bool]:
     if path is None:
         return {}
     data = json.loads(path.read_text())
-    found = {case_id(i): True for i in data.get("resolved_ids", [])}
+    # Multi-SWE-bench's results.json says `resolved`; SWE-bench's reports `resolved_ids`.
+    resolved = data.get("resolved_ids", data.get("resolved", []))
+    found = {case_id(i): True for i in resolved}
     found.update({case_id(i): False for i in data.get("unresolved_ids", [])})
     return found
 
