@@ -24,7 +24,7 @@ import re
 from pydantic import Field
 
 from cxxgate import probe
-from cxxgate.cellspec import CellResult, CellSpec, Unit
+from cxxgate.cellspec import UNIT_NAME, CellResult, CellSpec, Step, Unit
 from cxxgate.diagnostics import Diagnostic, errors_with_notes, in_tree, parse
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates.project import configure_spec
@@ -81,27 +81,28 @@ def plan(ctx: Context) -> Plan:
     project = configure_spec(ctx, ctx.tree_key, env, NAME)
     if project is not None:
         out.cells["cmake configure"] = project
-    for i, header in enumerate(case.spec.public_headers):
+    for header in case.spec.public_headers:
         args = {"header": header, "include": case.header_include(header)}
-        snippet = cfg.snippets.get(header, "")
-        units = (
-            Unit(
-                f"standalone_{i}.cpp",
-                probe.render(f"{NAME}/standalone.cpp.j2", snippet=snippet, **args),
+        texts = {
+            "standalone": probe.render(
+                f"{NAME}/standalone.cpp.j2", snippet=cfg.snippets.get(header, ""), **args
             ),
-            Unit(f"twice_{i}.cpp", probe.render(f"{NAME}/twice.cpp.j2", **args)),
-        )
-        out.cells[header] = CellSpec(
-            kind="syntax",
-            tree_key=ctx.tree_key,
-            units=units,
-            tree_sources=(),
-            include_dirs=tuple(case.spec.include_dirs),
-            envelope=env,
-            compile_seconds=case.spec.limits.compile_seconds,
-            label=f"{NAME} probe {header}",
-            needs=(project.key,) if project is not None else (),
-        )
+            "twice": probe.render(f"{NAME}/twice.cpp.j2", **args),
+        }
+        # One cell per lane, its unit named as every harness unit is (main.cpp): a header
+        # cannot tell a probe from an ordinary build by __FILE__ or __BASE_FILE__.
+        for lane in LANES:
+            out.cells[_cell_name(lane, header)] = CellSpec(
+                kind="syntax",
+                tree_key=ctx.tree_key,
+                units=(Unit(UNIT_NAME, texts[lane]),),
+                tree_sources=(),
+                include_dirs=tuple(case.spec.include_dirs),
+                envelope=env,
+                compile_seconds=case.spec.limits.compile_seconds,
+                label=f"{NAME} {lane} probe {header}",
+                needs=(project.key,) if project is not None else (),
+            )
     return out
 
 
@@ -110,13 +111,13 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     checks: list[Check] = []
     records: list[str] = []
     findings: list[Finding] = []
-    for i, header in enumerate(case.spec.public_headers):
-        cell = outputs.cells.get(header)
-        lanes = _lanes(cell, i) if cell is not None else {}
-        check = _check(header, cell, lanes)
+    for header in case.spec.public_headers:
+        cells = {lane: outputs.cells.get(_cell_name(lane, header)) for lane in LANES}
+        lanes = _lanes(cells)
+        check = _check(header, cells, lanes)
         checks.append(check)
-        if cell is not None and not check.ok and not check.incomplete:
-            findings.append(_finding(header, i, cell, lanes, check.klass))
+        if not check.ok and not check.incomplete:
+            findings.append(_finding(header, cells, lanes, check.klass))
         for lane in LANES:
             status, klass = lanes.get(lane, ("incomplete", "not_probed"))
             records.append(f"header={header} lane={lane} status={status} class={klass}")
@@ -138,13 +139,24 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     return result
 
 
-def _lanes(cell: CellResult, i: int) -> dict[str, tuple[str, str]]:
+def _cell_name(lane: str, header: str) -> str:
+    return header if lane == "standalone" else f"{header} ({lane})"
+
+
+Cells = dict[str, CellResult | None]
+
+
+def _step(cell: CellResult | None) -> Step | None:
+    steps = cell.compile_steps() if cell is not None else []
+    return steps[0] if steps else None
+
+
+def _lanes(cells: Cells) -> dict[str, tuple[str, str]]:
     """(status, class) per lane that actually compiled; a lane without a step is absent."""
     lanes: dict[str, tuple[str, str]] = {}
-    steps = {s.source: s for s in cell.compile_steps()}
     for lane in LANES:
-        step = steps.get(f"{lane}_{i}.cpp")
-        if step is None:
+        cell, step = cells[lane], _step(cells[lane])
+        if cell is None or step is None:
             continue
         if step.timed_out:
             lanes[lane] = ("fail", "other_compile_error")
@@ -162,57 +174,59 @@ def _error_class(diags: list[Diagnostic]) -> str:
     return "other_compile_error"
 
 
-def _check(header: str, cell: CellResult | None, lanes: dict[str, tuple[str, str]]) -> Check:
-    if cell is None or cell.status == TOOLCHAIN_MISSING:
-        why = cell.detail if cell is not None else "no probe cell"
+def _check(header: str, cells: Cells, lanes: dict[str, tuple[str, str]]) -> Check:
+    missing = [c for c in cells.values() if c is None or c.status == TOOLCHAIN_MISSING]
+    if missing:
+        why = next((c.detail for c in missing if c is not None), "no probe cell")
         return Check(header, False, TOOLCHAIN_MISSING, why, incomplete=True)
     if set(lanes) != set(LANES):
-        return Check(
-            header, False, "not_probed", f"probe did not run ({cell.status})", incomplete=True
-        )
+        status = ", ".join(sorted({c.status for c in cells.values() if c is not None}))
+        return Check(header, False, "not_probed", f"probe did not run ({status})", incomplete=True)
     for lane in LANES:
         status, klass = lanes[lane]
         if status != "pass":
-            return Check(header, False, klass, f"{lane}: {_first_error_text(cell, lane)}")
+            return Check(header, False, klass, f"{lane}: {_first_error_text(cells[lane])}")
     return Check(header, True, "clean", "compiles alone and twice")
 
 
 def _finding(
-    header: str, i: int, cell: CellResult, lanes: dict[str, tuple[str, str]], klass: str
+    header: str, cells: Cells, lanes: dict[str, tuple[str, str]], klass: str
 ) -> Finding:
     """The failing probe's place in the tree: the telling error of its first failing lane
     when it lies in a tree file (the header, or one it includes), else the header itself."""
     lane = next(lane for lane in LANES if lanes[lane][0] != "pass")
-    probes = tuple(f"{name}_{i}.cpp" for name in LANES)
-    first = _telling_error(cell, lane)
-    message = f"{header} ({lane}): {first.message if first else _first_error_text(cell, lane)}"
-    if first is not None and in_tree(first, probes):
+    cell = cells[lane]
+    first = _telling_error(cell)
+    message = f"{header} ({lane}): {first.message if first else _first_error_text(cell)}"
+    if first is not None and in_tree(first, (UNIT_NAME,)):
         return Finding(klass, message, first.file, first.line, first.column)
     return Finding(klass, message, header)
 
 
-def _telling_error(cell: CellResult, lane: str) -> Diagnostic | None:
-    for step in cell.compile_steps():
-        if step.source.startswith(lane) and not step.timed_out:
-            groups = errors_with_notes(parse(step, cell.tree_root))
-            telling = [g for g in groups if any(_MISSING.search(d.message) for d in g)]
-            chosen = telling or groups
-            return chosen[0][0] if chosen else None
-    return None
+def _groups(cell: CellResult | None) -> list[list[Diagnostic]]:
+    """Error groups of the lane's compile, those naming a missing declaration first."""
+    step = _step(cell)
+    if cell is None or step is None or step.timed_out:
+        return []
+    groups = errors_with_notes(parse(step, cell.tree_root))
+    telling = [g for g in groups if any(_MISSING.search(d.message) for d in g)]
+    return telling or groups
 
 
-def _first_error_text(cell: CellResult, lane: str) -> str:
-    for step in cell.compile_steps():
-        if step.source.startswith(lane):
-            if step.timed_out:
-                return "the compiler ran past its time limit"
-            groups = errors_with_notes(parse(step, cell.tree_root))
-            # Name the missing declaration itself, not the parse error it set off first.
-            telling = [g for g in groups if any(_MISSING.search(d.message) for d in g)]
-            for group in telling or groups:
-                hint = next((d.message for d in group[1:] if "#include" in d.message), "")
-                return group[0].brief() + (f" ({hint})" if hint else "")
-    return cell.status
+def _telling_error(cell: CellResult | None) -> Diagnostic | None:
+    groups = _groups(cell)
+    return groups[0][0] if groups else None
+
+
+def _first_error_text(cell: CellResult | None) -> str:
+    step = _step(cell)
+    if step is not None and step.timed_out:
+        return "the compiler ran past its time limit"
+    for group in _groups(cell):
+        # Name the missing declaration itself, not the parse error it set off first.
+        hint = next((d.message for d in group[1:] if "#include" in d.message), "")
+        return group[0].brief() + (f" ({hint})" if hint else "")
+    return cell.status if cell is not None else "no probe cell"
 
 
 GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=30)
