@@ -39,11 +39,11 @@ from cxxgate.cellspec import CellResult
 from cxxgate.diagnostics import why_failed
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
-# ledger_flow (ledger_ast's data-flow pass) is imported here so that the gate's code hash
-# and the grader pin (codehash.module_and_sibling_files reads this module's imports) cover it.
 from cxxgate.gates import (
     lanes,
     ledger_ast,
+    # ledger_ast's data-flow pass, imported so that the gate's code hash and the grader
+    # pin (codehash.module_and_sibling_files reads this module's imports) cover it.
     ledger_flow,  # noqa: F401
     ledger_objects,
     ledger_rules,
