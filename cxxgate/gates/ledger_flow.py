@@ -19,7 +19,7 @@ is semantic and coarse, not a list of loop shapes:
   function that calls `setjmp`. Its continuation is its loop condition and the condition
   of every `if`/`switch` inside it that holds a jump (`break`, `continue`, `return`,
   `goto`, `throw`); for a backward `goto`, every condition between the label and the goto
-  and around it; for recursion, every condition of the function.
+  and around it; for recursion, setjmp or a computed goto, every read of the function.
 - A back-edge whose continuation reads a `lock`-tainted value is a spin-wait (`lock`); one
   that reads a `sleep`-tainted value is a delay loop (`sleep`); an `atomic_flag`
   test-and-set (`test_and_set`, `__atomic_test_and_set`, `__sync_lock_test_and_set`)
@@ -312,12 +312,15 @@ class Flow:
 
     def callees(self, call: ci.Cursor) -> list[str]:
         """Tree functions a call may reach: its resolved callee, else (a call libclang left
-        unresolved, a template's) every tree function of that name."""
+        unresolved, a template's, one to a declaration) every tree function of that name."""
         ref = call.referenced
         key = self.key(ref)
         if key in self.bodies:
             return [key]
-        if ref is None or ref.kind == K.OVERLOADED_DECL_REF:
+        undefined_here = ref is not None and ref.kind in _FUNCTION_KINDS and self.where(ref)
+        if ref is None or ref.kind == K.OVERLOADED_DECL_REF or undefined_here:
+            # A tree declaration libclang does not tie to its definition (declared before
+            # it is defined) is every tree function of its name: coarse, never fewer.
             name = call.spelling or (ref.spelling if ref is not None else "")
             return list(self.by_name.get(name, []))
         return []
@@ -553,8 +556,10 @@ class Flow:
         self._judge(body, goto, controls, tops, "goto")
 
     def _region(self, body: Body, at: ci.Cursor, region: ci.Cursor, what: str) -> None:
-        controls = [x for c in region.walk_preorder() if c.kind in _CONTROLS for x in split(c)[0]]
-        self._judge(body, at, controls, [region], what)
+        """A whole function as a back-edge (recursion, setjmp, a computed goto): whether it
+        goes round again may hang on any value it reads (`return a.load() && again()`),
+        so every read in it is its continuation."""
+        self._judge(body, at, [region], [region], what)
 
     def _recursion(self, body: Body, cycles: set[str]) -> None:
         at = body.cursor

@@ -138,6 +138,8 @@ def _writable(path: Path) -> list[tuple[str, str]]:
                     continue  # an assembler-local label, not an object
                 if s.name.startswith("DW.ref."):
                     continue  # g++'s pointer to the EH personality: no C++ name has a '.'
+                if s.name == "_ZStL8__ioinit":
+                    continue  # <iostream>'s own per-unit ios_base::Init object
                 out.append((s.name, section.name))
         return sorted(set(out))
 

@@ -432,6 +432,18 @@ BENIGN_SYMBOLS: tuple[str, ...] = (
     "_Unwind_Resume",
     "_ZSt9terminatev",
     "_ZSt7nothrow",  # std::nothrow: operator new(n, nothrow) (get_temporary_buffer)
+    "_ZNSaIcE*",  # std::allocator<char> (an extern template in libstdc++)
+    # Output streams (std::cout, std::cerr and their inserters; <iostream>'s init object).
+    # Input streams are not here: reading std::cin may block.
+    "_ZSt4cout",
+    "_ZSt4cerr",
+    "_ZSt4clog",
+    "_ZNSt8ios_base4Init*",
+    "_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_E*",
+    "_ZNSo*",
+    "_ZNKSo*",
+    "_ZSt16__ostream_insert*",
+    "_ZNKSt5ctypeIcE13_M_widen_initEv",
     "_ZSt*__throw_*",
     "_Znwm*",
     "_Znam*",
