@@ -35,11 +35,11 @@ Rules (the `<rule>` of `assumption_fail:<rule>`):
 | using_namespace_header | new `using namespace` at namespace scope in a header            |
 | qualifier_dropped      | a declaration of a named function without a qualifier it keeps  |
 | static_storage         | new non-const variable of static or thread storage duration (a  |
-|                        | const one with dynamic initialisation, an integer from an       |
-|                        | address, a write to errno or a libc global, a const cast away;  |
-|                        | `mutable` member or a pointer/reference to non-const data makes |
-|                        | a const one mutable), or new writable data in the tree's objects|
-|                        | (.data/.bss/.tdata/.tbss, whatever the source spelt)            |
+|                        | `mutable` member, a pointer/reference to non-const data, or a   |
+|                        | dynamic initialiser makes a const one mutable), new writable    |
+|                        | data in the oracle's objects (.data/.bss/.tdata/.tbss, whatever |
+|                        | the source spelt), or a new write to state the tree does not    |
+|                        | own (errno, a libc global, a static whose const is cast away)   |
 
 A spin-wait is a lock and a delay loop a sleep (ledger_flow.py): a back-edge (a loop, a
 `goto` to an earlier label, recursion) whose continuation depends on a value read from an
