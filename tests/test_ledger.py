@@ -63,6 +63,22 @@ REACHED = {
     "const_pointer": "assumption_fail:static_storage",
     "tu_macro_static": "assumption_fail:static_storage",
     "static_binding": "assumption_fail:static_storage",
+    # Red team round 2: spin-waits by data flow, the guard mutex, rdtsc, state the tree
+    # does not own, header-only state; two honest patches.
+    "spin_goto": "assumption_fail:lock",
+    "spin_helper": "assumption_fail:lock",
+    "spin_assign": "assumption_fail:lock",
+    "spin_recurse": "assumption_fail:lock",
+    "spin_switch": "assumption_fail:lock",
+    "guard_lock": "assumption_fail:lock",
+    "rdtsc_delay": "assumption_fail:sleep",
+    "errno_state": "assumption_fail:static_storage",
+    "dso_state": "assumption_fail:unlisted_binding+static_storage",
+    "header_uintptr": "assumption_fail:static_storage",
+    "header_deep": "assumption_fail:static_storage",
+    "cpp_deep": "assumption_fail:static_storage",
+    "honest_atomic": "accept",
+    "honest_stable_sort": "accept",
 }
 # row -> (rule, path, line) of the finding the trick must produce, read from the tree.
 WHERE = {
@@ -90,6 +106,17 @@ WHERE = {
     "const_mutable": ("static_storage", "src/size_cache.cpp", "const Slot slot{}"),
     "const_pointer": ("static_storage", "src/size_cache.cpp", "std::size_t* const previous"),
     "tu_macro_static": ("static_storage", "include/size_cache_slot.hpp", "previous_slot = 0"),
+    "spin_goto": ("lock", "src/size_cache.cpp", "goto retry;"),
+    "spin_helper": ("lock", "src/size_cache.cpp", "while (taken(busy_))"),
+    "spin_assign": ("lock", "src/size_cache.cpp", "while (busy) {"),
+    "spin_recurse": ("lock", "src/size_cache.cpp", "acquire(f);"),
+    "spin_switch": ("lock", "src/size_cache.cpp", "for (;;) {"),
+    "guard_lock": ("lock", "src/size_cache.cpp", "while (__cxa_guard_acquire("),
+    "rdtsc_delay": ("sleep", "src/size_cache.cpp", "while (__builtin_ia32_rdtsc()"),
+    "errno_state": ("static_storage", "src/size_cache.cpp", "int& last = *__errno_location()"),
+    "dso_state": ("static_storage", "src/size_cache.cpp", "++const_cast"),
+    "header_uintptr": ("static_storage", "include/size_cache.hpp", "static const std::uintptr_t"),
+    "header_deep": ("static_storage", "include/size_cache.hpp", "static const size_cache_detail"),
 }
 # row -> (rule, symbol, the line of the tree function that binds it): found in the
 # compiled objects (ledger_objects.py), where the AST names nothing of the facility.
@@ -107,6 +134,10 @@ BOUND = {
     "flockfile_lock": ("lock", "flockfile", "void SizeCache::store("),
     # Neither a facility nor known benign: read() blocks on a timerfd.
     "timerfd_sleep": ("unlisted_binding", "read", "void SizeCache::store("),
+    # The runtime's futex mutex on a word of the patch's (not a static local's _ZGV guard).
+    "guard_lock": ("lock", "__cxa_guard_acquire", "void SizeCache::store("),
+    # __dso_handle used other than handed to __cxa_atexit.
+    "dso_state": ("unlisted_binding", "__dso_handle", "void SizeCache::store("),
 }
 # row -> (symbol, section) of new writable data in the candidate's objects: mutable state
 # however the source spelt it (const with a mutable member, a macro per unit).
@@ -115,6 +146,9 @@ WRITABLE = {
     "const_pointer": ("previousE", ".bss"),
     "tu_macro_static": ("previous_slotE", ".bss"),
     "atomic_wait": ("__waiter_pool_base", ".bss"),
+    # A static local of a public header's inline function: only the oracle's own unit
+    # instantiates it, so its objects are read too.
+    "header_uintptr": ("_ZZNK9SizeCache4sizeEvE5reads", ".bss"),
 }
 
 
@@ -170,10 +204,14 @@ def test_objects_writable_data_is_static_storage(shipped: Grade, patch: str) -> 
 
 
 def test_clean_rows_count_writable_data(shipped: Grade) -> None:
-    """The objects' writable data is read on every row: the clean ones say how much."""
+    """The objects' writable data is read on every row: the clean ones say how much (the
+    oracle program's own objects included: the harness's data, the same on both trees)."""
+    counts = []
     for patch in ("reference", "good_limit"):
         detail = _result(shipped, patch)["checks"][0]["detail"]
-        assert "0 writable data symbols" in detail, detail
+        assert " writable data symbols" in detail, detail
+        counts.append(detail.rpartition(", ")[2])
+    assert counts[0] == counts[1], counts
 
 
 def test_reference_objects_bind_no_facility(shipped: Grade) -> None:
@@ -645,3 +683,138 @@ def test_a_header_is_read_in_every_unit(tmp_path: Path) -> None:
     ref = _facts(tmp_path / "ref", EMPTY)
     found = [(f.rule, f.path, f.line) for f in ledger_rules.compare(LEDGER, ref, cand)]
     assert ("assumption_fail:static_storage", "include/slot.hpp", 2) in found, found
+
+
+FLOW = """\
+    #include <atomic>
+    #include <cerrno>
+    #include <chrono>
+    #include <unistd.h>
+    struct Box { std::atomic<int> v{0}; std::atomic_flag f; bool seen = false; };
+    extern const long ro_global;
+    bool peek(Box& b) { return b.v.load() == 0; }
+    bool ping(Box& b);
+    bool pong(Box& b) { return b.v.load() != 0 && ping(b); }
+    bool ping(Box& b) { if (b.v.load() == 0) return false; return pong(b); }
+    void member(Box& b) { while (!b.seen) { b.seen = b.f.test_and_set(); } }
+    void helper(Box& b) { do { } while (!peek(b)); }
+    void lambda(Box& b) { auto ready = [&] { return b.v.load() == 1; }; while (!ready()) {} }
+    void flag(Box& b) {
+        bool done = false;
+        while (!done) { if (b.v.exchange(1) == 0) done = true; }
+    }
+    void cas_reset(Box& b) { int e = 0; while (!b.v.compare_exchange_weak(e, 1)) { e = 0; } }
+    void cas_fresh(Box& b) { for (;;) { int e = 0; if (b.v.compare_exchange_weak(e, 1)) break; } }
+    void clock_wait() {
+        auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+        while (std::chrono::steady_clock::now() < end) {}
+    }
+    void tas_count(Box& b) { for (int i = 0; i < 3; ++i) b.f.test_and_set(); }
+    void errno_write() { errno = 0; }
+    void global_write() { optind = 1; }
+    void cast_write() { const_cast<long&>(ro_global) = 2; }
+    // Allowed: a compare-exchange retry, a counted loop, reads of errno and atomics.
+    int cas_ok(Box& b) {
+        int v = b.v.load();
+        while (!b.v.compare_exchange_weak(v, v + 1)) {}
+        return v;
+    }
+    int counted(Box& b) {
+        int s = 0;
+        for (int i = 0; i < 3; ++i) s += b.v.fetch_add(1);
+        return s;
+    }
+    int errno_read() { return errno == EINVAL ? b_value() : 0; }
+"""
+
+
+def test_data_flow_finds_spins_delays_and_foreign_writes(tmp_path: Path) -> None:
+    """ledger_flow.py on one unit: spin-waits through members, helpers, lambdas, flags
+    assigned under a tainted condition, mutual recursion and a reset compare-exchange;
+    a clock-decided loop; test_and_set in any loop; writes to errno, a libc global and
+    a const cast away. The retry loop, a counted loop and reads stay quiet."""
+    text = FLOW.replace("b_value()", "1")
+    cand = _facts(tmp_path / "cand", {"src/a.cpp": text})
+    assert cand["errors"] == [], cand["errors"]
+    ref = _facts(tmp_path / "ref", EMPTY)
+    ledger = LEDGER.model_copy(
+        update={"forbidden_constructs": [*LEDGER.forbidden_constructs, "lock"]}
+    )
+    found = {(f.rule.partition(":")[2], f.line) for f in ledger_rules.compare(ledger, ref, cand)}
+    want = [
+        ("lock", "void member"),
+        ("lock", "void helper"),
+        ("lock", "void lambda"),
+        ("lock", "while (!done)"),
+        ("lock", "bool pong"),
+        ("lock", "bool ping(Box& b) {"),
+        ("lock", "void cas_reset"),
+        ("lock", "void cas_fresh"),
+        ("sleep", "while (std::chrono::steady_clock::now() < end)"),
+        ("lock", "void tas_count"),
+        ("static_storage", "void errno_write"),
+        ("static_storage", "void global_write"),
+        ("static_storage", "void cast_write"),
+    ]
+    for rule, needle in want:
+        assert (rule, _at(needle, text)) in found, (rule, needle, sorted(found))
+    quiet = {line for _, line in found}
+    for needle in (
+        "while (!b.v.compare_exchange_weak(v, v + 1))",
+        "for (int i = 0; i < 3; ++i) s +=",
+        "int errno_read",
+        "bool peek",
+    ):
+        assert _at(needle, text) not in quiet, (needle, sorted(found))
+
+
+def test_const_statics_with_dynamic_initialisation_are_mutable(tmp_path: Path) -> None:
+    """A const static holding what `new` returned (as an integer too), or nested past the
+    depth the const check reads, is mutable state; a constant one is not."""
+    text = """\
+        #include <cstdint>
+        struct L0 { int* p; };
+        struct L1 { L0 x; }; struct L2 { L1 x; }; struct L3 { L2 x; }; struct L4 { L3 x; };
+        struct L5 { L4 x; }; struct L6 { L5 x; }; struct L7 { L6 x; }; struct L8 { L7 x; };
+        struct C0 { const int* p; };
+        namespace {
+        const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(new int(0));
+        const L8 deep{};
+        const C0 fine{nullptr};
+        const std::uintptr_t zero = 0;
+        }
+        int use() { return static_cast<int>(address + zero) + (deep.x.x.x.x.x.x.x.x.p ? 1 : 0); }
+    """
+    cand = _facts(tmp_path / "cand", {"src/a.cpp": text})
+    ref = _facts(tmp_path / "ref", EMPTY)
+    found = {(f.rule, f.line) for f in ledger_rules.compare(LEDGER, ref, cand)}
+    for needle in ("const std::uintptr_t address", "const L8 deep"):
+        assert ("assumption_fail:static_storage", _at(needle, text)) in found, (needle, found)
+    for needle in ("const C0 fine", "const std::uintptr_t zero"):
+        assert ("assumption_fail:static_storage", _at(needle, text)) not in found, (needle, found)
+
+
+def test_honest_standard_library_binds_nothing_unlisted(tmp_path: Path) -> None:
+    """std::sort, stable_sort (std::nothrow's operator new), unordered_map, to_string,
+    exceptions and std::cerr in an honest patch: no unlisted_binding, no writable data of
+    the library's own (<iostream>'s init object), golden behaviour. The case's header list
+    is opened for the private grade; everything else is the shipped case."""
+    lib = tmp_path / "cases"
+    lib.mkdir()
+    shutil.copy(SHIPPED / "envelopes.yaml", lib)
+    case = lib / CASE
+    shutil.copytree(SHIPPED / CASE, case)
+    for old in case.glob("patches/*.diff"):
+        old.unlink()
+    shutil.copy(Path(__file__).parent / "fixtures/ledger/honest_std.diff", case / "patches")
+    text = (case / "case.yaml").read_text()
+    head = text[: text.index("patches:")]
+    row = "patches:\n  - {file: patches/honest_std.diff, expect: {verdict: accept}}\n"
+    (case / "case.yaml").write_text(head + row)
+    ledger = case / "assumptions.yaml"
+    lines = [ln for ln in ledger.read_text().splitlines() if not ln.startswith("  allowed: [")]
+    ledger.write_text("\n".join(lines) + "\n")
+    grade = run_grade(tmp_path / "out", library=lib)
+    result = json.loads((grade.out / "results" / CASE / "honest_std" / "ledger.json").read_text())
+    assert result["class"] == "accept", result["findings"]
+    assert grade.returncode == 0, grade.output[-3000:]

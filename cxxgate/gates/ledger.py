@@ -35,10 +35,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from cxxgate import program, toolcall
+from cxxgate.cellspec import CellResult
 from cxxgate.diagnostics import why_failed
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates import lanes, ledger_ast, ledger_objects, ledger_rules
+from cxxgate.gates import (
+    lanes,
+    ledger_ast,
+    # ledger_ast's data-flow pass, imported so that the gate's code hash and the grader
+    # pin (codehash.module_and_sibling_files reads this module's imports) cover it.
+    ledger_flow,  # noqa: F401
+    ledger_objects,
+    ledger_rules,
+)
 from cxxgate.program import Program
 from cxxgate.result import VACUOUS, Check, Finding, GateResult
 from cxxgate.scan import ScanSpec
@@ -46,6 +55,10 @@ from cxxgate.yamlfile import InputError, Strict, key_path, load_model
 
 NAME = "ledger"
 OBJECTS = "objects"  # plan name of the oracle's library objects (ledger_objects.py)
+# The oracle program on the reference tree: its objects (the grader's units, which
+# instantiate the public header's inline functions, with the library's) are the baseline
+# the candidate's oracle objects are compared with.
+ORACLE_REFERENCE = "oracle_objects_reference"
 SEVERITY = ("assumption_fail", "behavior_fail")
 
 
@@ -145,6 +158,7 @@ def plan(ctx: Context) -> Plan:
     if objects is not None:
         out.cells[OBJECTS] = objects
         out.cells[OBJECTS + program.REFERENCE] = replace(objects, tree_key=ctx.reference_tree_key)
+    out.cells[ORACLE_REFERENCE] = replace(cell, tree_key=ctx.reference_tree_key)
     return out
 
 
@@ -207,19 +221,30 @@ def _first(findings: list[Finding], rule: str) -> str:
     return f"{f.path}:{f.line}: {f.message}"
 
 
+def _linked(outputs: Outputs, name: str, fallback: str) -> CellResult | None:
+    """The cell whose objects are read: the oracle program (its own units, which hold
+    the public header's inline functions and their static locals, and the library's),
+    else, when it did not link, the library's objects alone."""
+    for key in (name, fallback):
+        cell = outputs.cells.get(key)
+        if cell is not None and cell.status == "ok":
+            return cell
+    return None
+
+
 def _symbols(
     outputs: Outputs, ref: dict[str, Any], cand: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """(reference, candidate) undefined symbols of the oracle's library objects; None when
-    the candidate's did not compile (the oracle's build then fails the row). A reference
-    whose objects did not compile counts as binding nothing: every facility the candidate
-    binds is then new (closed)."""
-    cell = outputs.cells.get(OBJECTS)
-    if cell is None or cell.status != "ok":
+    """(reference, candidate) undefined symbols of the oracle's objects; None when the
+    candidate's library did not compile (the oracle's build then fails the row). A
+    reference whose objects did not compile counts as binding nothing: every facility the
+    candidate binds is then new (closed)."""
+    cell = _linked(outputs, "oracle", OBJECTS)
+    if cell is None:
         return None
     mine = ledger_objects.undefined_symbols(cell, cand["functions"])
-    theirs = outputs.cells.get(OBJECTS + program.REFERENCE)
-    if theirs is None or theirs.status != "ok":
+    theirs = _linked(outputs, ORACLE_REFERENCE, OBJECTS + program.REFERENCE)
+    if theirs is None:
         return [], mine
     return ledger_objects.undefined_symbols(theirs, ref["functions"]), mine
 
@@ -227,14 +252,14 @@ def _symbols(
 def _writable(
     outputs: Outputs, ref: dict[str, Any], cand: dict[str, Any]
 ) -> ledger_rules.Pair | None:
-    """(reference, candidate) writable data of the oracle's library objects; None, like
+    """(reference, candidate) writable data of the oracle's objects; None, like
     _symbols, when the candidate's did not compile."""
-    cell = outputs.cells.get(OBJECTS)
-    if cell is None or cell.status != "ok":
+    cell = _linked(outputs, "oracle", OBJECTS)
+    if cell is None:
         return None
     mine = ledger_objects.writable_data(cell, cand["statics"])
-    theirs = outputs.cells.get(OBJECTS + program.REFERENCE)
-    if theirs is None or theirs.status != "ok":
+    theirs = _linked(outputs, ORACLE_REFERENCE, OBJECTS + program.REFERENCE)
+    if theirs is None:
         return [], mine
     return ledger_objects.writable_data(theirs, ref["statics"]), mine
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import clang.cindex as ci
 
-from cxxgate.gates import ledger_rules
+from cxxgate.gates import ledger_flow, ledger_rules
 
 MUTEX_TYPES = frozenset(
     {
@@ -234,7 +234,7 @@ def _immutable(t: ci.Type, depth: int) -> bool:
     reference to non-const, in its members and bases (a few levels deep)."""
     t = t.get_canonical()
     if depth > 6:
-        return True
+        return False  # past the depth read: not known immutable (fail closed)
     while t.kind in _ARRAY_KINDS:
         t = t.get_array_element_type().get_canonical()
     if t.kind in _POINTER_KINDS:
@@ -255,6 +255,55 @@ def _immutable(t: ci.Type, depth: int) -> bool:
         if child.kind == ci.CursorKind.CXX_BASE_SPECIFIER and not _immutable(child.type, depth + 1):
             return False
     return True
+
+
+def dynamic_init(var: ci.Cursor) -> str | None:
+    """Why a variable's initialiser is not a constant one, or None: a const static so
+    initialised is written at start-up (or on first use) and holds what was computed then,
+    such as the address `new` returned, possibly as an integer. Coarse: any `new`, any
+    reinterpret cast, a cast from a pointer to an integer, a call to a function not
+    declared constexpr or consteval, a read of a variable that is not const."""
+    for node in var.walk_preorder():
+        if node == var:
+            continue
+        kind = node.kind
+        if kind == ci.CursorKind.CXX_NEW_EXPR:
+            return "new"
+        if kind == ci.CursorKind.CXX_REINTERPRET_CAST_EXPR:
+            return "reinterpret_cast"
+        if kind in (ci.CursorKind.CSTYLE_CAST_EXPR, ci.CursorKind.CXX_FUNCTIONAL_CAST_EXPR):
+            inner = list(node.get_children())
+            if (
+                inner
+                and inner[-1].type.get_canonical().kind in _POINTER_KINDS
+                and (node.type.get_canonical().kind not in _POINTER_KINDS)
+            ):
+                return "an address cast to an integer"
+        if kind == ci.CursorKind.CALL_EXPR:
+            ref = node.referenced
+            called = ref is not None and ref.kind in _FUNCTION_KINDS - {ci.CursorKind.CONSTRUCTOR}
+            if called and not _constexpr(ref):
+                return f"a call to {qualified(ref)}"
+        if kind == ci.CursorKind.DECL_REF_EXPR:
+            ref = node.referenced
+            variable = ref is not None and ref.kind in (
+                ci.CursorKind.VAR_DECL,
+                ci.CursorKind.PARM_DECL,
+            )
+            mutable = variable and not ref.type.get_canonical().is_const_qualified()
+            if mutable and not _constexpr(ref):
+                return f"a read of {ref.spelling}"
+    return None
+
+
+def _constexpr(decl: ci.Cursor) -> bool:
+    """`constexpr`/`consteval` among the tokens before the declaration's name."""
+    for tok in decl.get_tokens():
+        if tok.spelling in ("constexpr", "consteval"):
+            return True
+        if tok.spelling == decl.spelling or tok.spelling in ("(", "{", "="):
+            return False
+    return False
 
 
 def _noexcept(cursor: ci.Cursor) -> str:
@@ -279,6 +328,8 @@ class _Walk:
     exported: dict[str, dict[str, Any]] = field(default_factory=dict)
     uses: list[dict[str, Any]] = field(default_factory=list)
     usings: list[dict[str, Any]] = field(default_factory=list)
+    writes: list[dict[str, Any]] = field(default_factory=list)  # state the tree does not own
+    flow: ledger_flow.Flow | None = None
     files: dict[str, str | None] = field(default_factory=dict)  # libclang's name -> tree path
 
     def where(self, cursor: ci.Cursor) -> tuple[str, int, int] | None:
@@ -297,7 +348,10 @@ class _Walk:
     def visit_unit(self, tu: ci.TranslationUnit) -> None:
         """Top-level declarations of the tree files this unit read. A header is walked in
         every unit that reads it: macros defined before its #include make the same text
-        another declaration in each (`SLOT int x` is const in one unit, not in the next)."""
+        another declaration in each (`SLOT int x` is const in one unit, not in the next).
+        The unit's tree function bodies then go through the data-flow pass
+        (ledger_flow.py: spin-waits, delay loops, writes to state the tree does not own)."""
+        self.flow = ledger_flow.Flow(self.where)
         for child in tu.cursor.get_children():
             if child.kind in _PREPROCESSING:
                 continue  # the detailed record's macros and #includes: read elsewhere
@@ -305,7 +359,13 @@ class _Walk:
             if place is None:
                 continue  # system headers are not the patch's code
             self.record(child, place, in_body=False)
+            self.body(child, place[0])
             self.visit(child, in_body=child.kind in _BODY_KINDS)
+        self.flow.solve()
+        self.flow.detect()
+        self.uses += self.flow.uses
+        self.writes += [w for w in self.flow.writes if w not in self.writes]
+        self.flow = None
 
     def visit(self, cursor: ci.Cursor, in_body: bool) -> None:
         for child in cursor.get_children():
@@ -313,30 +373,16 @@ class _Walk:
             if place is None:
                 continue
             self.record(child, place, in_body)
-            if child.kind in _LOOP_KINDS:
-                self.spin(child, place[0])
+            self.body(child, place[0])
             self.visit(child, in_body or child.kind in _BODY_KINDS)
 
-    def spin(self, loop: ci.Cursor, path: str) -> None:
-        """A spin-wait is a lock: a loop whose exit reads an atomic by anything but a
-        compare-exchange (its condition, or the condition of an `if` in its body whose
-        branch breaks, returns or jumps out)."""
-        children = list(loop.get_children())
-        if not children:
-            return
-        if loop.kind == ci.CursorKind.DO_STMT:
-            body, controls = children[0], children[1:]
-        else:
-            body, controls = children[-1], children[:-1]
-        controls += _exit_conditions(body)
-        for expr in controls:
-            for node in expr.walk_preorder():
-                name = _atomic_read(node)
-                if name is not None:
-                    where = self.where(node)
-                    line = where[1] if where else loop.location.line
-                    self.use("lock", f"spin-wait on {name}", path, line)
-                    return
+    def body(self, c: ci.Cursor, path: str) -> None:
+        if (
+            self.flow is not None
+            and c.kind in _BODY_KINDS
+            and (c.kind == ci.CursorKind.LAMBDA_EXPR or c.is_definition())
+        ):
+            self.flow.add(c, path)
 
     def record(self, c: ci.Cursor, place: tuple[str, int, int], in_body: bool) -> None:
         path, line, _ = place
@@ -464,7 +510,7 @@ class _Walk:
             "line": line,
             "scope": scope,
             "type": c.type.get_canonical().spelling,
-            "const": is_const_object(c.type),
+            "const": is_const_object(c.type) and dynamic_init(c) is None,
             "mutex": holds(c.type, MUTEX_TYPES),
             "atomic": holds(c.type, ATOMIC_TYPES),
             "definition": c.is_definition(),
@@ -511,66 +557,6 @@ class _Walk:
         # what it binds is the facility rules' business; a definition is an export.
         if c.linkage == ci.LinkageKind.EXTERNAL and c.is_definition():
             self.exported.setdefault(key, {"key": key, "name": name, "path": path, "line": line})
-
-
-_LOOP_KINDS = frozenset({ci.CursorKind.WHILE_STMT, ci.CursorKind.DO_STMT, ci.CursorKind.FOR_STMT})
-_EXITS = frozenset({ci.CursorKind.BREAK_STMT, ci.CursorKind.RETURN_STMT, ci.CursorKind.GOTO_STMT})
-# Atomic types and the free functions on them: a read of any of these, but a
-# compare-exchange, in a loop's exit is a spin.
-_CALLING_KINDS = frozenset(
-    {ci.CursorKind.CALL_EXPR, ci.CursorKind.MEMBER_REF_EXPR, ci.CursorKind.DECL_REF_EXPR}
-)
-_ATOMIC_SCOPES = ("std::atomic", "std::__atomic", "std::atomic_flag", "std::atomic_ref")
-
-
-def _exit_conditions(body: ci.Cursor) -> list[ci.Cursor]:
-    """Conditions of the `if` statements in a loop body (not in a nested loop or lambda)
-    one of whose branches leaves the loop."""
-    out: list[ci.Cursor] = []
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        for child in node.get_children():
-            if child.kind in _LOOP_KINDS or child.kind == ci.CursorKind.LAMBDA_EXPR:
-                continue
-            if child.kind == ci.CursorKind.IF_STMT:
-                parts = list(child.get_children())
-                branches = parts[1:]
-                if any(_leaves(b) for b in branches):
-                    out.append(parts[0])
-            stack.append(child)
-    return out
-
-
-def _leaves(node: ci.Cursor) -> bool:
-    if node.kind in _EXITS:
-        return True
-    return any(
-        _leaves(c)
-        for c in node.get_children()
-        if c.kind not in _LOOP_KINDS and c.kind != ci.CursorKind.LAMBDA_EXPR
-    )
-
-
-def _atomic_read(node: ci.Cursor) -> str | None:
-    """The qualified name of the atomic operation `node` calls, when it is one that reads
-    the atomic and is not a compare-exchange; else None."""
-    if node.kind not in _CALLING_KINDS:
-        return None
-    ref = node.referenced
-    if ref is None:
-        return None
-    name = qualified(ref)
-    short = ref.spelling
-    if "compare_exchange" in short or "compare_and_swap" in short:
-        return None
-    if name.startswith(("__atomic_", "__sync_")):
-        return name
-    if name.startswith(_ATOMIC_SCOPES) and ref.kind in _FUNCTION_KINDS:
-        if short in ("store", "clear", "notify_one", "notify_all") or short.startswith("operator="):
-            return None  # writes: they do not decide when a loop ends
-        return name
-    return None
 
 
 def _system_name(path: str, system_dirs: list[str]) -> str:
@@ -688,6 +674,7 @@ def facts(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
         "functions": _unique(walk.functions),
         "exported": sorted(walk.exported.values(), key=lambda s: (s["path"], s["line"], s["key"])),
         "uses": _unique(walk.uses),
+        "writes": _unique(walk.writes),
         "usings": _unique(walk.usings),
     }
 

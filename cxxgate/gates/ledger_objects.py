@@ -99,7 +99,10 @@ def writable_data(cell: CellResult, statics: list[dict[str, Any]]) -> list[dict[
     out: list[dict[str, Any]] = []
     for path, source in _objects(cell):
         for symbol, section in _writable(path):
-            at = known.get(symbol)
+            # A static local's guard word (`_ZGV<name>`) points at the static itself.
+            at = known.get(symbol) or known.get(
+                "_Z" + symbol[4:] if symbol.startswith("_ZGV") else ""
+            )
             entry = {
                 "symbol": symbol,
                 "section": section,
@@ -135,6 +138,8 @@ def _writable(path: Path) -> list[tuple[str, str]]:
                     continue  # an assembler-local label, not an object
                 if s.name.startswith("DW.ref."):
                     continue  # g++'s pointer to the EH personality: no C++ name has a '.'
+                if s.name == "_ZStL8__ioinit":
+                    continue  # <iostream>'s own per-unit ios_base::Init object
                 out.append((s.name, section.name))
         return sorted(set(out))
 
@@ -191,10 +196,21 @@ def _read(path: Path) -> list[tuple[str, list[str]]]:
                 funcs[s["st_shndx"]].append((s["st_value"], s["st_value"] + s["st_size"], s.name))
         # callers[name]: the defined functions whose code refers to `name`.
         callers: dict[str, set[str]] = defaultdict(set)
+        runtime: dict[str, bool] = {}  # guard / __dso_handle: every reference the compiler's
         for section in elf.iter_sections():
             if not isinstance(section, RelocationSection):
                 continue
             target = section["sh_info"]
+            relocs = sorted(
+                (
+                    (r["r_offset"], symbols[r["r_info_sym"]].name, r["r_info_type"])
+                    for r in section.iter_relocations()
+                ),
+            )
+            for i, (_, name, _) in enumerate(relocs):
+                if name.startswith(_GUARD) or name == _DSO:
+                    ok = _compilers(name, relocs, i)
+                    runtime[name] = runtime.get(name, True) and ok
             for rel in section.iter_relocations():
                 name = symbols[rel["r_info_sym"]].name
                 holder = next(
@@ -203,7 +219,29 @@ def _read(path: Path) -> list[tuple[str, list[str]]]:
                 )
                 if name and holder:
                     callers[name].add(holder)
-    return [(name, _back(name, callers)) for name in sorted(undefined)]
+    return [
+        (name, _back(name, callers)) for name in sorted(undefined) if not runtime.get(name, False)
+    ]
+
+
+_GUARD = "__cxa_guard_"
+_DSO = "__dso_handle"
+_ATEXIT = ("__cxa_atexit", "__cxa_thread_atexit")
+_CALL_RELOCATIONS = (4,)  # R_X86_64_PLT32: a call's target
+
+
+def _compilers(name: str, relocs: list[tuple[int, str, int]], i: int) -> bool:
+    """Whether the reference at `relocs[i]` is one the compiler emits for static
+    initialisation: a guard call whose guard word (the relocation just before it) is a
+    static local's `_ZGV` guard, or `__dso_handle` handed to the next call, `__cxa_atexit`.
+    Anything else (a guard call on a word of the patch's, `__dso_handle` written) binds
+    the runtime's mutex or global by hand."""
+    if name.startswith(_GUARD):
+        return i > 0 and relocs[i - 1][1].startswith("_ZGV")
+    for _, later, kind in relocs[i + 1 :]:
+        if kind in _CALL_RELOCATIONS:
+            return later in _ATEXIT
+    return False
 
 
 def _back(name: str, callers: dict[str, set[str]]) -> list[str]:

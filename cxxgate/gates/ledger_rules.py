@@ -35,15 +35,19 @@ Rules (the `<rule>` of `assumption_fail:<rule>`):
 | using_namespace_header | new `using namespace` at namespace scope in a header            |
 | qualifier_dropped      | a declaration of a named function without a qualifier it keeps  |
 | static_storage         | new non-const variable of static or thread storage duration (a  |
-|                        | `mutable` member or a pointer/reference to non-const data makes |
-|                        | a const one mutable), or new writable data in the tree's objects|
-|                        | (.data/.bss/.tdata/.tbss, whatever the source spelt)            |
+|                        | `mutable` member, a pointer/reference to non-const data, or a   |
+|                        | dynamic initialiser makes a const one mutable), new writable    |
+|                        | data in the oracle's objects (.data/.bss/.tdata/.tbss, whatever |
+|                        | the source spelt), or a new write to state the tree does not    |
+|                        | own (errno, a libc global, a static whose const is cast away)   |
 
-A spin-wait is a lock: a loop whose exit (its condition, or an `if` in its body that
-breaks or returns) reads an atomic by anything but a compare-exchange (`test_and_set`,
-`exchange`, `load`, `wait`, `fetch_*`, `__atomic_*`/`__sync_*` builtins). A
-compare-exchange retry loop is the lock-free update the case allows, and is not read as
-a lock (a CAS spinlock is therefore not seen: README, ledger threat model).
+A spin-wait is a lock and a delay loop a sleep (ledger_flow.py): a back-edge (a loop, a
+`goto` to an earlier label, recursion) whose continuation depends on a value read from an
+atomic, or from a clock, through locals, members and the tree's own functions; an
+`atomic_flag` test-and-set inside any back-edge is a lock. The one shape allowed is a
+compare-exchange retry loop whose `expected` only the exchange writes. A new write to
+state the tree does not own (errno, a libc global, a static whose const is cast away) is
+`static_storage`.
 """
 
 from __future__ import annotations
@@ -158,6 +162,21 @@ FACILITY_NAMES: dict[str, tuple[str, ...]] = {
         "sigwait",
         "epoll_pwait",
         "epoll_pwait2",
+        # Busy-waits on the time stamp counter and the spin-wait hint: no call is left.
+        "__builtin_ia32_pause",
+        "_mm_pause",
+        "__builtin_ia32_rdtsc",
+        "__builtin_ia32_rdtscp",
+        "__builtin_readcyclecounter",
+        "__rdtsc",
+        "__rdtscp",
+        "_rdtsc",
+        "__builtin_ia32_tpause",
+        "__builtin_ia32_umwait",
+        "__builtin_ia32_monitorx",
+        "__builtin_ia32_mwaitx",
+        "_tpause",
+        "_umwait",
     ),
     "thread": (
         "std::thread",
@@ -237,6 +256,9 @@ FACILITY_NAMES: dict[str, tuple[str, ...]] = {
         "flockfile",
         "ftrylockfile",
         "funlockfile",
+        # The static-local guard is a futex mutex; the compiler's own calls are not in the
+        # AST, so a name in the tree's code is one the patch wrote.
+        "__cxa_guard_*",
     ),
     "indirect": ("syscall", "dlsym", "dlvsym", "dlopen", "dlmopen", "__libc_dlsym"),
 }
@@ -339,6 +361,9 @@ FACILITY_SYMBOLS: dict[str, tuple[str, ...]] = {
         "flockfile",
         "ftrylockfile",
         "funlockfile",
+        # A futex mutex when called on a word of the patch's; the compiler's calls on a
+        # static local's `_ZGV` guard are left out by ledger_objects.py.
+        "__cxa_guard_*",
     ),
     "indirect": ("syscall", "dlsym", "dlvsym", "dlopen", "dlmopen", "__libc_dlsym"),
 }
@@ -359,11 +384,14 @@ def facility_of_name(name: str, header: str | None) -> str | None:
 
 
 # What a tree's objects may newly bind without naming a facility: memory, strings and
-# maths, the C++ runtime's allocation, exceptions and static-initialisation support, and
-# libstdc++'s out-of-line string and container code. Nothing here blocks, spawns or
-# locks a caller (static-local guards do, but a static local is static_storage anyway).
-# Anything else an object newly leaves undefined is `unlisted_binding`: the ledger does not
-# know what it does, so a case that means to allow it lists it (symbols.allowed_calls).
+# maths, the C++ runtime's allocation (std::nothrow's too), exceptions and static-
+# initialisation support, and libstdc++'s out-of-line string and container code. Nothing
+# here blocks, spawns or locks a caller. Not here: `__cxa_guard_*` (a futex mutex: a lock,
+# ledger_objects.py leaves out only the compiler's calls on a static local's `_ZGV` guard)
+# and `__dso_handle` (a global the tree does not own: left out only where it is handed to
+# `__cxa_atexit`). Anything else an object newly leaves undefined is `unlisted_binding`:
+# the ledger does not know what it does, so a case that means to allow it lists it
+# (symbols.allowed_calls).
 BENIGN_SYMBOLS: tuple[str, ...] = (
     "mem[cs]py",
     "memmove",
@@ -387,11 +415,7 @@ BENIGN_SYMBOLS: tuple[str, ...] = (
     "__stack_chk_fail",
     "__errno_location",
     "_GLOBAL_OFFSET_TABLE_",
-    "__dso_handle",
     "__cxa_atexit",
-    "__cxa_guard_acquire",
-    "__cxa_guard_release",
-    "__cxa_guard_abort",
     "__cxa_allocate_exception",
     "__cxa_free_exception",
     "__cxa_throw",
@@ -407,6 +431,19 @@ BENIGN_SYMBOLS: tuple[str, ...] = (
     "__gxx_personality_v0",
     "_Unwind_Resume",
     "_ZSt9terminatev",
+    "_ZSt7nothrow",  # std::nothrow: operator new(n, nothrow) (get_temporary_buffer)
+    "_ZNSaIcE*",  # std::allocator<char> (an extern template in libstdc++)
+    # Output streams (std::cout, std::cerr and their inserters; <iostream>'s init object).
+    # Input streams are not here: reading std::cin may block.
+    "_ZSt4cout",
+    "_ZSt4cerr",
+    "_ZSt4clog",
+    "_ZNSt8ios_base4Init*",
+    "_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_E*",
+    "_ZNSo*",
+    "_ZNKSo*",
+    "_ZSt16__ostream_insert*",
+    "_ZNKSt5ctypeIcE13_M_widen_initEv",
     "_ZSt*__throw_*",
     "_Znwm*",
     "_Znam*",
@@ -510,6 +547,8 @@ def compare(
     out += _headers(ledger.headers, ref, cand)
     out += _symbols(ledger.symbols, ref, cand)
     out += _statics(ledger, ref, cand)
+    if ledger.no_new_static_storage:
+        out += _state_writes(ref, cand)
     out += _uses(ledger, ref, cand)
     out += keep_findings(ledger.keep, cand)
     if symbols is not None:
@@ -600,6 +639,19 @@ def _statics(ledger: Assumptions, ref: dict[str, Any], cand: dict[str, Any]) -> 
             out.append(_find("file_scope_atomic", f"{what} holds a {s['atomic']}", s))
         elif ledger.no_new_static_storage and not s["const"] and not (was and not was["const"]):
             out.append(_find("static_storage", f"new non-const {what}", s))
+    return out
+
+
+def _state_writes(ref: dict[str, Any], cand: dict[str, Any]) -> list[Finding]:
+    """Writes to state the tree does not own (ledger_flow.py: errno, a libc global, a
+    static whose const is cast away): more per file and kind than the reference has."""
+    old = Counter((w["path"], w["name"]) for w in ref.get("writes", []))
+    out = []
+    for w in sorted(cand.get("writes", []), key=lambda w: (w["path"], w["line"], w["name"])):
+        if old[w["path"], w["name"]] > 0:
+            old[w["path"], w["name"]] -= 1
+            continue
+        out.append(_find("static_storage", w["name"], w))
     return out
 
 
