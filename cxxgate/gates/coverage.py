@@ -168,10 +168,14 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         )
         for p, n, marker in tamper
     ]
-    if not scored and not tamper:
+    expands = any(p in read for p in scan.data.get("expansions", {}))
+    inert = not any(f.get("bearing", True) for f in scored.values()) and not expands
+    if (not scored or inert) and not tamper:
         what = "no file changed"
         if files:
             what = "comments, whitespace, deletions or files no test compile read only"
+        if scored:
+            what = "declarations, attributes or preprocessor lines that bear no code only"
         if not files and ctx.tree_key == ctx.reference_tree_key:
             return _reference(ctx, cfg, plan, outputs)
         return GateResult(NAME, "not_applicable", "not_applicable", f"nothing to score: {what}")
@@ -283,6 +287,7 @@ def _score(
     partial: list[tuple[str, int, str]] = []  # path, line, what was not taken
     unrun: list[tuple[str, int, str]] = []  # path, start line, function
     absent: list[tuple[str, int, int]] = []  # path, first, last line of a function
+    uncompiled: list[tuple[str, int, str]] = []  # path, line, why it has no gcov line
     executable = hit = 0
     for path, info in scored.items():
         lines = counts.lines.get(path, {})
@@ -301,17 +306,20 @@ def _score(
             )
         added = {n for hunk in info["hunks"] for n in hunk}
         unrun += [(path, n, f) for n, f in counts.unexecuted_functions(path, added)]
-        for first, end in info.get("functions", []):
-            span = range(first, end)
-            held = any(n in lines for n in span) or any(
-                s <= end - 1 and first <= e for s, _, e, _ in counts.functions.get(path, {})
-            )
-            if not held:
-                absent.append((path, first, end - 1))
+        ranges = [tuple(f) for f in info.get("functions", [])]
+        held = [_held(r, ranges, counts.functions.get(path, {})) for r in ranges]
+        absent += [(path, r[0], r[2]) for r, h in zip(ranges, held, strict=True) if not h]
+        for first, last, owner in info.get("statements", []):
+            has_line = any(n in lines for n in range(first, last + 1))
+            if held[owner] and not has_line:
+                uncompiled.append((path, first, NO_CODE))
+        uncompiled += [(path, n, DEFAULT_ARGUMENT) for n in info.get("defaults", [])]
+    uncompiled = sorted(set(uncompiled))
     findings = [
         Finding("zero_hit", "a line the patch added that no test executed", path, n)
         for path, n in zero
     ]
+    findings += [Finding("zero_hit", why, path, n) for path, n, why in uncompiled]
     findings += [
         Finding(
             "function_unexecuted",
@@ -335,9 +343,13 @@ def _score(
         )
         for path, a, b in absent
     ]
-    if zero:
-        shown = ", ".join(f"{p}:{n}" for p, n in zero)
-        detail = f"{len(zero)} of {executable} executable added lines never ran: {shown}"
+    if zero or uncompiled:
+        shown = ", ".join([f"{p}:{n}" for p, n in zero] + [f"{p}:{n}" for p, n, _ in uncompiled])
+        detail = (
+            f"{len(zero)} of {executable} executable added lines never ran, "
+            f"{len(uncompiled)} added statements or default arguments with no line of code "
+            f"in the tests' builds: {shown}"
+        )
         return Check("hunks", False, "zero_hit", detail), findings
     if unrun:
         shown = ", ".join(f"{p}:{n} {f}" for p, n, f in unrun)
@@ -361,6 +373,31 @@ def _score(
         detail = f"no added line of {files} is executable in the tests' builds: nothing scored"
         return Check("hunks", False, "no_overlap", detail), findings
     return Check("hunks", True, "accept", f"{hit}/{executable} executable added lines ran"), []
+
+
+NO_CODE = (
+    "an added statement the tests' builds compiled to no code (a preprocessor branch the "
+    "coverage envelope skipped, a discarded `if constexpr` branch): never ran"
+)
+DEFAULT_ARGUMENT = (
+    "an added default argument with a branch or a lambda: gcc counts its code at each "
+    "caller's line, so no test is shown to take its branches"
+)
+
+
+def _held(r: tuple[int, ...], ranges: list[tuple[int, ...]], records: dict[Any, Any]) -> bool:
+    """Whether some gcov function record starts (its name's line and column) inside the
+    definition's source range `r` and not inside another listed definition nested in it:
+    another function on the same line holds nothing for this one."""
+
+    def inside(pos: tuple[int, int], q: tuple[int, ...]) -> bool:
+        return (q[0], q[1]) <= pos < (q[2], q[3])
+
+    nested = [q for q in ranges if q != r and inside((q[0], q[1]), r)]
+    return any(
+        inside((line, column), r) and not any(inside((line, column), q) for q in nested)
+        for line, column, _, _ in records
+    )
 
 
 def _untaken(counts: gcovjson.Counts, path: str, line: int) -> str:
