@@ -76,11 +76,13 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from cxxgate import program
+from cxxgate.cellspec import UNIT_NAME
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import gcovjson, hunks, lanes
 from cxxgate.program import Program
 from cxxgate.result import Check, Finding, GateResult
+from cxxgate.sandbox import NEUTRAL_BUILD
 from cxxgate.scan import ScanSpec
 from cxxgate.yamlfile import InputError, Strict
 
@@ -98,6 +100,8 @@ SEVERITY = (
 # prefix is the work folder, every directory of the object's path stripped.
 GCOV_ENV = (("GCOV_PREFIX", "."), ("GCOV_PREFIX_STRIP", "1000"))
 MUST_HAVE = ("--coverage", "-fno-inline", "-fkeep-inline-functions")
+# The key a grader-owned unit's counts are kept under: no tree path starts with it.
+GRADER = "<grader>"
 
 
 class Config(Strict):
@@ -194,6 +198,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             if path not in scored and not files[path]["cosmetic"] and files[path]["hunks"]:
                 scored[path] = files[path]
         _add_expansions(scored, scan.data.get("expansions", {}), read | counts.lines.keys())
+        _add_grader_expansions(ctx, cfg, scored, set(scan.data.get("macros", [])))
         check, more = _score(cfg, scored, counts, evidence)
         checks.append(check)
         findings += more
@@ -268,8 +273,35 @@ def _suite(
         gcov = gcovjson.gcov_for(compiler)
         if gcov is None:
             return [], counts, f"no gcov beside the compiler {compiler!r}"
-        counts.merge(gcovjson.read(cell, run, gcov))
+        counts.merge(gcovjson.read(cell, run, gcov, _harness(test)))
     return checks, counts, ""
+
+
+def _harness(test: Program) -> dict[str, str]:
+    """The test's grader-owned units as gcov names them (the build folder, the names
+    cxxgate/program.py gives them) -> the key their counts are kept under."""
+    return {
+        f"{NEUTRAL_BUILD}/{UNIT_NAME if j == 0 else f'unit{j}.cpp'}": f"{GRADER}/{ref.oracle}"
+        for j, ref in enumerate(test.units)
+        if ref.oracle is not None
+    }
+
+
+def _add_grader_expansions(
+    ctx: Context, cfg: Config, scored: dict[str, dict[str, Any]], macros: set[str]
+) -> None:
+    """Lines of the grader's test units that name a macro the patch defined or changed
+    (transitively): gcov counts the macro's code there, so they are scored as added lines."""
+    if not macros:
+        return
+    for i, test in enumerate(cfg.tests):
+        for j, ref in enumerate(test.units):
+            if ref.oracle is None:
+                continue
+            text = ctx.case.oracle_text(ref.oracle, f"gates.{NAME}.tests[{i}].units[{j}]")
+            lines = hunks.naming_lines(text, macros)
+            if lines:
+                scored[f"{GRADER}/{ref.oracle}"] = {"hunks": [lines], "bearing": True}
 
 
 def _score(

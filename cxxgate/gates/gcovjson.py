@@ -169,9 +169,12 @@ def gcov_for(compiler: str) -> str | None:
     return str(tool) if tool.is_file() else None
 
 
-def read(cell: CellResult, run: RunResult, gcov: str) -> Counts:
+def read(
+    cell: CellResult, run: RunResult, gcov: str, harness: dict[str, str] | None = None
+) -> Counts:
     """gcov's counts for the cell's translation units; a unit the run wrote no counts for
-    reads as never executed."""
+    reads as never executed. `harness` names the grader-owned units whose counts are kept
+    too (their absolute path in the build -> the key they are kept under)."""
     if cell.binary is None or not run.kept:
         return Counts(problem="no coverage data: the program was not built or did not run")
     folder = Path(cell.binary).parent
@@ -200,7 +203,7 @@ def read(cell: CellResult, run: RunResult, gcov: str) -> Counts:
         return Counts(
             problem=f"gcov could not read the run's counts: exit {outcome.exit} {said[0]}"
         )
-    return parse(outcome.stdout.decode(errors="replace"))
+    return parse(outcome.stdout.decode(errors="replace"), harness)
 
 
 def tree_path(name: str, cwd: str) -> str | None:
@@ -212,8 +215,9 @@ def tree_path(name: str, cwd: str) -> str | None:
     return full[len(NEUTRAL_TREE) + 1 :]
 
 
-def parse(text: str) -> Counts:
-    """gcov --json-format --stdout: one JSON document per line (one per unit)."""
+def parse(text: str, harness: dict[str, str] | None = None) -> Counts:
+    """gcov --json-format --stdout: one JSON document per line (one per unit). The tree's
+    files are kept by tree path, the grader units named in `harness` by their key."""
     counts = Counts()
     for raw in text.splitlines():
         if not raw.strip():
@@ -226,7 +230,10 @@ def parse(text: str) -> Counts:
         unit = str(doc.get("data_file", ""))
         cwd = str(doc.get("current_working_directory", ""))
         for entry in doc.get("files", []):
-            rel = tree_path(str(entry.get("file", "")), cwd)
+            name = str(entry.get("file", ""))
+            rel = tree_path(name, cwd)
+            if rel is None and harness:
+                rel = harness.get(os.path.normpath(os.path.join(cwd or "/", name)))
             if rel is None:
                 continue  # the driver, the entry, the standard library
             for fn in entry.get("functions", []):

@@ -100,31 +100,45 @@ def added_lines(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
                 if m:
                     tamper.append([rel, line, m["marker"].strip()])
         macros |= _defined_at(new, added)
-    return {"files": files, "tamper": tamper, "expansions": expansions(tree, macros)}
+    names = closure(tree, macros)
+    return {
+        "files": files,
+        "tamper": tamper,
+        "expansions": expansions(tree, names),
+        "macros": sorted(names),
+    }
 
 
-def expansions(tree: Path, macros: set[str]) -> dict[str, list[int]]:
-    """Lines of the tree's files that name one of `macros` or a macro whose definition
-    does (to a fixpoint), outside comments, strings and the definitions themselves."""
+def closure(tree: Path, macros: set[str]) -> set[str]:
+    """`macros` and every macro of the tree whose definition names one of them (to a
+    fixpoint): macros defined in terms of a changed one change too."""
     if not macros:
-        return {}
-    texts = {rel: _text(tree / rel) for rel in sorted(_listing(tree))}
+        return set()
+    texts = [_text(tree / rel) for rel in sorted(_listing(tree))]
     names = set(macros)
-    while True:  # macros defined in terms of a changed one change too
+    while True:
         more = {
             m[1]
-            for text in texts.values()
+            for text in texts
             for line in _logical_lines(text)
             if (m := DEFINE.match(line)) and names & set(IDENT.findall(m[2]))
         } - names
         if not more:
-            break
+            return names
         names |= more
+
+
+def expansions(tree: Path, names: set[str]) -> dict[str, list[int]]:
+    """Lines of the tree's files that name one of `names`, outside comments, strings and
+    preprocessor lines."""
+    if not names:
+        return {}
     pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
     found: dict[str, list[int]] = {}
-    for rel, text in texts.items():
+    for rel in sorted(_listing(tree)):
+        text = _text(tree / rel)
         if pattern.search(text):
-            lines = _naming_lines(text, names)
+            lines = naming_lines(text, names)
             if lines:
                 found[rel] = lines
     return found
@@ -147,7 +161,7 @@ def _logical_lines(text: str) -> list[str]:
     return addedcode.source_lines(text.replace("\\\n", " "))
 
 
-def _naming_lines(source: str, names: set[str]) -> list[int]:
+def naming_lines(source: str, names: set[str]) -> list[int]:
     """Lines where code (not a comment, a string or a preprocessor line) names one of
     `names`."""
     found: set[int] = set()
