@@ -238,3 +238,46 @@ def _branches(node: Node) -> bool:
             if op is not None and cppsource.text(op) in BRANCHING_OPERATORS:
                 return True
     return False
+
+
+# A comparison with zero is its negation: `p == nullptr` is `!p`, `c != '\0'` is `c`.
+ZEROS = frozenset({"0", "nullptr", "NULL", "false", "'\\0'", "0u", "0U", "0l", "0L"})
+
+
+def canonical(line: str) -> str | None:
+    """The code of one line, as a statement inside a function, with the spellings that
+    compile to the same test folded: a comparison with zero (`p == nullptr`, `c != '\\0'`)
+    written as its negation or its operand, redundant parentheses dropped, comments and
+    spacing gone. None when the line is no whole statement (nothing to compare)."""
+    root = cppsource.parse(f"void f() {{\n{line}\n}}".encode()).root_node
+    if root.has_error:
+        return None
+    body = root.named_children[0].child_by_field_name("body")
+    return " ".join(_folded(body)) if body is not None else None
+
+
+def _folded(node: Node) -> list[str]:
+    if node.type == "comment":
+        return []
+    if node.type == "parenthesized_expression" and node.parent is not None:
+        if node.parent.type in ("binary_expression", "unary_expression", "pointer_expression"):
+            pass  # the parentheses may carry precedence: kept
+        elif node.named_child_count == 1:
+            return _folded(node.named_children[0])
+    if node.type == "binary_expression":
+        op = node.child_by_field_name("operator")
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if op is not None and left is not None and right is not None:
+            spelled = cppsource.text(op)
+            for operand, zero in ((left, right), (right, left)):
+                if spelled in ("==", "!=") and cppsource.text(zero) in ZEROS:
+                    inner = _folded(operand)
+                    return ["!", "(", *inner, ")"] if spelled == "==" else ["(", *inner, ")"]
+    if node.type == "unary_expression":
+        op = node.child_by_field_name("operator")
+        arg = node.child_by_field_name("argument")
+        if op is not None and arg is not None and cppsource.text(op) in ("!", "not"):
+            return ["!", "(", *_folded(arg), ")"]
+    if node.child_count == 0 or node.type in cppsource.ATOMS:
+        return [cppsource.text(node)]
+    return [tok for child in node.children for tok in _folded(child)]

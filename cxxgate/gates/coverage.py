@@ -71,6 +71,7 @@ lines of the tree: the build and the join are proven before any candidate is bel
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -146,6 +147,12 @@ def plan(ctx: Context) -> Plan:
             keep=("*.gcda",),
         )
         program.add(ctx, out, f"test{i}", test, cell, run)
+        if ctx.tree_key != ctx.base_key:
+            # The same test on the base tree (one build and run per case, shared by every
+            # row): which branches of a reworded line were already untaken.
+            base = replace(cell, tree_key=ctx.base_key)
+            out.cells[f"base{i}"] = base
+            out.runs[f"base{i}"] = replace(run, cell_key=base.key)
     scan = ScanSpec.of(
         ctx.tree_key,
         hunks.added_lines,
@@ -199,7 +206,10 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
                 scored[path] = files[path]
         _add_expansions(scored, scan.data.get("expansions", {}), read | counts.lines.keys())
         _add_grader_expansions(ctx, cfg, scored, set(scan.data.get("macros", [])))
-        check, more = _score(cfg, scored, counts, evidence)
+        # A patch that defines a macro may give the same text other code: nothing excused.
+        macros = scan.data.get("macros")
+        base = None if macros else _base_counts(ctx, cfg, plan, outputs)
+        check, more = _score(cfg, scored, counts, evidence, base)
         checks.append(check)
         findings += more
     result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
@@ -304,11 +314,30 @@ def _add_grader_expansions(
                 scored[f"{GRADER}/{ref.oracle}"] = {"hunks": [lines], "bearing": True}
 
 
+def _base_counts(ctx: Context, cfg: Config, plan: Plan, outputs: Outputs) -> gcovjson.Counts | None:
+    """The base tree's counts under the same tests, or None when any of them is missing
+    (then no untaken branch is excused)."""
+    base = gcovjson.Counts()
+    for i, test in enumerate(cfg.tests):
+        cell, run = outputs.cells.get(f"base{i}"), outputs.runs.get(f"base{i}")
+        if cell is None or run is None or cell.status != "ok":
+            return None
+        want = program.expected(ctx, test, f"gates.{NAME}.tests[{i}]", outputs, f"test{i}")
+        if want.problem or program.problem(run, test, want):
+            return None
+        gcov = gcovjson.gcov_for(plan.cells[f"base{i}"].envelope.toolchain.path or "")
+        if gcov is None:
+            return None
+        base.merge(gcovjson.read(cell, run, gcov, _harness(test)))
+    return None if base.problem else base
+
+
 def _score(
     cfg: Config,
     scored: dict[str, dict[str, Any]],
     counts: gcovjson.Counts,
     evidence: list[str],
+    base: gcovjson.Counts | None = None,
 ) -> tuple[Check, list[Finding]]:
     """Per hunk: executable added lines, those hit, those run whole with every branch
     taken; per added function: executed, and held by some build. The failures as
@@ -331,6 +360,12 @@ def _score(
             zero += [(path, n) for n in exe if lines[n] == 0]
             open_ = [(path, n, _untaken(counts, path, n)) for n in ran]
             open_ = [o for o in open_ if o[2]]
+            for o in [o for o in open_ if _inherited(counts, base, info, path, o[1])]:
+                open_.remove(o)
+                evidence.append(
+                    f"{path}:{o[1]}: {o[2]}; the line it reworded (the same code) left the "
+                    f"same branches untaken on the base tree: not held against the patch"
+                )
             partial += open_
             evidence.append(
                 f"{path} hunk at {hunk[0]}: {len(hunk)} added, {len(exe)} executable, "
@@ -430,6 +465,28 @@ def _held(r: tuple[int, ...], ranges: list[tuple[int, ...]], records: dict[Any, 
         inside((line, column), r) and not any(inside((line, column), q) for q in nested)
         for line, column, _, _ in records
     )
+
+
+def _inherited(
+    counts: gcovjson.Counts,
+    base: gcovjson.Counts | None,
+    info: dict[str, Any],
+    path: str,
+    line: int,
+) -> bool:
+    """Whether every branch of added `line` no test took was untaken on a line its hunk
+    removed that is the same code (hunks.same_as_removed), on the base tree's run of the
+    same tests; a block left unrun is never excused."""
+    if base is None or counts.part_run(path, line):
+        return False
+    mine = counts.taken(path, line)
+    for old in info.get("same", {}).get(str(line), []):
+        theirs = base.taken(path, old)
+        if theirs.keys() == mine.keys() and all(
+            t or not b for shape in mine for t, b in zip(mine[shape], theirs[shape], strict=True)
+        ):
+            return True
+    return False
 
 
 def _untaken(counts: gcovjson.Counts, path: str, line: int) -> str:

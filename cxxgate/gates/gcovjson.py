@@ -134,14 +134,19 @@ class Counts:
                     self.add_branches(path, line, unit, counts)
         self.problem = self.problem or other.problem
 
-    def untaken(self, path: str, line: int) -> tuple[int, int]:
-        """(branches no run took, branches) of a line. Copies of the line from several
-        units count as one where they have the same shape: a branch is taken when any
-        copy took it."""
+    def taken(self, path: str, line: int) -> dict[int, list[bool]]:
+        """Per shape (number of branches), which branches of a line some run took. Copies
+        of the line from several units count as one where they have the same shape."""
         shapes: dict[int, list[bool]] = {}
         for counts in self.branches.get(path, {}).get(line, {}).values():
             taken = shapes.setdefault(len(counts), [False] * len(counts))
             shapes[len(counts)] = [t or c > 0 for t, c in zip(taken, counts, strict=True)]
+        return shapes
+
+    def untaken(self, path: str, line: int) -> tuple[int, int]:
+        """(branches no run took, branches) of a line: a branch is taken when any copy of
+        the line (of its shape) took it."""
+        shapes = self.taken(path, line)
         total = sum(len(v) for v in shapes.values())
         return sum(v.count(False) for v in shapes.values()), total
 

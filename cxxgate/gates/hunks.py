@@ -93,6 +93,7 @@ def added_lines(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
             "statements": facts.get("statements", []),
             "defaults": facts.get("defaults", []),
             "bearing": facts.get("bearing", False),
+            "same": {str(k): v for k, v in same_as_removed(old, new).items()},
         }
         for hunk in hunks:
             for line, text in hunk:
@@ -188,6 +189,24 @@ def hunks_of(rel: str, old: str, new: str) -> list[list[tuple[int, str]]]:
         if added:
             out.append(added)
     return out
+
+
+def same_as_removed(old: str, new: str) -> dict[int, list[int]]:
+    """Added line -> the lines of the old file its hunk removed that are the same code
+    (addedcode.canonical: `p == nullptr` reworded `!p`). The gate excuses such a line's
+    untaken branch when the base tree's run left the same branch of that line untaken."""
+    a, b = addedcode.source_lines(old), addedcode.source_lines(new)
+    same: dict[int, list[int]] = {}
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(0):
+        removed = [i for op in group if op[0] != "insert" for i in range(op[1], op[2])]
+        forms = {i: addedcode.canonical(a[i]) for i in removed}
+        for op in group:
+            for j in range(op[3], op[4]) if op[0] != "delete" else ():
+                form = addedcode.canonical(b[j])
+                match = [i + 1 for i, f in forms.items() if f is not None and f == form]
+                if match:
+                    same[j + 1] = match
+    return same
 
 
 def _preprocessor(ttype: _TokenType) -> bool:
