@@ -245,25 +245,21 @@ ZEROS = frozenset({"0", "nullptr", "NULL", "false", "'\\0'", "0u", "0U", "0l", "
 
 
 def canonical(line: str) -> str | None:
-    """The code of one line, as a statement inside a function, with the spellings that
-    compile to the same test folded: a comparison with zero (`p == nullptr`, `c != '\\0'`)
-    written as its negation or its operand, redundant parentheses dropped, comments and
-    spacing gone. None when the line is no whole statement (nothing to compare)."""
+    """The code of one line, as a statement inside a function, as a tree (node types and
+    tokens, so grouping is explicit) with the spellings that compile to the same test
+    folded: a comparison with zero (`p == nullptr`, `c != '\\0'`) is the negation of its
+    operand or the operand, `not` is `!`, parentheses, comments and spacing are gone.
+    None when the line is no whole statement (nothing to compare)."""
     root = cppsource.parse(f"void f() {{\n{line}\n}}".encode()).root_node
     if root.has_error:
         return None
     body = root.named_children[0].child_by_field_name("body")
-    return " ".join(_folded(body)) if body is not None else None
+    return _folded(body) if body is not None else None
 
 
-def _folded(node: Node) -> list[str]:
-    if node.type == "comment":
-        return []
-    if node.type == "parenthesized_expression" and node.parent is not None:
-        if node.parent.type in ("binary_expression", "unary_expression", "pointer_expression"):
-            pass  # the parentheses may carry precedence: kept
-        elif node.named_child_count == 1:
-            return _folded(node.named_children[0])
+def _folded(node: Node) -> str:
+    if node.type == "parenthesized_expression" and node.named_child_count == 1:
+        return _folded(node.named_children[0])
     if node.type == "binary_expression":
         op = node.child_by_field_name("operator")
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -272,12 +268,15 @@ def _folded(node: Node) -> list[str]:
             for operand, zero in ((left, right), (right, left)):
                 if spelled in ("==", "!=") and cppsource.text(zero) in ZEROS:
                     inner = _folded(operand)
-                    return ["!", "(", *inner, ")"] if spelled == "==" else ["(", *inner, ")"]
+                    return f"(! {inner})" if spelled == "==" else inner
     if node.type == "unary_expression":
         op = node.child_by_field_name("operator")
         arg = node.child_by_field_name("argument")
         if op is not None and arg is not None and cppsource.text(op) in ("!", "not"):
-            return ["!", "(", *_folded(arg), ")"]
+            return f"(! {_folded(arg)})"
     if node.child_count == 0 or node.type in cppsource.ATOMS:
-        return [cppsource.text(node)]
-    return [tok for child in node.children for tok in _folded(child)]
+        return cppsource.text(node)
+    kids = [_folded(c) for c in node.children if c.type != "comment"]
+    if node.type == "condition_clause":  # `if (x)`: its parentheses are syntax
+        kids = [k for k in kids if k not in ("(", ")")]
+    return f"({node.type} {' '.join(kids)})"

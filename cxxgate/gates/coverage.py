@@ -411,12 +411,17 @@ def _score(
         for path, a, b in absent
     ]
     if zero or uncompiled:
-        shown = ", ".join([f"{p}:{n}" for p, n in zero] + [f"{p}:{n}" for p, n, _ in uncompiled])
-        detail = (
-            f"{len(zero)} of {executable} executable added lines never ran, "
-            f"{len(uncompiled)} added statements or default arguments with no line of code "
-            f"in the tests' builds: {shown}"
-        )
+        parts = []
+        if zero:
+            shown = ", ".join(f"{p}:{n}" for p, n in zero)
+            parts.append(f"{len(zero)} of {executable} executable added lines never ran: {shown}")
+        if uncompiled:
+            shown = ", ".join(f"{p}:{n}" for p, n, _ in uncompiled)
+            parts.append(
+                f"{len(uncompiled)} added statements or default arguments with no code at "
+                f"their lines in the tests' builds: {shown}"
+            )
+        detail = "; ".join(parts)
         return Check("hunks", False, "zero_hit", detail), findings
     if unrun:
         shown = ", ".join(f"{p}:{n} {f}" for p, n, f in unrun)
