@@ -318,6 +318,9 @@ def test_statements_that_must_have_code() -> None:
         ("#define G 1\n", [], True),
         ("struct S { int m = 3; };\n", [], True),
         ("struct S { int m; };\n", [], False),
+        ("#pragma once\n", [], False),
+        ("#pragma pack(1)\n", [], True),
+        ('#ifdef NDEBUG\n#include "plus.inc"\n#endif\n', [], True),  # never read by cov
     ],
 )
 def test_default_arguments_and_what_bears_code(

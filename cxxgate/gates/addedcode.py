@@ -16,10 +16,10 @@ coverage gate needs beside gcov's counts, which only show the code that was comp
   gcc counts a default argument's code at each caller's line, never at its own: its
   branches are not visible at the line the patch added.
 - `bearing`: some added line can carry code (a definition, a statement, an initialiser, a
-  default argument, a macro definition, a declaration with an attribute or specifier
-  beyond the inert ones). A file whose added lines bear none (a declaration gaining
-  `[[nodiscard]]`, an include guard) has nothing to score, and nothing to hold against
-  the patch.
+  default argument, a macro definition, an `#include`, a pragma other than `#pragma once`,
+  a declaration with an attribute beyond the inert ones). A file whose added lines bear
+  none (a declaration gaining `[[nodiscard]]`, an include guard) has nothing to score, and
+  nothing to hold against the patch.
 
 Lines are numbered as gcc numbers them (`source_lines`): only a newline ends a line (the
 text read with universal newlines, as gcc takes `\\r\\n` and a lone `\\r`); a form feed,
@@ -132,6 +132,12 @@ def analyse(source: str, added: set[int]) -> dict[str, object]:
             node.type == "preproc_def" and node.child_by_field_name("value") is not None
         ):
             bearing = True  # an empty `#define X` (a guard) bears only on `#if`s
+        elif node.type == "preproc_include" or (
+            node.type == "preproc_call" and " ".join(cppsource.text(node).split()) != "#pragma once"
+        ):
+            # An include brings in a file the tests' builds may never read (under a
+            # skipped `#if`); a pragma may change code (`pack`).
+            bearing = True
         elif node.type in ("init_declarator", "attribute_specifier", "ms_declspec_modifier"):
             bearing = True
     index = {r: i for i, r in enumerate(functions)}

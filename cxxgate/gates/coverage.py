@@ -1,7 +1,8 @@
 """Gate `coverage`: lines a patch added that none of the case's tests executes.
 
-The added lines come from the patch's hunks, new-file line numbers (cxxgate/gates/hunks.py,
-a scan: the applied tree against the base tree, parsed with `unidiff`). The case's tests
+The added lines come from the patch's hunks, new-file line numbers as gcc numbers lines
+(cxxgate/gates/hunks.py, a scan: the applied tree against the base tree; a form feed or
+U+2028 ends no line). The case's tests
 (grader-owned programs linked with the tree's sources, like the runtime lanes') are built
 in a coverage envelope (`--coverage -O0 -fno-inline -fkeep-inline-functions`: inline and
 header code kept, so an uncalled inline function counts as unexecuted rather than absent)
@@ -25,9 +26,17 @@ it executed (gcov's per-function `execution_count`, merged over units, instantia
 runs, kept apart by source name): `skip` defined on one line beside `keep`, reached only
 through a table, has a hit line but never ran. An added function definition (or lambda)
 no build of the tests holds any code for (a template never instantiated, a header nobody
-includes, lines gcov put under another name) is not covered either. gcov counts a
-macro's code where it expands: every line of a file the tests' compiles read that names a
-macro the patch defines (transitively) is scored as an added line.
+includes, lines gcov put under another name) is not covered either; a definition is held
+only by a gcov function record starting (line and column) inside its source range. An
+added statement that emits code when compiled, in a function some build holds, with no
+gcov line in its span was never compiled by the tests' builds (a preprocessor branch the
+`cov` envelope skips, a discarded `if constexpr` branch): `zero_hit`. So is an added
+default argument with a branch: gcc counts its code at each caller's line. gcov counts a
+macro's code where it expands: every line of a file the tests' compiles read, and of the
+grader's test units, that names a macro the patch defines (transitively) is scored as an
+added line. An untaken branch on a reworded line is excused when its hunk removed a line of
+the same code (cxxgate/gates/addedcode.py `canonical`) whose run on the base tree left the
+same branches untaken.
 
 Policy: strict. Every branch an added line holds must be taken by the case's tests,
 defensive guards included (`if (p == nullptr) return -1;` where no caller passes null is
@@ -42,14 +51,16 @@ are then scored, branches and blocks listed as evidence only. There is no in-sou
 |                     | linemarker, an instrumentation switch or a libgcov call: lines    |
 |                     | hidden or forged                                                  |
 | suite_red           | a test does not build, fails, or does not return from main        |
-| zero_hit            | an executable added line no test executed (each one a finding)    |
+| zero_hit            | an executable added line no test executed, an added statement the |
+|                     | tests' builds compiled to no code, a branching default argument   |
 | function_unexecuted | a function holding an added line that no test called, though its  |
 |                     | line may have other hits (a finding per function)                 |
 | branch_untested     | an added line that ran, with a branch no test took or a block     |
 |                     | that never ran (a finding)                                        |
 | no_overlap          | code changed, yet no added line was executable, or an added       |
 |                     | function no build of the tests holds code for                     |
-| not_applicable      | comments, whitespace or deletions only (status not_applicable:    |
+| not_applicable      | comments, whitespace, deletions, or added lines that bear no code |
+|                     | (declarations, inert attributes, guards; status not_applicable:   |
 |                     | the verdict neither fails nor blocks the row on it)               |
 | accept              | every executable added line ran whole with every branch taken,    |
 |                     | every added function executed                                     |

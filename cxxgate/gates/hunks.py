@@ -69,10 +69,11 @@ IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
 def added_lines(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     """The scan: `{"files": {path: {"code", "cosmetic", "hunks": [[line, ...], ...],
-    "functions": [[first, last], ...]}}, "tamper": [[path, line, marker], ...],
-    "expansions": {path: [line, ...]}}` for every file whose bytes changed (tamper and
-    functions of every such file: the gate keeps those of the files it scores), and the
-    lines that expand a macro the patch defined."""
+    "functions", "statements", "defaults", "bearing" (addedcode.analyse), "same": {line:
+    [old line, ...]}}}, "tamper": [[path, line, marker], ...], "expansions": {path: [line,
+    ...]}, "macros": [name, ...]}` for every file whose bytes changed (the gate keeps what
+    belongs to the files it scores), the lines that expand a macro the patch defined, and
+    those macros (transitively), for the grader's units."""
     base = Path(params["base"])
     files: dict[str, Any] = {}
     tamper: list[list[Any]] = []
