@@ -5,6 +5,7 @@ of cases/port with the branch rule relaxed by the case."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ import yaml
 from conftest import SHIPPED, case_library, run_grade
 from pydantic import ValidationError
 
-from cxxgate.gates import coverage, gcovjson, hunks
+from cxxgate.gates import addedcode, coverage, gcovjson, hunks
+from cxxgate.program import Program
 
 
 def _line(
@@ -151,7 +153,7 @@ def test_every_changed_file_is_read_whatever_its_suffix(tmp_path: Path) -> None:
     sign = data["files"]["src/sign.def"]
     assert sign["code"] is False and sign["cosmetic"] is False
     assert sign["hunks"] == [[1, 2, 3, 4, 5, 6]]
-    assert sign["functions"] == [[2, 6]]  # the definition, not the declaration of g
+    assert sign["functions"] == [[2, 1, 5, 2]]  # the definition, not the declaration of g
     assert data["tamper"] == [["src/sign.def", 3, "LCOV_EXCL_LINE"]]
     assert data["files"]["NOTES.txt"]["functions"] == []
 
@@ -238,7 +240,164 @@ def test_lines_that_expand_a_changed_macro_are_scored(tmp_path: Path) -> None:
     scored: dict[str, dict[str, Any]] = {}
     coverage._add_expansions(scored, data["expansions"], {"src/port.cpp"})
     assert scored == {"src/port.cpp": {"hunks": [[5, 6]], "functions": []}}
+    assert data["macros"] == ["CHECK_SIGN", "TWICE"]
     coverage._add_expansions(scored := {}, data["expansions"], set())  # no compile read it
     assert scored == {}
     plain = hunks.added_lines(tree, {"base": str(tree)})  # nothing defined: nothing more
     assert plain["expansions"] == {}
+
+
+# ---- second review: line numbering, code the coverage build never held -----------------
+
+
+@pytest.mark.parametrize(
+    "char", ["\f", "\v", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\r"]
+)
+def test_lines_are_numbered_as_gcc_numbers_them(tmp_path: Path, char: str) -> None:
+    """Python's splitlines ends a line at each of these; gcc ends one only at a newline
+    (a lone CR is one: read with universal newlines, as gcc does). The hunks, the
+    statements tree-sitter finds and gcc's own __LINE__ must agree."""
+    base, tree = tmp_path / "base", tmp_path / "tree"
+    for root in (base, tree):
+        root.mkdir()
+    (base / "a.cpp").write_bytes(b"int f() {\n  return 0;\n}\n")
+    patched = f"int f() {{\n  // one{char}// two\n  return __LINE__;\n}}\n"
+    (tree / "a.cpp").write_bytes(patched.encode())
+    data = hunks.added_lines(tree, {"base": str(base)})["files"]["a.cpp"]
+    ran = subprocess.run(
+        ["g++", "-E", "-P", "-x", "c++", str(tree / "a.cpp")], capture_output=True, check=True
+    )
+    said = int(ran.stdout.decode(errors="replace").split("return ")[1].split(";")[0])
+    want = 4 if char == "\r" else 3  # a lone CR ends a line for gcc too
+    assert said == want
+    assert data["hunks"] == [list(range(2, want + 1))]
+    assert data["statements"] == [[want, want, 0]]
+
+
+def _facts(source: str, added: set[int] | None = None) -> dict[str, Any]:
+    lines = set(range(1, source.count("\n") + 2)) if added is None else added
+    return addedcode.analyse(source, lines)
+
+
+def test_statements_that_must_have_code() -> None:
+    """Code under a preprocessor branch or a discarded `if constexpr` is listed (the gate
+    wants a gcov line in its span); `;`, `(void)x;`, a declaration with no initialiser,
+    a constexpr or static one, a static_assert and labels are not."""
+    src = (
+        "template <class C> int f(const C* t) {\n"  # 1
+        "#ifdef NDEBUG\n"  # 2
+        "  if (*t == '+') ++t;\n"  # 3
+        "#endif\n"  # 4
+        "  if constexpr (sizeof(C) > 1) {\n"  # 5
+        "    ++t;\n"  # 6
+        "  }\n"  # 7
+        "  int n;\n  constexpr int k = 2;\n  static int s = 0;\n  (void)n;\n  ;\n"  # 8-12
+        "  static_assert(k == 2);\n"  # 13
+        "  return *t - k;\n"  # 14
+        "}\n"
+    )
+    facts = _facts(src)
+    assert facts["functions"] == [[1, 20, 15, 2]]  # from the return type, after `template`
+    assert sorted({a for a, _, _ in facts["statements"]}) == [3, 5, 6, 14]
+    assert facts["bearing"] is True
+
+
+@pytest.mark.parametrize(
+    ("source", "defaults", "bearing"),
+    [
+        ("int f(int a, int skip = on && true ? 1 : 0);\n", [1], True),
+        ("int f(int a, int skip = on || other);\n", [1], True),
+        ("int f(int a, int (*g)(int) = [](int x) { return x; });\n", [1], True),
+        ("int f(int a, int skip = 1);\n", [], True),  # a default argument bears code
+        ("[[nodiscard]] int f(int a);\n", [], False),
+        ("[[deprecated, maybe_unused]] int f(int a);\n", [], False),
+        ("#ifndef G\n#define G\nint f(int a);\n#endif\n", [], False),
+        ("__attribute__((constructor)) int f();\n", [], True),
+        ("[[gnu::constructor]] int f();\n", [], True),
+        ("inline bool lenient = false;\n", [], True),
+        ("#define G 1\n", [], True),
+        ("struct S { int m = 3; };\n", [], True),
+        ("struct S { int m; };\n", [], False),
+        ("#pragma once\n", [], False),
+        ("#pragma pack(1)\n", [], True),
+        ('#ifdef NDEBUG\n#include "plus.inc"\n#endif\n', [], True),  # never read by cov
+    ],
+)
+def test_default_arguments_and_what_bears_code(
+    source: str, defaults: list[int], bearing: bool
+) -> None:
+    facts = _facts(source)
+    assert facts["defaults"] == defaults
+    assert facts["bearing"] is bearing
+
+
+def test_a_definition_is_held_by_a_record_at_its_line_and_column() -> None:
+    """Two definitions on line 5: gcov's record for parse_port (its name at column 75)
+    holds parse_port, not the template before it; a lambda's record holds the lambda, not
+    the function around it."""
+    template, parse = (5, 20, 5, 70), (5, 71, 15, 2)
+    records = {(5, 75, 15, "net::parse_port"): ("parse_port", 3)}
+    assert not coverage._held(template, [template, parse], records)
+    assert coverage._held(parse, [template, parse], records)
+    outer, inner = (1, 1, 9, 2), (3, 10, 3, 40)
+    lam = {(3, 10, 3, "f::{lambda()#1}::operator#2829"): ("l", 0)}
+    assert coverage._held(inner, [outer, inner], lam)
+    assert not coverage._held(outer, [outer, inner], lam)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "same"),
+    [
+        (
+            "if (text == nullptr || *text == '\\0') return -1;",
+            "if (!text || !*text) return -1;",
+            True,
+        ),
+        ("if (p != NULL) g(p);", "if (p) g(p);", True),
+        ("if (0 == n) return;", "if (!n) return;", True),
+        (
+            "if (text == nullptr || *text == '\\0') return -1;",
+            "if (*text == '+' || !*text) return -1;",
+            False,
+        ),
+        ("if (n == 0) return;", "if (n == 1) return;", False),
+        ("if (x) {", "if (x) {", False),  # no whole statement: nothing compared
+    ],
+)
+def test_reworded_lines_are_the_same_code(old: str, new: str, same: bool) -> None:
+    base = f"int f() {{\n  {old}\n  return 0;\n}}\n"
+    tree = f"int f() {{\n  {new}\n  return 0;\n}}\n"
+    assert hunks.same_as_removed(base, tree) == ({2: [2]} if same else {})
+
+
+def test_an_untaken_branch_is_excused_only_where_the_base_left_it_untaken() -> None:
+    def counts(branches: tuple[int, ...]) -> gcovjson.Counts:
+        line = _line(2, 5, branches=branches)
+        return gcovjson.parse(_unit("tu1", [{"file": "/src/project/a.cpp", "lines": [line]}]))
+
+    info = {"same": {"2": [2]}}
+    mine = counts((0, 5, 3, 2))
+    assert coverage._inherited(mine, counts((0, 5, 4, 1)), info, "a.cpp", 2)
+    assert not coverage._inherited(mine, counts((1, 4, 4, 1)), info, "a.cpp", 2)  # base took it
+    assert not coverage._inherited(mine, counts((0, 5)), info, "a.cpp", 2)  # another shape
+    assert not coverage._inherited(mine, None, info, "a.cpp", 2)  # no base run
+    assert not coverage._inherited(mine, counts((0, 5, 4, 1)), {"same": {}}, "a.cpp", 2)
+
+
+def test_grader_units_are_kept_under_their_own_key() -> None:
+    """The grader's main.cpp (a relative name in the build folder) is kept as
+    <grader>/probes/..., the harness entry and the standard library are not."""
+    test = Program.model_validate({"units": ["probes/test_valid.cpp"]})
+    harness = coverage._harness(test)
+    assert harness == {"/src/build/main.cpp": "<grader>/probes/test_valid.cpp"}
+    text = _unit(
+        "tu0",
+        [
+            {"file": "main.cpp", "lines": [_line(11, 4, branches=(0, 4))]},
+            {"file": "cxxgate_entry.cpp", "lines": [_line(3, 1)]},
+        ],
+    )
+    counts = gcovjson.parse(text, harness)
+    assert counts.lines == {"<grader>/probes/test_valid.cpp": {11: 4}}
+    assert counts.untaken("<grader>/probes/test_valid.cpp", 11) == (1, 2)
+    assert gcovjson.parse(text).lines == {}

@@ -1,7 +1,8 @@
 """Gate `coverage`: lines a patch added that none of the case's tests executes.
 
-The added lines come from the patch's hunks, new-file line numbers (cxxgate/gates/hunks.py,
-a scan: the applied tree against the base tree, parsed with `unidiff`). The case's tests
+The added lines come from the patch's hunks, new-file line numbers as gcc numbers lines
+(cxxgate/gates/hunks.py, a scan: the applied tree against the base tree; a form feed or
+U+2028 ends no line). The case's tests
 (grader-owned programs linked with the tree's sources, like the runtime lanes') are built
 in a coverage envelope (`--coverage -O0 -fno-inline -fkeep-inline-functions`: inline and
 header code kept, so an uncalled inline function counts as unexecuted rather than absent)
@@ -25,9 +26,17 @@ it executed (gcov's per-function `execution_count`, merged over units, instantia
 runs, kept apart by source name): `skip` defined on one line beside `keep`, reached only
 through a table, has a hit line but never ran. An added function definition (or lambda)
 no build of the tests holds any code for (a template never instantiated, a header nobody
-includes, lines gcov put under another name) is not covered either. gcov counts a
-macro's code where it expands: every line of a file the tests' compiles read that names a
-macro the patch defines (transitively) is scored as an added line.
+includes, lines gcov put under another name) is not covered either; a definition is held
+only by a gcov function record starting (line and column) inside its source range. An
+added statement that emits code when compiled, in a function some build holds, with no
+gcov line in its span was never compiled by the tests' builds (a preprocessor branch the
+`cov` envelope skips, a discarded `if constexpr` branch): `zero_hit`. So is an added
+default argument with a branch: gcc counts its code at each caller's line. gcov counts a
+macro's code where it expands: every line of a file the tests' compiles read, and of the
+grader's test units, that names a macro the patch defines (transitively) is scored as an
+added line. An untaken branch on a reworded line is excused when its hunk removed a line of
+the same code (cxxgate/gates/addedcode.py `canonical`) whose run on the base tree left the
+same branches untaken.
 
 Policy: strict. Every branch an added line holds must be taken by the case's tests,
 defensive guards included (`if (p == nullptr) return -1;` where no caller passes null is
@@ -42,14 +51,16 @@ are then scored, branches and blocks listed as evidence only. There is no in-sou
 |                     | linemarker, an instrumentation switch or a libgcov call: lines    |
 |                     | hidden or forged                                                  |
 | suite_red           | a test does not build, fails, or does not return from main        |
-| zero_hit            | an executable added line no test executed (each one a finding)    |
+| zero_hit            | an executable added line no test executed, an added statement the |
+|                     | tests' builds compiled to no code, a branching default argument   |
 | function_unexecuted | a function holding an added line that no test called, though its  |
 |                     | line may have other hits (a finding per function)                 |
 | branch_untested     | an added line that ran, with a branch no test took or a block     |
 |                     | that never ran (a finding)                                        |
 | no_overlap          | code changed, yet no added line was executable, or an added       |
 |                     | function no build of the tests holds code for                     |
-| not_applicable      | comments, whitespace or deletions only (status not_applicable:    |
+| not_applicable      | comments, whitespace, deletions, or added lines that bear no code |
+|                     | (declarations, inert attributes, guards; status not_applicable:   |
 |                     | the verdict neither fails nor blocks the row on it)               |
 | accept              | every executable added line ran whole with every branch taken,    |
 |                     | every added function executed                                     |
@@ -71,16 +82,19 @@ lines of the tree: the build and the join are proven before any candidate is bel
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from cxxgate import program
+from cxxgate.cellspec import UNIT_NAME
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import gcovjson, hunks, lanes
 from cxxgate.program import Program
 from cxxgate.result import Check, Finding, GateResult
+from cxxgate.sandbox import NEUTRAL_BUILD
 from cxxgate.scan import ScanSpec
 from cxxgate.yamlfile import InputError, Strict
 
@@ -98,6 +112,8 @@ SEVERITY = (
 # prefix is the work folder, every directory of the object's path stripped.
 GCOV_ENV = (("GCOV_PREFIX", "."), ("GCOV_PREFIX_STRIP", "1000"))
 MUST_HAVE = ("--coverage", "-fno-inline", "-fkeep-inline-functions")
+# The key a grader-owned unit's counts are kept under: no tree path starts with it.
+GRADER = "<grader>"
 
 
 class Config(Strict):
@@ -142,6 +158,12 @@ def plan(ctx: Context) -> Plan:
             keep=("*.gcda",),
         )
         program.add(ctx, out, f"test{i}", test, cell, run)
+        if ctx.tree_key != ctx.base_key:
+            # The same test on the base tree (one build and run per case, shared by every
+            # row): which branches of a reworded line were already untaken.
+            base = replace(cell, tree_key=ctx.base_key)
+            out.cells[f"base{i}"] = base
+            out.runs[f"base{i}"] = replace(run, cell_key=base.key)
     scan = ScanSpec.of(
         ctx.tree_key,
         hunks.added_lines,
@@ -168,10 +190,14 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         )
         for p, n, marker in tamper
     ]
-    if not scored and not tamper:
+    expands = any(p in read for p in scan.data.get("expansions", {}))
+    inert = not any(f.get("bearing", True) for f in scored.values()) and not expands
+    if (not scored or inert) and not tamper:
         what = "no file changed"
         if files:
             what = "comments, whitespace, deletions or files no test compile read only"
+        if scored:
+            what = "declarations, attributes or preprocessor lines that bear no code only"
         if not files and ctx.tree_key == ctx.reference_tree_key:
             return _reference(ctx, cfg, plan, outputs)
         return GateResult(NAME, "not_applicable", "not_applicable", f"nothing to score: {what}")
@@ -190,7 +216,11 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             if path not in scored and not files[path]["cosmetic"] and files[path]["hunks"]:
                 scored[path] = files[path]
         _add_expansions(scored, scan.data.get("expansions", {}), read | counts.lines.keys())
-        check, more = _score(cfg, scored, counts, evidence)
+        _add_grader_expansions(ctx, cfg, scored, set(scan.data.get("macros", [])))
+        # A patch that defines a macro may give the same text other code: nothing excused.
+        macros = scan.data.get("macros")
+        base = None if macros else _base_counts(ctx, cfg, plan, outputs)
+        check, more = _score(cfg, scored, counts, evidence, base)
         checks.append(check)
         findings += more
     result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
@@ -264,8 +294,53 @@ def _suite(
         gcov = gcovjson.gcov_for(compiler)
         if gcov is None:
             return [], counts, f"no gcov beside the compiler {compiler!r}"
-        counts.merge(gcovjson.read(cell, run, gcov))
+        counts.merge(gcovjson.read(cell, run, gcov, _harness(test)))
     return checks, counts, ""
+
+
+def _harness(test: Program) -> dict[str, str]:
+    """The test's grader-owned units as gcov names them (the build folder, the names
+    cxxgate/program.py gives them) -> the key their counts are kept under."""
+    return {
+        f"{NEUTRAL_BUILD}/{UNIT_NAME if j == 0 else f'unit{j}.cpp'}": f"{GRADER}/{ref.oracle}"
+        for j, ref in enumerate(test.units)
+        if ref.oracle is not None
+    }
+
+
+def _add_grader_expansions(
+    ctx: Context, cfg: Config, scored: dict[str, dict[str, Any]], macros: set[str]
+) -> None:
+    """Lines of the grader's test units that name a macro the patch defined or changed
+    (transitively): gcov counts the macro's code there, so they are scored as added lines."""
+    if not macros:
+        return
+    for i, test in enumerate(cfg.tests):
+        for j, ref in enumerate(test.units):
+            if ref.oracle is None:
+                continue
+            text = ctx.case.oracle_text(ref.oracle, f"gates.{NAME}.tests[{i}].units[{j}]")
+            lines = hunks.naming_lines(text, macros)
+            if lines:
+                scored[f"{GRADER}/{ref.oracle}"] = {"hunks": [lines], "bearing": True}
+
+
+def _base_counts(ctx: Context, cfg: Config, plan: Plan, outputs: Outputs) -> gcovjson.Counts | None:
+    """The base tree's counts under the same tests, or None when any of them is missing
+    (then no untaken branch is excused)."""
+    base = gcovjson.Counts()
+    for i, test in enumerate(cfg.tests):
+        cell, run = outputs.cells.get(f"base{i}"), outputs.runs.get(f"base{i}")
+        if cell is None or run is None or cell.status != "ok":
+            return None
+        want = program.expected(ctx, test, f"gates.{NAME}.tests[{i}]", outputs, f"test{i}")
+        if want.problem or program.problem(run, test, want):
+            return None
+        gcov = gcovjson.gcov_for(plan.cells[f"base{i}"].envelope.toolchain.path or "")
+        if gcov is None:
+            return None
+        base.merge(gcovjson.read(cell, run, gcov, _harness(test)))
+    return None if base.problem else base
 
 
 def _score(
@@ -273,6 +348,7 @@ def _score(
     scored: dict[str, dict[str, Any]],
     counts: gcovjson.Counts,
     evidence: list[str],
+    base: gcovjson.Counts | None = None,
 ) -> tuple[Check, list[Finding]]:
     """Per hunk: executable added lines, those hit, those run whole with every branch
     taken; per added function: executed, and held by some build. The failures as
@@ -283,6 +359,7 @@ def _score(
     partial: list[tuple[str, int, str]] = []  # path, line, what was not taken
     unrun: list[tuple[str, int, str]] = []  # path, start line, function
     absent: list[tuple[str, int, int]] = []  # path, first, last line of a function
+    uncompiled: list[tuple[str, int, str]] = []  # path, line, why it has no gcov line
     executable = hit = 0
     for path, info in scored.items():
         lines = counts.lines.get(path, {})
@@ -294,6 +371,12 @@ def _score(
             zero += [(path, n) for n in exe if lines[n] == 0]
             open_ = [(path, n, _untaken(counts, path, n)) for n in ran]
             open_ = [o for o in open_ if o[2]]
+            for o in [o for o in open_ if _inherited(counts, base, info, path, o[1])]:
+                open_.remove(o)
+                evidence.append(
+                    f"{path}:{o[1]}: {o[2]}; the line it reworded (the same code) left the "
+                    f"same branches untaken on the base tree: not held against the patch"
+                )
             partial += open_
             evidence.append(
                 f"{path} hunk at {hunk[0]}: {len(hunk)} added, {len(exe)} executable, "
@@ -301,17 +384,20 @@ def _score(
             )
         added = {n for hunk in info["hunks"] for n in hunk}
         unrun += [(path, n, f) for n, f in counts.unexecuted_functions(path, added)]
-        for first, end in info.get("functions", []):
-            span = range(first, end)
-            held = any(n in lines for n in span) or any(
-                s <= end - 1 and first <= e for s, _, e, _ in counts.functions.get(path, {})
-            )
-            if not held:
-                absent.append((path, first, end - 1))
+        ranges = [tuple(f) for f in info.get("functions", [])]
+        held = [_held(r, ranges, counts.functions.get(path, {})) for r in ranges]
+        absent += [(path, r[0], r[2]) for r, h in zip(ranges, held, strict=True) if not h]
+        for first, last, owner in info.get("statements", []):
+            has_line = any(n in lines for n in range(first, last + 1))
+            if held[owner] and not has_line:
+                uncompiled.append((path, first, NO_CODE))
+        uncompiled += [(path, n, DEFAULT_ARGUMENT) for n in info.get("defaults", [])]
+    uncompiled = sorted(set(uncompiled))
     findings = [
         Finding("zero_hit", "a line the patch added that no test executed", path, n)
         for path, n in zero
     ]
+    findings += [Finding("zero_hit", why, path, n) for path, n, why in uncompiled]
     findings += [
         Finding(
             "function_unexecuted",
@@ -335,9 +421,18 @@ def _score(
         )
         for path, a, b in absent
     ]
-    if zero:
-        shown = ", ".join(f"{p}:{n}" for p, n in zero)
-        detail = f"{len(zero)} of {executable} executable added lines never ran: {shown}"
+    if zero or uncompiled:
+        parts = []
+        if zero:
+            shown = ", ".join(f"{p}:{n}" for p, n in zero)
+            parts.append(f"{len(zero)} of {executable} executable added lines never ran: {shown}")
+        if uncompiled:
+            shown = ", ".join(f"{p}:{n}" for p, n, _ in uncompiled)
+            parts.append(
+                f"{len(uncompiled)} added statements or default arguments with no code at "
+                f"their lines in the tests' builds: {shown}"
+            )
+        detail = "; ".join(parts)
         return Check("hunks", False, "zero_hit", detail), findings
     if unrun:
         shown = ", ".join(f"{p}:{n} {f}" for p, n, f in unrun)
@@ -363,6 +458,53 @@ def _score(
     return Check("hunks", True, "accept", f"{hit}/{executable} executable added lines ran"), []
 
 
+NO_CODE = (
+    "an added statement the tests' builds compiled to no code (a preprocessor branch the "
+    "coverage envelope skipped, a discarded `if constexpr` branch): never ran"
+)
+DEFAULT_ARGUMENT = (
+    "an added default argument with a branch or a lambda: gcc counts its code at each "
+    "caller's line, so no test is shown to take its branches"
+)
+
+
+def _held(r: tuple[int, ...], ranges: list[tuple[int, ...]], records: dict[Any, Any]) -> bool:
+    """Whether some gcov function record starts (its name's line and column) inside the
+    definition's source range `r` and not inside another listed definition nested in it:
+    another function on the same line holds nothing for this one."""
+
+    def inside(pos: tuple[int, int], q: tuple[int, ...]) -> bool:
+        return (q[0], q[1]) <= pos < (q[2], q[3])
+
+    nested = [q for q in ranges if q != r and inside((q[0], q[1]), r)]
+    return any(
+        inside((line, column), r) and not any(inside((line, column), q) for q in nested)
+        for line, column, _, _ in records
+    )
+
+
+def _inherited(
+    counts: gcovjson.Counts,
+    base: gcovjson.Counts | None,
+    info: dict[str, Any],
+    path: str,
+    line: int,
+) -> bool:
+    """Whether every branch of added `line` no test took was untaken on a line its hunk
+    removed that is the same code (hunks.same_as_removed), on the base tree's run of the
+    same tests; a block left unrun is never excused."""
+    if base is None or counts.part_run(path, line):
+        return False
+    mine = counts.taken(path, line)
+    for old in info.get("same", {}).get(str(line), []):
+        theirs = base.taken(path, old)
+        if theirs.keys() == mine.keys() and all(
+            t or not b for shape in mine for t, b in zip(mine[shape], theirs[shape], strict=True)
+        ):
+            return True
+    return False
+
+
 def _untaken(counts: gcovjson.Counts, path: str, line: int) -> str:
     """What of a line that ran was not: its untaken branches, or a block; "" if none."""
     k, m = counts.untaken(path, line)
@@ -378,9 +520,10 @@ def _reference(ctx: Context, cfg: Config, plan: Plan, outputs: Outputs) -> GateR
     suite, counts, broken = _suite(ctx, cfg, plan, outputs)
     if broken:
         return _incomplete(broken)
-    lines = sum(len(v) for v in counts.lines.values())
+    tree = {p: v for p, v in counts.lines.items() if not p.startswith(GRADER)}  # units aside
+    lines = sum(len(v) for v in tree.values())
     ok = not counts.problem and lines > 0
-    detail = counts.problem or f"{lines} executable lines of {len(counts.lines)} tree files scored"
+    detail = counts.problem or f"{lines} executable lines of {len(tree)} tree files scored"
     checks = [*suite, Check("scored", ok, "accept" if ok else "no_overlap", detail)]
     return GateResult.from_checks(NAME, checks, SEVERITY, [detail])
 

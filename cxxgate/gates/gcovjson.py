@@ -134,14 +134,19 @@ class Counts:
                     self.add_branches(path, line, unit, counts)
         self.problem = self.problem or other.problem
 
-    def untaken(self, path: str, line: int) -> tuple[int, int]:
-        """(branches no run took, branches) of a line. Copies of the line from several
-        units count as one where they have the same shape: a branch is taken when any
-        copy took it."""
+    def taken(self, path: str, line: int) -> dict[int, list[bool]]:
+        """Per shape (number of branches), which branches of a line some run took. Copies
+        of the line from several units count as one where they have the same shape."""
         shapes: dict[int, list[bool]] = {}
         for counts in self.branches.get(path, {}).get(line, {}).values():
             taken = shapes.setdefault(len(counts), [False] * len(counts))
             shapes[len(counts)] = [t or c > 0 for t, c in zip(taken, counts, strict=True)]
+        return shapes
+
+    def untaken(self, path: str, line: int) -> tuple[int, int]:
+        """(branches no run took, branches) of a line: a branch is taken when any copy of
+        the line (of its shape) took it."""
+        shapes = self.taken(path, line)
         total = sum(len(v) for v in shapes.values())
         return sum(v.count(False) for v in shapes.values()), total
 
@@ -169,9 +174,12 @@ def gcov_for(compiler: str) -> str | None:
     return str(tool) if tool.is_file() else None
 
 
-def read(cell: CellResult, run: RunResult, gcov: str) -> Counts:
+def read(
+    cell: CellResult, run: RunResult, gcov: str, harness: dict[str, str] | None = None
+) -> Counts:
     """gcov's counts for the cell's translation units; a unit the run wrote no counts for
-    reads as never executed."""
+    reads as never executed. `harness` names the grader-owned units whose counts are kept
+    too (their absolute path in the build -> the key they are kept under)."""
     if cell.binary is None or not run.kept:
         return Counts(problem="no coverage data: the program was not built or did not run")
     folder = Path(cell.binary).parent
@@ -200,7 +208,7 @@ def read(cell: CellResult, run: RunResult, gcov: str) -> Counts:
         return Counts(
             problem=f"gcov could not read the run's counts: exit {outcome.exit} {said[0]}"
         )
-    return parse(outcome.stdout.decode(errors="replace"))
+    return parse(outcome.stdout.decode(errors="replace"), harness)
 
 
 def tree_path(name: str, cwd: str) -> str | None:
@@ -212,8 +220,9 @@ def tree_path(name: str, cwd: str) -> str | None:
     return full[len(NEUTRAL_TREE) + 1 :]
 
 
-def parse(text: str) -> Counts:
-    """gcov --json-format --stdout: one JSON document per line (one per unit)."""
+def parse(text: str, harness: dict[str, str] | None = None) -> Counts:
+    """gcov --json-format --stdout: one JSON document per line (one per unit). The tree's
+    files are kept by tree path, the grader units named in `harness` by their key."""
     counts = Counts()
     for raw in text.splitlines():
         if not raw.strip():
@@ -226,7 +235,10 @@ def parse(text: str) -> Counts:
         unit = str(doc.get("data_file", ""))
         cwd = str(doc.get("current_working_directory", ""))
         for entry in doc.get("files", []):
-            rel = tree_path(str(entry.get("file", "")), cwd)
+            name = str(entry.get("file", ""))
+            rel = tree_path(name, cwd)
+            if rel is None and harness:
+                rel = harness.get(os.path.normpath(os.path.join(cwd or "/", name)))
             if rel is None:
                 continue  # the driver, the entry, the standard library
             for fn in entry.get("functions", []):

@@ -1,8 +1,9 @@
 """The lines a patch added, by hunk, as the coverage gate scores them (a scan: read once
 per tree, cached by its key).
 
-The applied tree is compared with the case's base tree; each changed file's diff is
-parsed with `unidiff`, and its added lines kept by their new-file line numbers. Every
+The applied tree is compared with the case's base tree; each changed file's lines (as gcc
+numbers them: cxxgate/gates/addedcode.py `source_lines`) are compared with `difflib`, and
+its added lines kept by their new-file line numbers. Every
 changed file is read this way, whatever its name: which of them count is decided by the
 gate from what the tests' compiles read (their dependency files) and what gcov counted, so
 `#include "sign.def"` scores sign.def. `code` says only that the suffix is a C++ one (such
@@ -10,9 +11,9 @@ a file is scored even when no compile read it). A file whose C++ tokens did not 
 (pygments' lexer, comments and whitespace dropped) is cosmetic. Added lines that carry a
 coverage exclusion marker, or a construct that hides lines from gcov (a `#line`
 directive or a GNU linemarker `# 12 "name"`, an attribute or pragma that turns
-instrumentation off, a call into libgcov), are listed as tampering. The function
-definitions and lambdas (tree-sitter) that hold an added line are listed by line span: the
-gate checks that some build of the tests holds code for each.
+instrumentation off, a call into libgcov), are listed as tampering. What the added lines
+are as C++ (cxxgate/gates/addedcode.py: the definitions and statements holding them, their
+default arguments, whether they can bear code at all) is listed beside them.
 
 gcov counts a macro's code at the line that expands it. A patch that adds or changes a
 `#define` therefore changes the code of lines it never touched: every line of the tree
@@ -30,9 +31,8 @@ from typing import Any
 
 from pygments.lexers import CppLexer
 from pygments.token import Comment, String, Text, _TokenType, is_token_subtype
-from unidiff.patch import PatchSet
 
-from cxxgate.gates import cppsource
+from cxxgate.gates import addedcode
 
 CODE_SUFFIXES = frozenset(
     {
@@ -69,10 +69,11 @@ IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
 def added_lines(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     """The scan: `{"files": {path: {"code", "cosmetic", "hunks": [[line, ...], ...],
-    "functions": [[first, last], ...]}}, "tamper": [[path, line, marker], ...],
-    "expansions": {path: [line, ...]}}` for every file whose bytes changed (tamper and
-    functions of every such file: the gate keeps those of the files it scores), and the
-    lines that expand a macro the patch defined."""
+    "functions", "statements", "defaults", "bearing" (addedcode.analyse), "same": {line:
+    [old line, ...]}}}, "tamper": [[path, line, marker], ...], "expansions": {path: [line,
+    ...]}, "macros": [name, ...]}` for every file whose bytes changed (the gate keeps what
+    belongs to the files it scores), the lines that expand a macro the patch defined, and
+    those macros (transitively), for the grader's units."""
     base = Path(params["base"])
     files: dict[str, Any] = {}
     tamper: list[list[Any]] = []
@@ -84,13 +85,16 @@ def added_lines(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
             continue
         hunks = hunks_of(rel, old, new)
         added = {n for hunk in hunks for n, _ in hunk}
+        facts = addedcode.analyse(new, added) if added else {}
         files[rel] = {
             "code": Path(rel).suffix.lower() in CODE_SUFFIXES,
             "cosmetic": same_tokens(old, new),
             "hunks": [[n for n, _ in hunk] for hunk in hunks],
-            "functions": [list(f) for f in function_spans(new) if added & set(range(*f))]
-            if added
-            else [],
+            "functions": facts.get("functions", []),
+            "statements": facts.get("statements", []),
+            "defaults": facts.get("defaults", []),
+            "bearing": facts.get("bearing", False),
+            "same": {str(k): v for k, v in same_as_removed(old, new).items()},
         }
         for hunk in hunks:
             for line, text in hunk:
@@ -98,31 +102,45 @@ def added_lines(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
                 if m:
                     tamper.append([rel, line, m["marker"].strip()])
         macros |= _defined_at(new, added)
-    return {"files": files, "tamper": tamper, "expansions": expansions(tree, macros)}
+    names = closure(tree, macros)
+    return {
+        "files": files,
+        "tamper": tamper,
+        "expansions": expansions(tree, names),
+        "macros": sorted(names),
+    }
 
 
-def expansions(tree: Path, macros: set[str]) -> dict[str, list[int]]:
-    """Lines of the tree's files that name one of `macros` or a macro whose definition
-    does (to a fixpoint), outside comments, strings and the definitions themselves."""
+def closure(tree: Path, macros: set[str]) -> set[str]:
+    """`macros` and every macro of the tree whose definition names one of them (to a
+    fixpoint): macros defined in terms of a changed one change too."""
     if not macros:
-        return {}
-    texts = {rel: _text(tree / rel) for rel in sorted(_listing(tree))}
+        return set()
+    texts = [_text(tree / rel) for rel in sorted(_listing(tree))]
     names = set(macros)
-    while True:  # macros defined in terms of a changed one change too
+    while True:
         more = {
             m[1]
-            for text in texts.values()
+            for text in texts
             for line in _logical_lines(text)
             if (m := DEFINE.match(line)) and names & set(IDENT.findall(m[2]))
         } - names
         if not more:
-            break
+            return names
         names |= more
+
+
+def expansions(tree: Path, names: set[str]) -> dict[str, list[int]]:
+    """Lines of the tree's files that name one of `names`, outside comments, strings and
+    preprocessor lines."""
+    if not names:
+        return {}
     pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
     found: dict[str, list[int]] = {}
-    for rel, text in texts.items():
+    for rel in sorted(_listing(tree)):
+        text = _text(tree / rel)
         if pattern.search(text):
-            lines = _naming_lines(text, names)
+            lines = naming_lines(text, names)
             if lines:
                 found[rel] = lines
     return found
@@ -130,7 +148,7 @@ def expansions(tree: Path, macros: set[str]) -> dict[str, list[int]]:
 
 def _defined_at(source: str, lines: set[int]) -> set[str]:
     """Macros whose `#define` (its continuation lines included) holds one of `lines`."""
-    physical = source.splitlines()
+    physical = addedcode.source_lines(source)
     names = set()
     for n in lines:
         i = n - 1
@@ -142,10 +160,10 @@ def _defined_at(source: str, lines: set[int]) -> set[str]:
 
 
 def _logical_lines(text: str) -> list[str]:
-    return text.replace("\\\n", " ").splitlines()
+    return addedcode.source_lines(text.replace("\\\n", " "))
 
 
-def _naming_lines(source: str, names: set[str]) -> list[int]:
+def naming_lines(source: str, names: set[str]) -> list[int]:
     """Lines where code (not a comment, a string or a preprocessor line) names one of
     `names`."""
     found: set[int] = set()
@@ -160,34 +178,36 @@ def _naming_lines(source: str, names: set[str]) -> list[int]:
     return sorted(found)
 
 
-def function_spans(source: str) -> list[tuple[int, int]]:
-    """(first line, last line + 1) of every function definition with a body and every
-    lambda in `source` (tree-sitter; `= default` and declarations have no body)."""
-    spans = []
-    for node in cppsource.walk(cppsource.parse(source.encode()).root_node):
-        body = node.child_by_field_name("body")
-        if node.type in ("function_definition", "lambda_expression") and body is not None:
-            spans.append((node.start_point.row + 1, node.end_point.row + 2))
-    return spans
-
-
 def hunks_of(rel: str, old: str, new: str) -> list[list[tuple[int, str]]]:
-    """Each hunk's added lines: (new-file line number, text), from the file's unified diff."""
-    diff = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        f"a/{rel}",
-        f"b/{rel}",
-        n=0,
-    )
-    text = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+    """Each hunk's added lines: (new-file line number, text). Lines as gcc numbers them
+    (addedcode.source_lines: a form feed or U+2028 ends no line); a hunk is a run of
+    changed lines (`difflib`, no context)."""
+    del rel  # the hunks depend on the texts only
+    a, b = addedcode.source_lines(old), addedcode.source_lines(new)
     out = []
-    for patched in PatchSet(text):
-        for hunk in patched:
-            added = [(ln.target_line_no, ln.value.rstrip("\n")) for ln in hunk if ln.is_added]
-            if added:
-                out.append([(n, v) for n, v in added if n is not None])
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(0):
+        added = [(j + 1, b[j]) for op in group if op[0] != "delete" for j in range(op[3], op[4])]
+        if added:
+            out.append(added)
     return out
+
+
+def same_as_removed(old: str, new: str) -> dict[int, list[int]]:
+    """Added line -> the lines of the old file its hunk removed that are the same code
+    (addedcode.canonical: `p == nullptr` reworded `!p`). The gate excuses such a line's
+    untaken branch when the base tree's run left the same branch of that line untaken."""
+    a, b = addedcode.source_lines(old), addedcode.source_lines(new)
+    same: dict[int, list[int]] = {}
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(0):
+        removed = [i for op in group if op[0] != "insert" for i in range(op[1], op[2])]
+        forms = {i: addedcode.canonical(a[i]) for i in removed}
+        for op in group:
+            for j in range(op[3], op[4]) if op[0] != "delete" else ():
+                form = addedcode.canonical(b[j])
+                match = [i + 1 for i, f in forms.items() if f is not None and f == form]
+                if match:
+                    same[j + 1] = match
+    return same
 
 
 def _preprocessor(ttype: _TokenType) -> bool:
