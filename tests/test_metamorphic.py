@@ -18,9 +18,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT, Grade, case_library, compiler_calls, run_grade
+from conftest import PROJECT, SHIPPED, Grade, case_library, compiler_calls, make_tree, run_grade
 
+from cxxgate.cell import build
+from cxxgate.cellspec import CellSpec, Unit
+from cxxgate.envelope import Envelopes
 from cxxgate.gates.metamorphic import Failure, parse_report
+from cxxgate.layout import Layout
+from cxxgate.run import RunSpec, execute
 
 CASE = "intervals"
 # Every class of the gate, each reached by a shipped patch.
@@ -262,3 +267,43 @@ def test_bad_seed_is_named(tmp_path: Path) -> None:
     broken = _doit(tmp_path / "out", library, "grade")
     assert broken.returncode != 0
     assert f"{tmp_path / 'out' / 'seed'}: expected the batch seed" in broken.stdout + broken.stderr
+
+
+# ---- what runs after main: the entry hands back main's status ---------------------------
+
+AFTER_MAIN = """
+#include <cstdlib>
+#include <unistd.h>
+int answer() {
+  // Registered from the function under test: runs after main returned, whatever it returned.
+  static const int once = std::atexit(+[] { _exit(0); });
+  return once;
+}
+"""
+
+
+@pytest.mark.parametrize(("status", "returned"), [(0, True), (1, False), (3, False)])
+def test_an_atexit_exit_0_after_a_failing_main_is_not_a_return(
+    tmp_path: Path, status: int, returned: bool
+) -> None:
+    """The process exits 0 every time (the tree's atexit handler calls _exit(0)); only a
+    main that returned 0 counts as returned: the entry hands its status back with the
+    nonce, and a failure turned into exit 0 after it is not main's return."""
+    layout = Layout(tmp_path / "out")
+    make_tree(layout, "a", {"src/lib.cpp": AFTER_MAIN})
+    main = f"int answer();\nint main() {{ return answer() * 0 + {status}; }}\n"
+    spec = CellSpec(
+        kind="exe",
+        tree_key="a",
+        units=(Unit("main.cpp", main),),
+        tree_sources=("src/*.cpp",),
+        include_dirs=(),
+        envelope=Envelopes(SHIPPED / "envelopes.yaml").get("dbg"),
+        compile_seconds=120,
+        entry=True,
+    )
+    cell = build(spec, layout)
+    assert cell.status == "ok", cell.detail
+    run = execute(RunSpec(cell_key=cell.key, label=f"main returns {status}"), layout)
+    assert run.exit == 0
+    assert run.returned is returned
