@@ -148,7 +148,8 @@ class RunResult:
     samples: list[dict[str, Any]] = field(default_factory=list)
     # Why nothing ran (for a harness_error: the traceback), or which cap stopped the run.
     detail: str = ""
-    # Built with the harness entry: did the program return from its main? None: not asked.
+    # Built with the harness entry: did the program return from its main (and not exit 0
+    # after main returned a failure: the entry hands back main's status)? None: not asked.
     returned: bool | None = None
     kept: str = ""  # the folder holding the files RunSpec.keep named (a single run only)
     # The report channel's lines, nonce removed (RunSpec.report); "" when none was asked.
@@ -327,7 +328,7 @@ def _execute_one(
         if channel is not None:
             channel.close_child_ends()
     report = _read_report(report_r) if meter is not None else {}
-    returned = nonce.came_back() if nonce is not None else None
+    main_status = nonce.came_back() if nonce is not None else None
     report_path = channel.keep(spec.output_cap) if channel is not None else ""
     (out / f"stdout{suffix}").write_bytes(outcome.stdout)
     (out / f"stderr{suffix}").write_bytes(outcome.stderr)
@@ -345,11 +346,17 @@ def _execute_one(
     else:
         status = "exited"
     metered = bool(report)
+    exit_code = int(report["exit"]) if metered and report["exit"] >= 0 else outcome.exit
+    returned: bool | None = None
+    if nonce is not None:
+        # main returned, and no code after it (an atexit handler, a destructor calling
+        # _exit(0)) turned a failing status into a clean exit.
+        returned = main_status is not None and not (main_status != 0 and exit_code == 0)
     return Sample(
         side=side,
         phase=phase,
         status=status,
-        exit=int(report["exit"]) if metered and report["exit"] >= 0 else outcome.exit,
+        exit=exit_code,
         signal=int(report["signal"]) if metered and report["signal"] else outcome.signal,
         stdout_sha=codehash.of_text(outcome.stdout),
         wall_seconds=round(report["wall"] if metered else outcome.wall_seconds, 4),
@@ -478,17 +485,21 @@ class _Nonce:
         os.close(self._in_r)
         os.close(self._out_w)
 
-    def came_back(self) -> bool:
+    def came_back(self) -> int | None:
+        """The status main returned (mod 256), as the entry wrote it after the nonce; None
+        when the nonce did not come back (main never returned)."""
         os.set_blocking(self._out_r, False)
         data = b""
         try:
-            while len(data) <= len(self.value) and (chunk := os.read(self._out_r, 256)):
+            while len(data) <= len(self.value) + 1 and (chunk := os.read(self._out_r, 256)):
                 data += chunk
         except BlockingIOError:
             pass  # a process left behind still holds the pipe: take what is there
         finally:
             os.close(self._out_r)
-        return data == self.value
+        if len(data) != len(self.value) + 1 or data[:-1] != self.value:
+            return None
+        return data[-1]
 
 
 class _Report:

@@ -18,9 +18,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT, Grade, case_library, compiler_calls, run_grade
+from conftest import PROJECT, SHIPPED, Grade, case_library, compiler_calls, make_tree, run_grade
 
+from cxxgate.cell import build
+from cxxgate.cellspec import CellSpec, Unit
+from cxxgate.envelope import Envelopes
 from cxxgate.gates.metamorphic import Failure, parse_report
+from cxxgate.layout import Layout
+from cxxgate.run import RunSpec, execute
 
 CASE = "intervals"
 # Every class of the gate, each reached by a shipped patch.
@@ -39,7 +44,11 @@ REACHED = {
     "no_touch": "snapshot_mismatch",
     "const_ref": "build_fail",
     "ifunc_forge": "premain_hook",
+    "report_fn_forge": "premain_hook",
+    "nonce_scan_forge": "crash",
 }
+# Range-limited (red team): which relation breaks first depends on the seed.
+RANGE_LIMITED = ("radix20", "chunked_large")
 SEED = re.compile(r"^seed (\d+), 200 trials: ")
 
 
@@ -68,7 +77,7 @@ def test_reference_green_and_every_patch_as_expected(shipped: Grade) -> None:
     rows = {k: v for k, v in shipped.rows.items() if k.startswith(f"{CASE}/")}
     assert rows[f"{CASE}/reference"]["verdict"] == "accept"
     assert not rows[f"{CASE}/reference"]["broken"]
-    assert set(rows) == {f"{CASE}/{p}" for p in [*REACHED, "reference"]}
+    assert set(rows) == {f"{CASE}/{p}" for p in [*REACHED, *RANGE_LIMITED, "reference"]}
     for name, row in rows.items():
         assert not row.get("expect_problems"), (name, row["expect_problems"])
 
@@ -101,7 +110,7 @@ def test_counterexample_in_the_verdict(shipped: Grade) -> None:
     assert re.search(r"adding \[-?\d+,-?\d+\) inside \[-?\d+,-?\d+\) merged ", summary), summary
     # The pass carries its count: every relation on every trial.
     checks = _gate_json(shipped, "reference")["checks"]
-    relations = next(c for c in checks if c["name"] == "relations")  # type: ignore[attr-defined, index]
+    relations = next(c for c in checks if c["name"] == "relations")  # type: ignore[attr-defined]
     assert relations["ok"]
     assert "held on 200 trials (permutation 200, dominated" in relations["detail"]
 
@@ -110,7 +119,7 @@ def test_snapshots_pass_where_relations_fail(shipped: Grade) -> None:
     """The sorted-input patch matches every snapshot: only the relation stage rejects it."""
     for patch in ("assumes_sorted", "shrink_nested", "bitmap_domain", "count_calls"):
         checks = _gate_json(shipped, patch)["checks"]
-        snaps = [c for c in checks if c["name"].startswith("snapshot ")]  # type: ignore[attr-defined, index]
+        snaps = [c for c in checks if c["name"].startswith("snapshot ")]  # type: ignore[attr-defined]
         assert len(snaps) == 4 and all(c["ok"] for c in snaps), (patch, snaps)
 
 
@@ -138,7 +147,7 @@ def test_a_swapped_stage_is_a_crash(shipped: Grade) -> None:
     seed = (shipped.out / "seed").read_text().strip()
     summary = shipped.gate(f"{CASE}/stage_swap", "metamorphic")["summary"]
     assert f"the driver finished stage 'golden', not 'relations {seed} 200'" in summary
-    snaps = [c for c in _gate_json(shipped, "stage_swap")["checks"] if c["name"] != "relations"]  # type: ignore[attr-defined, index]
+    snaps = [c for c in _gate_json(shipped, "stage_swap")["checks"] if c["name"] != "relations"]  # type: ignore[attr-defined]
     assert len(snaps) == 4 and all(c["ok"] for c in snaps)
 
 
@@ -253,6 +262,25 @@ def test_sizes_across_scales_reach_a_small_input_special_case(tmp_path: Path, se
     assert size > 12, gate["summary"]
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_coordinates_and_sizes_reach_range_limited_code(tmp_path: Path, seed: int) -> None:
+    """radix20 sorts on 20 bits (right within +/-524288), chunked_large merges blocks of
+    4096 apart: both pass every snapshot; trials draw coordinates across int and sizes up
+    to 24581, whatever the seed, so a relation breaks."""
+    library = case_library(tmp_path / "cases", CASE)
+    case_file = library / CASE / "case.yaml"
+    lines = case_file.read_text().splitlines(keepends=True)
+    head = lines[: lines.index("patches:\n") + 1]
+    keep = [ln for ln in lines if "patches/radix20.diff" in ln or "chunked_large.diff" in ln]
+    case_file.write_text("".join(head + keep))
+    grade = run_grade(tmp_path / "out", f"seed={seed}", library=library)
+    assert grade.returncode == 0, grade.output[-2000:]
+    for patch in ("radix20", "chunked_large"):
+        gate = grade.gate(f"{CASE}/{patch}", "metamorphic")
+        assert str(gate["class"]).startswith("relation:"), gate["summary"]
+        assert "snapshot" not in str(gate["summary"]).split("; ", 1)[1], gate["summary"]
+
+
 def test_bad_seed_is_named(tmp_path: Path) -> None:
     library = _one_patch_library(tmp_path / "cases")
     bad = _doit(tmp_path / "out", library, "grade", "seed=12x")
@@ -263,3 +291,43 @@ def test_bad_seed_is_named(tmp_path: Path) -> None:
     broken = _doit(tmp_path / "out", library, "grade")
     assert broken.returncode != 0
     assert f"{tmp_path / 'out' / 'seed'}: expected the batch seed" in broken.stdout + broken.stderr
+
+
+# ---- what runs after main: the entry hands back main's status ---------------------------
+
+AFTER_MAIN = """
+#include <cstdlib>
+#include <unistd.h>
+int answer() {
+  // Registered from the function under test: runs after main returned, whatever it returned.
+  static const int once = std::atexit(+[] { _exit(0); });
+  return once;
+}
+"""
+
+
+@pytest.mark.parametrize(("status", "returned"), [(0, True), (1, False), (3, False)])
+def test_an_atexit_exit_0_after_a_failing_main_is_not_a_return(
+    tmp_path: Path, status: int, returned: bool
+) -> None:
+    """The process exits 0 every time (the tree's atexit handler calls _exit(0)); only a
+    main that returned 0 counts as returned: the entry hands its status back with the
+    nonce, and a failure turned into exit 0 after it is not main's return."""
+    layout = Layout(tmp_path / "out")
+    make_tree(layout, "a", {"src/lib.cpp": AFTER_MAIN})
+    main = f"int answer();\nint main() {{ return answer() * 0 + {status}; }}\n"
+    spec = CellSpec(
+        kind="exe",
+        tree_key="a",
+        units=(Unit("main.cpp", main),),
+        tree_sources=("src/*.cpp",),
+        include_dirs=(),
+        envelope=Envelopes(SHIPPED / "envelopes.yaml").get("dbg"),
+        compile_seconds=120,
+        entry=True,
+    )
+    cell = build(spec, layout)
+    assert cell.status == "ok", cell.detail
+    run = execute(RunSpec(cell_key=cell.key, label=f"main returns {status}"), layout)
+    assert run.exit == 0
+    assert run.returned is returned

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import case_library, run_grade
 
+from cxxgate import probe
 from cxxgate.gates import slope
 
 HIDDEN = {
@@ -22,6 +23,15 @@ HIDDEN = {
     "above_table": "steep",
     "preload_switch": "measurement_tamper",
     "rewrite_profile": "measurement_tamper",
+    # The red team's: each accepted by the driver of before (sizes up to 3x the table,
+    # values below n, 7 calls a process, `count`/`native` in argv, a native bar raised by
+    # the counted exponent).
+    "above_drawn": "measurement_tamper",
+    "big_values": "steep",
+    "after_calls": "measurement_tamper",
+    "argv_mode": "steep",
+    "maps_padding": "measurement_tamper",
+    "forge_consistent": "measurement_tamper",
 }
 
 
@@ -50,7 +60,18 @@ def test_hidden_work_lands_on_its_class(hidden: dict[str, dict[str, str]], patch
 
 def test_each_hole_is_named(hidden: dict[str, dict[str, str]]) -> None:
     assert "cost lines add up to" in str(hidden["rewrite_profile"]["summary"])
-    assert "natively the function grows far steeper" in str(hidden["preload_switch"]["summary"])
+    for patch in (
+        "preload_switch",
+        "maps_padding",
+        "forge_consistent",
+        "after_calls",
+        "above_drawn",
+    ):
+        # Quadratic natively: past the native limit, or far over the reference's native
+        # time, whatever the count said (maps_padding's counted tail is steep on purpose).
+        summary = str(hidden[patch]["summary"])
+        assert "native: natively" in summary, summary
+        assert "passed its limit" in summary or "tamper_ratio 6.0)" in summary, summary
     # The table alone fits the reference's line: only the drawn sizes' tail is steep.
     above = str(hidden["above_table"]["summary"])
     table, tail = slope_exponents(above)
@@ -67,8 +88,63 @@ def test_drawn_sizes_lie_beyond_the_table_and_follow_the_seed() -> None:
     cfg = slope.Config(header="include/x.hpp", function="f", sizes=[256, 512, 1024, 2048])
     a, b = slope.drawn_sizes(cfg, "c", 1), slope.drawn_sizes(cfg, "c", 2)
     assert a == slope.drawn_sizes(cfg, "c", 1) and a != b
+    edge = 1.5 * 2048 * (cfg.reach / 1.5) ** 0.5  # the two log-scale slices meet here
     for drawn in (a, b):
-        assert 3072 < drawn[0] <= 4096 < 5120 < drawn[1] <= 6144
+        assert 1.5 * 2048 < drawn[0] <= edge + 1 < drawn[1] <= cfg.reach * 2048 + 1
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_the_native_schedule_reaches_far_and_calls_many_times(seed: int) -> None:
+    """Many calls (a patch counting its calls meets more than it can wait for), the large
+    ones 16x to native_reach x the table's max, the last past two thirds of the calls."""
+    cfg = slope.Config(header="include/x.hpp", function="f", sizes=[256, 512, 1024, 4096])
+    schedule = slope.native_schedule(cfg, "c", seed)
+    assert schedule == slope.native_schedule(cfg, "c", seed)
+    assert cfg.native_calls[0] <= len(schedule) <= cfg.native_calls[1]
+    big = [i for i, n in enumerate(schedule) if n > 4096]
+    assert len(big) == cfg.native_big
+    assert all(16 * 4096 <= schedule[i] <= cfg.native_reach * 4096 for i in big)
+    assert big[-1] >= 2 * len(schedule) // 3 > 40
+    assert all(1024 <= n <= 4096 for i, n in enumerate(schedule) if i not in big)
+
+
+def test_the_driver_has_one_mode_and_spreads_its_values(tmp_path: Path) -> None:
+    """The same argv for both lanes (none): the schedule comes on stdin. Values cover the
+    32-bit range, whatever n; repeats are there to find."""
+    cfg = slope.Config(header="include/x.hpp", function="f", sizes=[256, 512, 1024, 4096])
+    text = probe.render(
+        slope.DRIVER,
+        header_include='"x.hpp"',
+        sizes=cfg.sizes,
+        seed=9,
+        probe="cxxgate_probe_t",
+        marker="cxxgate_mark_t",
+        function="f",
+    )
+    assert "int main() {" in text and "argc" not in text and '"native"' not in text
+    # The pinned function reports what it was given: the largest value, and whether any
+    # value came twice.
+    (tmp_path / "x.hpp").write_text(
+        "#include <cstdint>\n#include <cstdio>\n#include <set>\n#include <vector>\n"
+        "inline std::size_t f(const std::vector<std::uint32_t>& v) {\n"
+        "  std::uint32_t top = 0;\n  for (auto x : v) top = x > top ? x : top;\n"
+        "  std::set<std::uint32_t> seen(v.begin(), v.end());\n"
+        '  std::fprintf(stderr, "%u %d\\n", top, int(seen.size() < v.size()));\n'
+        "  return v.size();\n}\n"
+    )
+    (tmp_path / "d.cpp").write_text(text)
+    subprocess.run(["g++", "-std=c++20", "-O1", "d.cpp", "-o", "d"], cwd=tmp_path, check=True)
+    run = subprocess.run(
+        ["./d"], cwd=tmp_path, input="300 300 300 5000\n", capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert len(run.stdout.splitlines()) == 4
+    seen = [line.split() for line in run.stderr.splitlines()]
+    assert len(seen) == 4 and len({s[0] for s in seen}) == 4  # call i's input: (seed, n, i)'s
+    assert all(int(top) > 1 << 30 for top, _ in seen)  # not tied to n
+    assert all(repeat == "1" for _, repeat in seen)
+    # No argv at all: an argument is refused, not read as a mode.
+    assert subprocess.run(["./d"], cwd=tmp_path, input="", capture_output=True).returncode == 2
 
 
 def _callgrind(tmp_path: Path, source: str, *args: str) -> list[Path]:

@@ -8,8 +8,12 @@ unit, never in the tree, and everything in it has internal linkage: a patch that
 `main` or names the driver's size table does not link (`build_fail`).
 
 Sizes: the case's table, plus `beyond` sizes drawn from the batch's seed above its largest
-(the k-th in ((k + 1/2) * max, (k + 1) * max]): they reach the driver on its command line,
-so a patch cannot know them when it is compiled, and a new seed reruns, never recompiles.
+M (one in each equal log-scale slice of (1.5 M, `reach` M]). What to call reaches the
+driver on stdin, never its command line: both lanes run the same binary with the same
+(empty) argv, so no word tells a patch which lane it is in; a new seed reruns, never
+recompiles. Inputs span the whole 32-bit range (fresh values, repeats, a cluster around a
+base, in proportions drawn from the seed): no property such as "every value below n"
+holds for them.
 
 Counting: valgrind's callgrind runs the whole process with collection on, every thread in
 one count (`--separate-threads=no`), exec'd children traced (`--trace-children=yes`), and
@@ -24,16 +28,16 @@ tail (the table's largest size and the drawn ones) against the reference's tail 
 `tail_margin`.
 
 Callgrind writes its profiles from inside the candidate's process: the candidate can
-rewrite them. Two cross-checks: each profile's `totals:` must equal the sum of its own
-cost lines, and the same driver runs natively, without valgrind (`native n k`: k calls at
-size n on distinct inputs, timed by the harness from outside, interleaved with the
-reference, minima of `wall_rounds`, the startup subtracted): at the tail's sizes its
-results must be the counted ones and its per-call time must not grow far steeper than the
-count says (`tamper_margin` above the counted tail exponent, and the whole run at the
-largest size over `tamper_ratio` times the reference's: minima, so noise only shrinks the
-excess), and it
-must finish in `wall_timeout`. A patch that tells valgrind from a native run
-(LD_PRELOAD, /proc/self/maps, timing) is caught by that cross-check, not by the count.
+rewrite them, or tell valgrind from a native run (LD_PRELOAD, /proc/self/maps, timing) and
+behave. Two cross-checks: each profile's `totals:` must equal the sum of its own cost
+lines, and the same binary runs natively (no valgrind) on the seed's native schedule: a
+number of calls drawn from `native_calls` (64-512) at sizes from M/4 to M, with
+`native_big` calls of 16 M to `native_reach` M (32 M) spread through it (the last past two
+thirds of the calls). Timed by the harness from outside, interleaved with the reference,
+minimum of `wall_rounds`: every call's result must be the reference's
+(`checksum_mismatch`), and the run must finish within `wall_timeout` and take at most
+`tamper_ratio` times the reference's time, else `measurement_tamper`. That bar is the
+reference's native time alone: no counted exponent or margin moves it.
 
 | class             | meaning                                                            |
 | ----------------- | ------------------------------------------------------------------ |
@@ -41,10 +45,11 @@ must finish in `wall_timeout`. A patch that tells valgrind from a native run
 | measurement_tamper| the tree's code (not its comments) names valgrind or callgrind, or  |
 |                   | carries the client-request instruction sequence; a profile's totals |
 |                   | are not the sum of its cost lines (rewritten); the count accepts  |
-|                   | but the native runs differ in results, pass their limit, or grow  |
-|                   | far steeper than the count                                         |
+|                   | but the native run passes its limit or takes over `tamper_ratio`   |
+|                   | times the reference's native time (same schedule)                  |
 | hang              | the profiled run passed its time limit                             |
-| checksum_mismatch | a size's result differs from the reference's, or the run died      |
+| checksum_mismatch | a result (counted or native) differs from the reference's, or a   |
+|                   | run died                                                           |
 | steep             | exponent above the reference's + margin (table), or + tail_margin  |
 |                   | (the table's largest size and the drawn ones)                      |
 | inconclusive      | the candidate's log-log fit is too poor to decide                  |
@@ -101,13 +106,22 @@ class Config(Strict):
     min_r2: float = Field(default=0.98, gt=0, lt=1)
     envelope: str = "rel"
     timeout: float | None = Field(default=None, gt=0, le=600)  # per profiled run
-    beyond: int = Field(default=2, ge=1, le=4)  # sizes drawn from the seed above the table
+    beyond: int = Field(default=2, ge=1, le=4)  # counted sizes drawn from the seed above the table
+    # ... up to this many times the table's max: a quadratic patch's profiled run must end
+    # well inside `timeout` on a loaded machine (6x hung at 15 s); the native lane reaches far.
+    reach: float = Field(default=3.0, ge=1.6, le=64)
     tail_margin: float = Field(default=0.5, gt=0)  # exponent excess allowed on the tail
     wall_rounds: int = Field(default=3, ge=1, le=20)  # the native lane's timed rounds
-    wall_timeout: float = Field(default=3.0, gt=0, le=600)  # per native run
-    native_work: int = Field(default=1 << 17, ge=1 << 10, le=1 << 26)  # elements per native run
-    tamper_margin: float = Field(default=0.6, gt=0)  # native exponent excess that is tamper
-    tamper_ratio: float = Field(default=3.0, gt=1)  # ... with this per-call time ratio
+    wall_timeout: float = Field(default=4.0, gt=0, le=600)  # per native run
+    # The native schedule: a number of calls drawn from the seed in this range, at sizes
+    # from a quarter of the table's max to its max, and `native_big` calls among them at
+    # sizes from 16x to `native_reach` x the max.
+    native_calls: tuple[int, int] = (64, 512)
+    native_big: int = Field(default=3, ge=1, le=8)
+    native_reach: float = Field(default=32.0, ge=16, le=1024)
+    # Native run time (minimum over rounds) over the reference's, same schedule: above
+    # this the candidate is not what the count measured, whatever the count's exponent.
+    tamper_ratio: float = Field(default=6.0, gt=1)
 
     @field_validator("sizes")
     @classmethod
@@ -116,6 +130,14 @@ class Config(Strict):
             msg = f"sizes must be increasing and at least 2, got {sizes}"
             raise ValueError(msg)
         return sizes
+
+    @field_validator("native_calls")
+    @classmethod
+    def _calls(cls, calls: tuple[int, int]) -> tuple[int, int]:
+        if not 1 <= calls[0] <= calls[1] <= 4000:
+            msg = f"native_calls must be [least, most] with 1 <= least <= most <= 4000, got {calls}"
+            raise ValueError(msg)
+        return calls
 
     @field_validator("function")
     @classmethod
@@ -144,21 +166,46 @@ def probe_name(cfg: Config, case_id: str, kind: str = "probe") -> str:
     return f"cxxgate_{kind}_{digest}"
 
 
+def _uniform(key: str) -> float:
+    """A number in [0, 1) from the key alone."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+
+
+def _log_band(low: float, high: float, k: int, bands: int, key: str) -> int:
+    """A size in the k-th of `bands` equal slices of [low, high] on a log scale."""
+    width = math.log(high / low) / bands
+    return int(low * math.exp(width * (k + _uniform(key))))
+
+
 def drawn_sizes(cfg: Config, case_id: str, seed: int) -> list[int]:
-    """`beyond` sizes above the table's largest M, from the batch's seed: the k-th in
-    ((k + 1/2) M, (k + 1) M]. A patch compiled before the seed was drawn cannot know them."""
+    """`beyond` counted sizes above the table's largest M, from the batch's seed: one in
+    each of `beyond` equal log-scale slices of (1.5 M, `reach` M]. A patch compiled before
+    the seed was drawn cannot know them."""
     top = cfg.sizes[-1]
-    out = []
-    for k in range(1, cfg.beyond + 1):
-        digest = hashlib.sha256(f"slope:{case_id}:{seed}:{k}".encode()).digest()
-        low, high = (2 * k + 1) * top // 2 + 1, (k + 1) * top
-        out.append(low + int.from_bytes(digest[:8], "big") % (high - low + 1))
+    return [
+        _log_band(1.5 * top, cfg.reach * top, k, cfg.beyond, f"slope:{case_id}:{seed}:{k}") + 1
+        for k in range(cfg.beyond)
+    ]
+
+
+def native_schedule(cfg: Config, case_id: str, seed: int) -> list[int]:
+    """The native lane's calls, in order, from the batch's seed: a number of calls drawn
+    from `native_calls` (a patch that changes after its k-th call meets k), at sizes from
+    M/4 to M, and `native_big` calls from 16 M to `native_reach` M, one in each equal
+    slice of the schedule (so the last lies past two thirds of it, and past any call count
+    below two thirds of the least number drawn)."""
+    top = cfg.sizes[-1]
+    low, high = cfg.native_calls
+    calls = low + int(_uniform(f"native:{case_id}:{seed}:calls") * (high - low + 1))
+    out = [
+        _log_band(max(2, top // 4), top, 0, 1, f"native:{case_id}:{seed}:{i}") for i in range(calls)
+    ]
+    span = calls / cfg.native_big
+    for j in range(cfg.native_big):
+        at = int(span * (j + _uniform(f"native:{case_id}:{seed}:at{j}")))
+        key = f"native:{case_id}:{seed}:big{j}"
+        out[at] = _log_band(16 * top, cfg.native_reach * top, j, cfg.native_big, key)
     return out
-
-
-def native_calls(cfg: Config, n: int) -> int:
-    """Calls per native run at size n: about `native_work` elements whatever the size."""
-    return max(1, -(-cfg.native_work // n))
 
 
 def driver(ctx: Context, cfg: Config) -> Unit:
@@ -212,22 +259,22 @@ def plan(ctx: Context) -> Plan:
     reference = lanes.program_cell(ctx, ctx.reference_tree_key, unit, env, label)
     limits = ctx.case.spec.limits
     drawn = drawn_sizes(cfg, ctx.case.id, ctx.seed)
+    schedule = native_schedule(cfg, ctx.case.id, ctx.seed)
     runs: dict[str, RunSpec] = {}
-    # Native, interleaved with the reference: the startup (no call), then the tail's sizes.
-    for i, (n, calls) in enumerate(
-        [(2, 0), *((n, native_calls(cfg, n)) for n in [cfg.sizes[-1], *drawn])]
-    ):
-        runs[f"native{i}"] = RunSpec(
-            cell_key=candidate.key,
-            args=("native", str(n), str(calls)),
-            label=f"{NAME} native n={n} x{calls}",
-            env=env.run_env,
-            timeout=cfg.wall_timeout,
-            output_cap=limits.output_bytes,
-            caps=limits.caps(env.flags),
-            reference=reference.key,
-            rounds=cfg.wall_rounds,  # minima: no warm-up round needed
-        )
+    # Native, interleaved with the reference, the same binary and argv as the count: only
+    # the schedule on stdin differs. A runaway stops at `wall_timeout` (a few times what
+    # the reference takes), its other rounds never run.
+    runs["native"] = RunSpec(
+        cell_key=candidate.key,
+        stdin=_stdin(schedule),
+        label=f"{NAME} native {len(schedule)} calls up to n={max(schedule)}",
+        env=env.run_env,
+        timeout=cfg.wall_timeout,
+        output_cap=limits.output_bytes,
+        caps=limits.caps(env.flags),
+        reference=reference.key,
+        rounds=cfg.wall_rounds,  # minima: no warm-up round needed
+    )
     tool = valgrind()
     if tool is not None:
         wrapper = (
@@ -245,7 +292,7 @@ def plan(ctx: Context) -> Plan:
         for side, cell in (("profile", candidate), ("reference_profile", reference)):
             runs[side] = RunSpec(
                 cell_key=cell.key,
-                args=("count", *map(str, [*cfg.sizes, *drawn])),
+                stdin=_stdin([*cfg.sizes, *drawn]),
                 label=f"{NAME} callgrind",
                 # valgrind's identity enters the run's key through its environment; its
                 # temporary files go to the work folder (the sandbox's /tmp is not the run's).
@@ -262,6 +309,10 @@ def plan(ctx: Context) -> Plan:
         runs=runs,
         scans={"tamper": scan},
     )
+
+
+def _stdin(sizes: list[int]) -> str:
+    return " ".join(map(str, sizes)) + "\n"
 
 
 # Client requests reach valgrind through its headers, or through their magic preamble
@@ -427,7 +478,8 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         why = problem or f"{len(want)} checksums for {len(sizes)} sizes"
         return _incomplete(f"reference under callgrind: {why}")
     evidence = [
-        f"seed {ctx.seed}: sizes {sizes} (drawn beyond the table: {sizes[len(cfg.sizes) :]})"
+        f"seed {ctx.seed}: counted sizes {sizes} (drawn beyond the table: "
+        f"{sizes[len(cfg.sizes) :]})"
     ]
     if run.status == "hang":
         check = Check("profile", False, "hang", "killed at the time limit under callgrind")
@@ -480,73 +532,62 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         checks.append(Check("fit", False, "inconclusive", f"r^2 below {cfg.min_r2}: {line}"))
         return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
     checks.append(Check("exponent", True, "accept", line))
-    checks.append(_native(cfg, plan, outputs, tail, want, cand_tail, evidence))
+    checks.append(_native(cfg, outputs, native_schedule(cfg, ctx.case.id, ctx.seed), evidence))
     return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
 
 
-def _native(
-    cfg: Config,
-    plan: Plan,
-    outputs: Outputs,
-    tail: list[int],
-    want: dict[int, str],
-    counted: float,
-    evidence: list[str],
-) -> Check:
-    """The count accepted: the same driver, natively, must agree with it."""
-    best: dict[str, list[float]] = {"candidate": [], "reference": []}
-    for i in range(len(tail) + 1):
-        series = outputs.runs[f"native{i}"]
-        n = int(plan.runs[f"native{i}"].args[1])
-        timed = [s for s in series.samples if s["phase"] == "timed"]
-        cand = [s for s in series.samples if s["side"] == "candidate"]
-        if any(s["status"] == "hang" for s in cand):
+def _native(cfg: Config, outputs: Outputs, schedule: list[int], evidence: list[str]) -> Check:
+    """The count accepted: the same binary, natively, on the seed's schedule, must give the
+    reference's results and take no more than `tamper_ratio` times the reference's time.
+    This bar is the reference's native time alone: nothing the count said (its exponent,
+    its margins) moves it."""
+    series = outputs.runs["native"]
+    timed = [s for s in series.samples if s["phase"] == "timed"]
+    what = f"{len(schedule)} calls, {sum(schedule)} elements, up to n={max(schedule)}"
+    best: dict[str, float] = {}
+    outs: dict[str, set[bytes]] = {}
+    for side in ("reference", "candidate"):
+        runs = [s for s in timed if s["side"] == side]
+        if side == "candidate" and any(s["status"] == "hang" for s in runs):
+            ref = best["reference"]
             why = (
-                f"natively, n={n} passed its limit ({cfg.wall_timeout} s) though the count "
-                f"grew no steeper than the reference's: the count was not of what runs natively"
+                f"natively ({what}) the candidate passed its limit ({cfg.wall_timeout} s; the "
+                f"reference took {ref:.3f} s) though the count grew no steeper than the "
+                "reference's: the count was not of what runs natively"
             )
             return Check("native", False, "measurement_tamper", why)
-        for side in best:
-            runs = [s for s in timed if s["side"] == side and s["status"] == "exited"]
-            if not runs or any(s["exit"] != 0 for s in runs):
-                why = f"native n={n}: no clean timed {side} run ({series.status}: {series.detail})"
-                return Check("native", False, "incomplete", why, incomplete=True)
-            if i > 0 and side == "candidate":
-                seen = {checksums(Path(s["stdout_path"]).read_bytes()).get(n) for s in runs}
-                if seen != {want[n]}:
-                    why = (
-                        f"natively, the result at n={n} differs from the counted run's: the "
-                        "candidate behaves otherwise when it is not measured"
-                    )
-                    return Check("native", False, "measurement_tamper", why)
-            best[side].append(min(float(s["wall_seconds"]) for s in runs))
-    per_call = {
-        side: [
-            max(t - times[0], 1e-4) / native_calls(cfg, n)
-            for n, t in zip(tail, times[1:], strict=True)
-        ]
-        for side, times in best.items()
-    }
-    native, _ = fit(tail, per_call["candidate"])
-    ref_native, _ = fit(tail, per_call["reference"])
-    # Whole runs' minima at the largest size, startup included: a ratio no subtraction of
-    # two noisy figures can blow up (the reference's own work is a few milliseconds).
-    ratio = best["candidate"][-1] / max(best["reference"][-1], 1e-4)
-    line = (
-        f"native per call (minimum of {cfg.wall_rounds}, startup subtracted): "
-        + " ".join(
-            f"{n}:{c * 1e6:.0f}/{r * 1e6:.0f}us"
-            for n, c, r in zip(tail, per_call["candidate"], per_call["reference"], strict=True)
+        clean = [s for s in runs if s["status"] == "exited" and s["exit"] == 0]
+        if not clean or len(clean) != len(runs):
+            why = f"native ({what}): no clean timed {side} run ({series.status}: {series.detail})"
+            if side == "candidate":
+                return Check("native", False, "checksum_mismatch", why)
+            return Check("native", False, "incomplete", why, incomplete=True)
+        outs[side] = {Path(s["stdout_path"]).read_bytes() for s in clean}
+        best[side] = min(float(s["wall_seconds"]) for s in clean)
+    if len(outs["reference"]) != 1 or outs["candidate"] != outs["reference"]:
+        ref_lines = next(iter(outs["reference"])).splitlines()
+        bad = next(
+            (
+                f"call {i} (n={schedule[i]})"
+                for out in outs["candidate"]
+                for i, (a, b) in enumerate(itertools.zip_longest(out.splitlines(), ref_lines))
+                if a != b and i < len(schedule)
+            ),
+            "its output",
         )
-        + f" (candidate/reference); exponent {native:.2f}, reference {ref_native:.2f}, "
-        f"counted {counted:.2f}; run time ratio at n={tail[-1]}: {ratio:.1f}"
+        why = f"natively ({what}) the results differ from the reference's at {bad}"
+        return Check("native", False, "checksum_mismatch", why)
+    ratio = best["candidate"] / max(best["reference"], 1e-4)
+    line = (
+        f"native ({what}; minimum of {cfg.wall_rounds} interleaved rounds): candidate "
+        f"{best['candidate']:.3f} s, reference {best['reference']:.3f} s, ratio {ratio:.1f} "
+        f"(tamper_ratio {cfg.tamper_ratio})"
     )
     evidence.append(line)
-    steeper = native > counted + cfg.tamper_margin
-    if steeper and ratio > cfg.tamper_ratio:
+    if ratio > cfg.tamper_ratio:
         why = (
-            f"natively the function grows far steeper than callgrind counted "
-            f"(tamper_margin {cfg.tamper_margin}, tamper_ratio {cfg.tamper_ratio}): {line}"
+            f"natively the candidate takes far longer than the reference though the count "
+            f"grew no steeper: {line}"
         )
         return Check("native", False, "measurement_tamper", why)
     return Check("native", True, "accept", line)

@@ -15,7 +15,8 @@
 // that breaks one relation is named by that relation, whatever the seed.
 //   permutation  merging a shuffled input gives what merging it sorted gives
 //   dominated    adding an interval inside another one changes nothing
-//   scaling      merging the input scaled by k > 0 gives the merged input scaled by k
+//   scaling      merging the input scaled by k > 0 gives the merged input scaled by k (or
+//                shifted by d, when the coordinates leave no room in int to scale)
 //   cover        the result covers exactly the input's points, sorted, apart, not touching
 #include "merge_intervals.hpp"
 
@@ -49,7 +50,7 @@ struct Rng {
   int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
 };
 
-// Bottom-up merge sort: inputs run to a few thousand intervals (<algorithm> would double
+// Bottom-up merge sort: inputs run to some 24000 intervals (<algorithm> would double
 // this unit's compile time).
 List sorted(List v) {
   List buf(v.size());
@@ -75,30 +76,66 @@ Rng stream(std::uint64_t seed, int trial, int relation) {
 }
 
 constexpr int kLow = -30;
+constexpr std::int64_t kIntMin = -2147483647LL - 1;
+constexpr std::int64_t kIntMax = 2147483647LL;
 
-// Trial t's size, from (seed, t) alone, across scales: a quarter of the trials each hold
-// 0..3 intervals, tens, hundreds, or a few thousand. A patch that handles only small
-// inputs (sorts when there are at most a dozen) meets large ones in every run.
+// Trial t's size, from (seed, t) alone, across scales: of sixteen trials, four each hold
+// 0..3 intervals, tens or hundreds, three a few thousand, and one 4097 to 24581 (in one
+// of three octaves). A patch that handles only small inputs, or only inputs below some
+// size, meets the others in every run.
 int size_of(Rng& r) {
-  switch (r.below(4)) {
-    case 0: return r.below(4);
-    case 1: return 4 + r.below(96);
-    case 2: return 100 + r.below(900);
-    default: return 1000 + r.below(3001);
-  }
+  const int bucket = r.below(16);
+  if (bucket < 4) return r.below(4);
+  if (bucket < 8) return 4 + r.below(96);
+  if (bucket < 12) return 100 + r.below(900);
+  if (bucket < 15) return 1000 + r.below(3001);
+  // One of three octaves: 4097..6144, 8194..12290, 16388..24581.
+  const int base = 4097 << r.below(3);
+  return base + r.below(base / 2);
 }
 
-// The domain grows with the size, so large inputs keep gaps (not one merged run).
+// Coordinates across scales too: a third of the trials stay near zero (what the snapshots
+// look like), a third lie around an offset up to +/-2^26, a third anywhere in int, up to
+// its ends. The domain grows with the size, so large inputs keep gaps (not one merged
+// run). Every width stays below 2^30: `hi - lo` never overflows in the relations.
 List input_of(std::uint64_t seed, int trial) {
   Rng r = stream(seed, trial, -1);
   const int n = size_of(r);
-  const int span = n < 15 ? 60 : 4 * n;
+  const int scale = r.below(3);
   List in;
+  if (scale == 0) {
+    const int span = n < 15 ? 60 : 4 * n;
+    for (int i = 0; i < n; ++i) {
+      const int lo = kLow + r.below(span - 1);
+      const int end = lo + 1 + r.below(12);
+      const int hi = end < kLow + span ? end : kLow + span;
+      in.push_back({lo, hi});
+    }
+    return in;
+  }
+  // [low, low + span): span and widths in int64, clipped to int at the end.
+  std::int64_t span = 0, low = 0;
+  if (scale == 1) {
+    span = static_cast<std::int64_t>(n < 15 ? 60 : 4 * n) << r.below(8);
+    low = static_cast<std::int64_t>(r.next() % (1ULL << 27)) - (1LL << 26);
+  } else {
+    span = kIntMax - kIntMin + 1;
+    low = kIntMin;
+  }
+  const std::int64_t gap = span / (n > 0 ? n : 1);  // the mean distance between two starts
+  const std::int64_t widest = gap * 2 < (1LL << 30) ? (gap * 2 > 1 ? gap * 2 : 1) : (1LL << 30);
   for (int i = 0; i < n; ++i) {
-    const int lo = kLow + r.below(span - 1);
-    const int end = lo + 1 + r.below(12);
-    const int hi = end < kLow + span ? end : kLow + span;
-    in.push_back({lo, hi});
+    std::int64_t lo = low + static_cast<std::int64_t>(r.next() % static_cast<std::uint64_t>(span));
+    std::int64_t hi = lo + 1 + static_cast<std::int64_t>(r.next() % static_cast<std::uint64_t>(widest));
+    if (r.below(64) == 0) lo = kIntMin;  // the ends of int, now and then
+    if (r.below(64) == 0) hi = kIntMax;
+    if (lo > kIntMax - 1) lo = kIntMax - 1;
+    if (hi > kIntMax) hi = kIntMax;
+    if (hi - lo > (1LL << 30)) {
+      if (r.below(2)) hi = lo + (1LL << 30);
+      else lo = hi - (1LL << 30);
+    }
+    in.push_back({static_cast<int>(lo), static_cast<int>(hi)});
   }
   return in;
 }
@@ -121,29 +158,32 @@ void show(const List& v, char* buf, std::size_t size) {
   if (v.empty()) std::snprintf(buf, size, "(empty)");
 }
 
-// Why the merged list is not exactly the input's cover, or nullptr. Points are painted
-// over the input's own range: linear in the range and the intervals' lengths.
-const char* cover_problem(const List& in, const List& out) {
-  int low = 0, high = 0;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (i == 0 || in[i].first < low) low = in[i].first;
-    if (i == 0 || in[i].second > high) high = in[i].second;
+// The input's exact cover, from the driver's own sort and a sweep in int64 (no point is
+// painted: coordinates span all of int).
+List cover_of(const List& in) {
+  List out;
+  std::int64_t lo = 0, hi = 0;
+  bool open = false;
+  for (const auto& [a, b] : sorted(in)) {
+    if (a >= b) continue;  // the generator makes none; an empty interval covers nothing
+    if (open && a <= hi) {
+      if (b > hi) hi = b;
+      continue;
+    }
+    if (open) out.push_back({static_cast<int>(lo), static_cast<int>(hi)});
+    lo = a, hi = b, open = true;
   }
+  if (open) out.push_back({static_cast<int>(lo), static_cast<int>(hi)});
+  return out;
+}
+
+// Why the merged list is not exactly the input's cover, or nullptr.
+const char* cover_problem(const List& in, const List& out) {
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i].first >= out[i].second) return "an empty or reversed interval";
-    if (in.empty() || out[i].first < low || out[i].second > high) return "an interval beyond the input";
     if (i > 0 && out[i].first <= out[i - 1].second) return "not sorted, overlapping or touching";
   }
-  std::vector<signed char> covered(static_cast<std::size_t>(high - low), 0);
-  for (const auto& [lo, hi] : in) {
-    for (int x = lo; x < hi; ++x) covered[static_cast<std::size_t>(x - low)] = 1;
-  }
-  for (const auto& [lo, hi] : out) {
-    for (int x = lo; x < hi; ++x) covered[static_cast<std::size_t>(x - low)] |= 2;
-  }
-  for (const signed char c : covered) {
-    if (c == 1 || c == 2) return "covers other points than the input";
-  }
+  if (out != cover_of(in)) return "covers other points than the input";
   return nullptr;
 }
 
@@ -181,18 +221,36 @@ bool dominated(const List& in, Rng& r, Failure& f) {
   return false;
 }
 
+// Scaled by k in 2..5 where the coordinates leave room in int; else shifted by d where
+// they leave room; else (both ends of int in use) compared with itself unchanged.
 bool scaling(const List& in, Rng& r, Failure& f) {
-  const int k = 2 + r.below(4);
-  List scaled = sorted(in);
-  for (auto& [lo, hi] : scaled) lo *= k, hi *= k;
-  const List got = merge_intervals(scaled);
-  List want = merge_intervals(sorted(in));
-  for (auto& [lo, hi] : want) lo *= k, hi *= k;
+  std::int64_t least = 0, most = 0, widest = 1;
+  for (const auto& [lo, hi] : in) {
+    least = lo < least ? lo : least, most = hi > most ? hi : most;
+    const std::int64_t a = lo < 0 ? -std::int64_t{lo} : lo, b = hi < 0 ? -std::int64_t{hi} : hi;
+    widest = a > widest ? a : widest, widest = b > widest ? b : widest;
+  }
+  const std::int64_t room = kIntMax / widest;
+  const int k = room >= 2 ? 2 + r.below(static_cast<int>(room - 1 < 4 ? room - 1 : 4)) : 1;
+  const std::int64_t down = least - kIntMin, up = kIntMax - most;
+  std::int64_t d = 0;
+  if (k == 1 && down + up > 0) {
+    d = static_cast<std::int64_t>(r.next() % static_cast<std::uint64_t>(down + up + 1)) - down;
+  }
+  auto move = [&](List v) {
+    for (auto& [lo, hi] : v) {
+      lo = static_cast<int>(std::int64_t{lo} * k + d), hi = static_cast<int>(std::int64_t{hi} * k + d);
+    }
+    return v;
+  };
+  const List got = merge_intervals(move(sorted(in)));
+  const List want = move(merge_intervals(sorted(in)));
   if (got == want) return true;
   char a[400], b[400], c[400];
   show(sorted(in), a, sizeof a), show(got, b, sizeof b), show(want, c, sizeof c);
-  std::snprintf(f.text, sizeof f.text, "input %s scaled by %d merged %s; merged then scaled %s",
-                a, k, b, c);
+  std::snprintf(f.text, sizeof f.text,
+                "input %s scaled by %d, shifted by %lld merged %s; merged then moved %s", a, k,
+                static_cast<long long>(d), b, c);
   return false;
 }
 

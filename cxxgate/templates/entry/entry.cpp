@@ -62,9 +62,9 @@ long nonce_size = 0;
 
 void take_nonce(int, char**, char**) {
   long got = 0;
-  while (got < static_cast<long>(sizeof nonce)) {
+  while (got < static_cast<long>(sizeof nonce) - 1) {  // a byte kept for the status
     const long n = sys3(kRead, kNonceIn, reinterpret_cast<long>(nonce + got),
-                        static_cast<long>(sizeof nonce) - got);
+                        static_cast<long>(sizeof nonce) - 1 - got);
     if (n <= 0) break;  // the end of the pipe; or no pipe: run outside the harness
     got += n;
   }
@@ -76,10 +76,15 @@ void take_nonce(int, char**, char**) {
 // runs .preinit_array before any constructor.
 [[gnu::used, gnu::section(".preinit_array")]] void (*take)(int, char**, char**) = take_nonce;
 
-void report_return() {
-  for (long sent = 0; sent < nonce_size;) {
-    const long n = sys3(kWrite, kNonceBack, reinterpret_cast<long>(nonce + sent),
-                        nonce_size - sent);
+// The nonce, then one byte: the status main returned (mod 256). The harness checks it
+// against the process's exit: code that runs after main (an atexit handler, a destructor)
+// calling _exit(0) cannot turn a failing main into a success.
+void report_return(int status) {
+  if (nonce_size == 0) return;
+  nonce[nonce_size] = static_cast<char>(status & 0xff);
+  const long size = nonce_size + 1;
+  for (long sent = 0; sent < size;) {
+    const long n = sys3(kWrite, kNonceBack, reinterpret_cast<long>(nonce + sent), size - sent);
     if (n <= 0) break;
     sent += n;
   }
@@ -96,6 +101,6 @@ int main(int argc, char** argv, char** envp) {
 #ifdef CXXGATE_GCOV
   __gcov_dump();  // nor what runs after it (destructors, atexit handlers): counts written now
 #endif
-  report_return();
+  report_return(status);
   return status;
 }

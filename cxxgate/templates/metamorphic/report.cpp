@@ -14,9 +14,14 @@
 //
 // No #include at all, like the entry, and no C library call: what it needs is made as
 // system calls here, so a candidate's `read` or `write` never sees the nonce.
+//
+// Both functions are hidden (no dynamic symbol: a candidate's dlsym or a preloaded library
+// finds neither), and cxxgate/premain.py refuses a candidate object that names any
+// `cxxgate_` symbol, so the candidate cannot link a call to them. Code in the same process
+// can still find them (or the nonce) in memory: README, metamorphic's threat model.
 extern "C" {
-int cxxgate_report_open(void);
-void cxxgate_report_line(const char* text, unsigned long size);
+[[gnu::visibility("hidden")]] int cxxgate_report_open(void);
+[[gnu::visibility("hidden")]] void cxxgate_report_line(const char* text, unsigned long size);
 }
 
 namespace {
