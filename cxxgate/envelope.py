@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from functools import cache, cached_property
@@ -23,6 +22,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from cxxgate import toolquery
 from cxxgate.sandbox import is_system
 from cxxgate.yamlfile import InputError, Strict, load_model
 
@@ -96,12 +96,11 @@ def identify(name: str, command: str, family: Family, prefix: str | None = None)
     # Invoke the name as found on PATH: clang++ resolves to clang-14, which drives the
     # link as C (no libstdc++). Identity hashes the resolved target and its version text.
     resolved = str(Path(path).resolve())
-    text = subprocess.run(
-        [path, "--version"], capture_output=True, text=True, check=False, timeout=30
-    ).stdout
+    binds = _binds(Path(path), prefix)
+    text = toolquery.version(path, binds)
     first = text.splitlines()[0] if text else "unknown"
     digest = hashlib.sha256(f"{resolved}\n{text}".encode()).hexdigest()
-    return Toolchain(name, command, family, path, first, digest, _binds(Path(path), prefix))
+    return Toolchain(name, command, family, path, first, digest, binds)
 
 
 def _binds(path: Path, prefix: str | None) -> tuple[tuple[str, str], ...]:

@@ -602,6 +602,7 @@ class Pipeline:
             flips=flips,
             evidence_roots=evidence_roots,
             caching=self._caching(evidence_roots),
+            full_table=self.lib.settings.table or self.lib.settings.verbosity == 2,
         )
         rows = [json.loads(line) for line in self.layout.verdicts.read_text().splitlines()]
         seed = self.lib.settings.seed_used()

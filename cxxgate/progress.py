@@ -4,7 +4,7 @@ On a terminal, a live line (rich): done/total tasks, compiles and runs so far (c
 tasks executed), rejects so far (read from each row's verdict as its task ends), rate and
 ETA. When stdout is not a terminal (a CI log), a plain line every PLAIN_SECONDS and one
 final line. Either way the display closes when a task that writes to the terminal itself
-starts (the grade: its table and reasons follow, unchanged), and task failures are printed
+starts (the grade: its summary and reasons follow, unchanged), and task failures are printed
 as doit prints them. At verbosity 2 (`doit -v 2 grade`, or `doit grade verbosity=2`) it
 lists every task as doit's console reporter does, for debugging.
 

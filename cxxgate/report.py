@@ -1,5 +1,6 @@
-"""The grade: verdicts.jsonl, the terminal table, the per-cell record, the reports
-(report.md, report.html, findings.sarif, junit.xml), and the exit status.
+"""The grade: verdicts.jsonl, the table (table.txt), the per-cell record, the reports
+(report.md, report.html, findings.sarif, junit.xml), what the terminal gets
+(cxxgate/report_terminal.py), and the exit status.
 
 Exit 0 only when every row ended as it should: the reference state of every case is
 green (no broken case), shipped patches match their `expect`, candidates are accepted
@@ -16,7 +17,16 @@ from typing import TYPE_CHECKING
 
 from doit.exceptions import TaskFailed
 
-from cxxgate import atomic, codehash, junit, report_html, report_md, sarif, swe_report
+from cxxgate import (
+    atomic,
+    codehash,
+    junit,
+    report_html,
+    report_md,
+    report_terminal,
+    sarif,
+    swe_report,
+)
 from cxxgate.diagnostics import why_failed
 from cxxgate.evidence import Evidence
 from cxxgate.layout import Layout
@@ -111,9 +121,11 @@ def grade(
     flips: list[Flip] | None = None,
     evidence_roots: tuple[Path, ...] = (),
     caching: Caching | None = None,
+    full_table: bool = False,
 ) -> TaskFailed | None:
     """Write every output of the grade and say whether it passed. `flips` are the rows
-    whose verdict or class changed since an earlier grade; report.md lists them."""
+    whose verdict or class changed since an earlier grade; report.md lists them. The
+    terminal gets the counts and the rows to act on; `full_table` prints the table too."""
     verdicts.sort(key=lambda v: (v.case, _ROLE_ORDER[v.role], v.patch))
     # In a fixed order, so a merge of shards reports exactly what one grade would.
     orphans = sorted(orphans, key=lambda o: (o.case, o.name, o.klass))
@@ -145,18 +157,24 @@ def grade(
     problems = exit_problems(verdicts, orphans, errors, report_only)
     junit.write(layout.junit, verdicts, orphans, problems)
     _write_reports(layout, rows, gates, problems, flips or [], evidence_roots)
-    lines = [table, f"\n{len(rows)} rows; verdicts in {layout.verdicts}\n"]
+    lines = [table, "\n"] if full_table else []
+    evidence = Evidence(layout.root, *evidence_roots)
+    lines.append(report_terminal.render(rows, problems, layout, evidence))
     lines.append(swe_report.write(layout, verdicts))  # cases with a `tests` gate only
     if caching is not None:
         lines.append(caching.summary())
+    lines.append(report_terminal.where(layout))
     if problems:
+        shown = report_terminal.SHOWN
         lines.append(f"\ngrade FAILED ({len(problems)} problem(s)):\n")
-        lines += [f"  - {message}\n" for _, message in problems]
+        lines += [f"  - {message}\n" for _, message in problems[:shown]]
+        if len(problems) > shown:
+            lines.append(f"  ... {len(problems) - shown} more in {layout.junit}\n")
     else:
         lines.append("grade ok: every row ended as expected\n")
     # The real stdout, not sys.stdout: doit's thread runner swaps sys.stdout per task to
     # capture output, and concurrent tasks can leave it pointing at a dead capture buffer
-    # (seen with `-n 2`: the table vanished).
+    # (seen with `-n 2`: the output vanished).
     out = sys.__stdout__ or sys.stdout
     out.write("".join(lines))
     out.flush()

@@ -78,6 +78,7 @@ class Settings:
     shard: tuple[int, int] | None = None  # `shard=I/N`: grade the I-th of N slices of the cases
     merge_from: tuple[Path, ...] = ()  # `doit merge from=DIR,DIR`: shard build folders
     verbosity: int | None = None  # `verbosity=2`: doit's -v 2, every task listed
+    table: bool = False  # `table=1`: the grade prints the whole table (as verbosity=2 does)
     given_seed: int | None = None  # seed=N, or [tool.cxxgate] seed
 
     @cached_property
@@ -121,6 +122,7 @@ class Settings:
             msg = f"verbosity={verbosity}: expected 0, 1 or 2 (as doit's -v)"
             raise SettingsError(msg)
         seed = get_var("seed", "") or ""
+        print_table = get_var("table", "") or ""
         if table.ccache_remote and not os.environ.get(ccache.REMOTE):
             # The compiles read it there (cxxgate/ccache.py), in this process's threads.
             os.environ[ccache.REMOTE] = table.ccache_remote
@@ -139,6 +141,7 @@ class Settings:
             shard=shard,
             merge_from=merge_from,
             verbosity=int(verbosity) if verbosity else None,
+            table=print_table in {"1", "yes", "true"},
             given_seed=_seed_var(seed) if seed else table.seed,
         )
 

@@ -1,10 +1,10 @@
 """Tool calls: every compiler, linker, archiver or inspection tool of a cell runs through
-`tool_call` here (logged, bounded, sandboxed), with the argv the harness compiles with."""
+`tool_call` here (logged, bounded, sandboxed), with the argv the harness compiles with.
+A tool call outside any cell (a `--version`, an include search list, gcov) runs through
+cxxgate/toolquery.py, the same launch; no other module starts a tool."""
 
 from __future__ import annotations
 
-import logging
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -16,10 +16,9 @@ from cxxgate.layout import Layout
 from cxxgate.process import bounded
 from cxxgate.projectflags import project_flags
 from cxxgate.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE, confine
-from cxxgate.tools import COMPILER_ENV
+from cxxgate.toolquery import COMPILER_ENV
 
 OUTPUT_CAP = 4 << 20
-log = logging.getLogger(__name__)
 
 
 def compile_argv(spec: CellSpec, tree: Path) -> list[str]:
@@ -193,32 +192,3 @@ def status(steps: list[Step]) -> CellStatus:
         if step.exit != 0:
             return "compile_error" if step.phase == "compile" else "link_error"
     return "ok"
-
-
-def query(
-    argv: list[str],
-    *,
-    binds: tuple[tuple[str, str], ...] = (),
-    stdin: str = "",
-    seconds: float = 60,
-) -> tuple[int | None, str]:
-    """A question to a toolchain outside any cell (g++'s include search list, asked while
-    gates plan): the same bounded, confined launch as a cell's tools, in an empty scratch
-    folder, seeing no tree; `binds` are the toolchain's declared prefix. Logged at INFO
-    (there is no cell, so no compiler log). Returns the exit status (None: killed or timed
-    out) and stdout + stderr."""
-    faults.check_executable(argv[0], COMPILER_ENV["PATH"])
-    with tempfile.TemporaryDirectory(prefix="cxxgate-query-") as scratch:
-        cwd = Path(scratch)
-        confined, sandbox = confine(argv, cwd=cwd, read=[], write=[cwd], binds=binds)
-        outcome = bounded(
-            confined,
-            cwd=cwd,
-            env=COMPILER_ENV,
-            stdin=stdin.encode(),
-            timeout=seconds,
-            output_cap=OUTPUT_CAP,
-        )
-    log.info("query %s (%s): exit %s", " ".join(argv), sandbox, outcome.exit)
-    text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
-    return (None if outcome.timed_out else outcome.exit), text

@@ -4,14 +4,12 @@ they are and who they are. Their identity enters cell keys (cxxgate/cellspec.py)
 from __future__ import annotations
 
 import shutil
-import subprocess
 from functools import cache
 from pathlib import Path
 
-from cxxgate import codehash
+from cxxgate import codehash, toolquery
+from cxxgate.toolquery import COMPILER_ENV
 
-# The compiler sees a pinned, poor environment: nothing from the caller's shell leaks in.
-COMPILER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "LANG": "C"}
 # The tools each kind runs besides the compiler: their identity enters the cell key.
 _TOOLS: dict[str, tuple[str, ...]] = {
     "archive": ("ar", "nm"),
@@ -37,9 +35,7 @@ def tool_identities(kind: str) -> dict[str, str]:
         if path is None:
             ids[name] = "not installed"
             continue
-        text = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, check=False, timeout=30
-        ).stdout
+        text = toolquery.version(path)
         ids[name] = f"{path} {codehash.of_text(text)[:16]}"
     if kind == "shared":
         from elftools import __version__ as pyelftools_version

@@ -1,5 +1,5 @@
 """The grade's progress display (cxxgate/progress.py): a live display on a terminal, a few
-plain lines in a log, every task at verbosity 2; the grade's own output unchanged.
+plain lines in a log, every task at verbosity 2; the grade's own summary after them.
 
 The terminal is a real pseudo-terminal around a real cold grade of `discarded` trimmed to
 its reference and one rejected patch (6 cells, 2 runs); the log is the shipped library's
@@ -124,9 +124,12 @@ def test_a_terminal_shows_done_over_total_and_the_final_counts(
     done, total, compiles, ran, rejected = map(int, frames[-1])
     assert (done, total, compiles, ran, rejected) == (tasks, tasks, cells, runs, rejects)
     assert all(int(f[1]) == tasks for f in frames)
-    # The grade's own output follows the display, unchanged; no line per task, no log line.
-    table = (out / "table.txt").read_text()
-    assert table in plain.replace("\r\n", "\n") or table in text.replace("\r\n", "\n")
+    # The grade's own summary follows the display (the table stays in table.txt); no line
+    # per task, no log line.
+    lines = plain.splitlines()
+    assert "2 rows: 1 accept, 1 reject" in lines
+    assert "classes: 1 accept, 1 functional_regression" in lines
+    assert f"reports in {out}/: table.txt" in plain
     assert "grade ok: every row ended as expected" in plain
     assert not [line for line in plain.splitlines() if TASK_LINE.match(line)]
     assert "progress:" not in plain
@@ -147,8 +150,11 @@ def test_verbosity_2_lists_every_task(
     rows = {f"verdict:{CASE}/{p.parent.name}" for p in out.glob(f"results/{CASE}/*/verdict.json")}
     assert cells and rows and cells | rows <= listed
     tasks, *_ = expected_counts(out)
-    assert len(listed) == tasks - 1  # every task but the grade, which prints its table
+    assert len(listed) == tasks - 1  # every task but the grade, which prints its summary
     assert "progress:" not in warm.output
+    # The variable prints the whole table too, as `table=1` does; doit's own -v does not.
+    table = (out / "table.txt").read_text()
+    assert (table in warm.output) == (knob == ("verbosity=2",))
     assert "grade ok: every row ended as expected" in warm.output
 
 
@@ -166,10 +172,12 @@ def test_a_log_gets_a_few_plain_lines_and_a_final_count(shipped: Grade) -> None:
     periodic = [line for line in lines if line.startswith("progress: ") and " ETA " in line]
     h, m, sec = map(int, finals[0].string.rsplit(" in ", 1)[1].split(":"))
     assert len(periodic) <= (3600 * h + 60 * m + sec) / GradeProgress.PLAIN_SECONDS + 1
-    assert len(lines) < tasks / 2  # the table, its summary and these lines
-    # The table is the last thing before the summary, as it always was.
-    table = (shipped.out / "table.txt").read_text()
-    assert shipped.output.index(table) > shipped.output.index(finals[0].group(0))
+    assert len(lines) < tasks / 2  # the grade's summary and these lines
+    # The grade's summary follows the final count; the table is in table.txt only.
+    rows = len((shipped.out / "verdicts.jsonl").read_text().splitlines())
+    summary = shipped.output.index(f"\n{rows} rows: ")
+    assert summary > shipped.output.index(finals[0].group(0))
+    assert (shipped.out / "table.txt").read_text().splitlines()[0] not in shipped.output
 
 
 # ---- the counting, on an in-memory doit run -----------------------------------------------

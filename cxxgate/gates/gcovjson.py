@@ -9,7 +9,9 @@ the same shape (the same number of branches). Branches on exceptional edges (`th
 are not counted: every call that may throw has one.
 
 gcov reads what the candidate's process wrote, so it runs confined (bubblewrap where
-available: a scratch folder holding copies of both, nothing else writable) and bounded.
+available: a scratch folder holding copies of both, nothing else writable) and bounded,
+through cxxgate/toolquery.py. It runs when the coverage gate classifies, so a
+re-classification runs it again.
 A source is named by the path its compile recorded: the tree's own files appear under
 the neutral tree path (cxxgate/cellspec.py NEUTRAL_TREE), so a file is joined to the
 patch's hunks by its path below the tree, never by its base name. The name is the
@@ -37,10 +39,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cxxgate import toolquery
 from cxxgate.cellspec import CellResult
-from cxxgate.process import bounded
 from cxxgate.run import RunResult
-from cxxgate.sandbox import NEUTRAL_TREE, confine
+from cxxgate.sandbox import NEUTRAL_TREE
 
 GCOV_SECONDS = 60.0
 OUTPUT_CAP = 64 << 20
@@ -195,14 +197,7 @@ def read(
                 shutil.copy(data, work / data.name)
         argv = [gcov, "--branch-probabilities", "--json-format", "--stdout"]
         argv += [n.stem for n in notes]
-        confined, _ = confine(argv, cwd=work, read=[], write=[work])
-        outcome = bounded(
-            confined,
-            cwd=work,
-            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
-            timeout=GCOV_SECONDS,
-            output_cap=OUTPUT_CAP,
-        )
+        outcome = toolquery.ask(argv, cwd=work, seconds=GCOV_SECONDS, output_cap=OUTPUT_CAP)
     if outcome.timed_out or outcome.overflowed or outcome.exit != 0:
         said = outcome.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
         return Counts(

@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cxxgate import program, toolcall
+from cxxgate import program, toolquery
 from cxxgate.cellspec import CellResult
 from cxxgate.diagnostics import why_failed
 from cxxgate.envelope import Envelope
@@ -74,9 +74,9 @@ def system_dirs(
 ) -> tuple[str, ...]:
     """g++'s `#include <...>` search list, resolved: libclang reads these and nothing of
     its own, so it sees the libstdc++ headers the compiles see. Asked once per process
-    through cxxgate/toolcall.py (bounded, confined), like the toolchain's `--version`
+    through cxxgate/toolquery.py (bounded, confined), like the toolchain's `--version`
     (cxxgate/envelope.py); the envelope id and the answer both enter the scan's key."""
-    code, text = toolcall.query([compiler, f"-std={std}", "-xc++", "-E", "-v", "-"], binds=binds)
+    code, text = toolquery.query([compiler, f"-std={std}", "-xc++", "-E", "-v", "-"], binds=binds)
     start = text.find("#include <...> search starts here:")
     end = text.find("End of search list.")
     if code != 0 or start < 0 or end < 0:

@@ -32,7 +32,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate import toolcall
+from cxxgate import toolquery
 from cxxgate.cellspec import CellResult
 from cxxgate.layout import Layout
 
@@ -148,11 +148,11 @@ def _writable(path: Path) -> list[tuple[str, str]]:
 def aliases(compiler: str, binds: tuple[tuple[str, str], ...] = ()) -> dict[str, frozenset[str]]:
     """name -> every name the toolchain's shared libraries export at the same address
     (its alias group). Each library's path is asked of the compiler through
-    cxxgate/toolcall.py (`-print-file-name`); a library it cannot name or that cannot be
+    cxxgate/toolquery.py (`-print-file-name`); a library it cannot name or that cannot be
     read gives no groups (its names then stay unknown: unlisted, never benign)."""
     groups: dict[str, frozenset[str]] = {}
     for lib in LINKED_LIBRARIES:
-        code, text = toolcall.query([compiler, f"-print-file-name={lib}"], binds=binds)
+        code, text = toolquery.query([compiler, f"-print-file-name={lib}"], binds=binds)
         path = Path(text.strip().splitlines()[-1]) if code == 0 and text.strip() else None
         if path is None or not path.is_absolute() or not path.is_file():
             continue

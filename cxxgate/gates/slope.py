@@ -64,7 +64,6 @@ import math
 import re
 import shutil
 import statistics
-import subprocess
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -74,7 +73,7 @@ import pathspec
 from pydantic import Field, field_validator
 from pygments.lexers import CppLexer
 
-from cxxgate import probe
+from cxxgate import probe, toolquery
 from cxxgate.cellspec import UNIT_NAME, Unit
 from cxxgate.diagnostics import why_failed
 from cxxgate.gate import Context, Gate, Outputs, Plan
@@ -154,9 +153,7 @@ def valgrind() -> tuple[str, str] | None:
     path = shutil.which("valgrind", path="/usr/bin:/bin")
     if path is None:
         return None
-    version = subprocess.run(
-        [path, "--version"], capture_output=True, text=True, check=False, timeout=30
-    ).stdout.strip()
+    version = toolquery.version(path).strip()
     return path, version
 
 
