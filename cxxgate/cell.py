@@ -276,7 +276,7 @@ def _link(layout: Layout, spec: CellSpec, linked: Linked, out: Path) -> libcell.
     # With the entry, the unit whose main it calls comes right after it (see _linked).
     objects = linked.place(out, rename=1 if spec.entry else None)
     if spec.entry:
-        refused = _before_harness(linked, out, objects)
+        refused = _before_harness(linked, out, objects, spec)
         if refused:
             return "premain_hook", "\n".join(refused), steps, None
         objcopy = shutil.which("objcopy")
@@ -296,14 +296,20 @@ def _link(layout: Layout, spec: CellSpec, linked: Linked, out: Path) -> libcell.
     return status, "", steps, str(out / "a.out") if status == "ok" else None
 
 
-def _before_harness(linked: Linked, out: Path, objects: list[str]) -> list[str]:
-    """What in the objects that are not the harness's could run before its hooks
-    (cxxgate/premain.py), each named by the file it was compiled from."""
+def _before_harness(linked: Linked, out: Path, objects: list[str], spec: CellSpec) -> list[str]:
+    """What in the objects that are not the harness's could run before its hooks or stand
+    in for a library the harness calls (cxxgate/premain.py), each named by the file it was
+    compiled from."""
+    toolchain = spec.envelope.toolchain
+    assert toolchain.path is not None
+    exports = premain.library_exports(toolchain.path, toolchain.binds)
     found: list[str] = []
     for cell, role, name in zip(linked.cells, linked.roles, objects, strict=True):
         if role == "harness":
             continue
-        for problem in premain.object_problems(out / name, tree_code_only=role == "tree"):
+        tree_code = role == "tree"
+        problems = premain.object_problems(out / name, tree_code_only=tree_code, exports=exports)
+        for problem in problems:
             found.append(f"{cell.label}: {problem.partition(': ')[2]}")
     return found
 

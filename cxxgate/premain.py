@@ -16,6 +16,16 @@ made (pyelftools), never from the source text:
   object of the tree, a reference to a harness name or to a libgcov entry point the
   compiler's own instrumentation never calls (`__gcov_reset`, `__gcov_dump`, ...).
 
+- in an object of the tree, a global or weak definition of a name the libraries the
+  program links export (libc, libm, libstdc++, libgcc_s, libc++ where installed: their
+  `.dynsym`, read once per toolchain, `library_exports`): the program's own definition
+  interposes the library's for every caller, the harness's driver and entry included (a
+  tree `strtoull` bends the driver's parse of its stage, a tree `__assert_fail` turns the
+  census's failed assertions into nothing). The replaceable allocation functions
+  (`operator new`/`delete`, `_Znw*`, `_Zna*`, `_Zdl*`, `_Zda*`) are the C++ standard's
+  to replace and stay allowed; a libstdc++ name the compiler emits as a weak inline
+  instance (a COMDAT template member) is not refused, only a strong definition of one.
+
 Then the linked program: a dynamically linked one has no IRELATIVE relocation at all
 (whatever object or library it came from).
 
@@ -27,12 +37,15 @@ with status `premain_hook` (cxxgate/cell.py), which every gate reports as that c
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import Section, SymbolTableSection
+
+from cxxgate import toolquery
 
 # Priorities 0-100 are the implementation's; 101 is the first a program may use, and the
 # harness keeps it: a candidate's constructor must come strictly after.
@@ -54,10 +67,48 @@ _GCOV_CALLED_BY_COMPILER = re.compile(
 )
 
 
-def object_problems(path: Path, *, tree_code_only: bool) -> list[str]:
+# The libraries a program links by default (the C library through its versioned file: libc.so
+# is a linker script). `-print-file-name` answers with the bare name when it finds none.
+_LIBRARIES = ("libc.so.6", "libm.so.6", "libstdc++.so", "libgcc_s.so.1", "libc++.so.1")
+# The replaceable global allocation and deallocation functions ([new.delete]).
+_REPLACEABLE = re.compile(r"_Z(nw|na|dl|da)\w*")
+_C_LIBRARIES = ("libc.so", "libm.so", "libgcc_s.so")
+
+
+@cache
+def library_exports(
+    compiler: str, binds: tuple[tuple[str, str], ...] = ()
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The names the toolchain's default libraries define in their `.dynsym`: (C
+    libraries' names, C++ runtime's names), unversioned. Asked once per toolchain."""
+    c_names: set[str] = set()
+    cxx_names: set[str] = set()
+    for lib in _LIBRARIES:
+        status, text = toolquery.query([compiler, f"-print-file-name={lib}"], binds=binds)
+        found = Path(text.strip())
+        if status != 0 or not found.is_absolute() or not found.is_file():
+            continue
+        names = c_names if found.name.startswith(_C_LIBRARIES) else cxx_names
+        with found.resolve().open("rb") as fh:
+            table = ELFFile(fh).get_section_by_name(".dynsym")
+            if not isinstance(table, SymbolTableSection):
+                continue
+            for sym in table.iter_symbols():
+                if sym["st_shndx"] != "SHN_UNDEF" and sym["st_info"]["bind"] != "STB_LOCAL":
+                    names.add(sym.name.partition("@")[0])
+    return frozenset(c_names), frozenset(cxx_names)
+
+
+def object_problems(
+    path: Path,
+    *,
+    tree_code_only: bool,
+    exports: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+) -> list[str]:
     """What in one object could run before the harness or stand in for it. A harness
     unit's object (a test or driver: grader code plus the tree's headers) may reference
-    the harness's names; an object of the tree (`tree_code_only`) may not."""
+    the harness's names; an object of the tree (`tree_code_only`) may not, nor define a
+    name the program's libraries export (`exports`, from `library_exports`)."""
     found: list[str] = []
     try:
         with path.open("rb") as fh:
@@ -69,6 +120,8 @@ def object_problems(path: Path, *, tree_code_only: bool) -> list[str]:
                     found.append(f"an IRELATIVE relocation in {section.name}")
                 if isinstance(section, SymbolTableSection):
                     found += _symbol_problems(section, tree_code_only)
+                    if tree_code_only:
+                        found += _interposed(section, exports)
     except (OSError, ELFError) as exc:
         return [f"not an object the harness can read: {exc}"]
     return [f"{path.name}: {p}" for p in dict.fromkeys(found)]
@@ -138,6 +191,25 @@ def _symbol_problems(table: SymbolTableSection, tree_code_only: bool) -> list[st
     return found
 
 
+def _interposed(
+    table: SymbolTableSection, exports: tuple[frozenset[str], frozenset[str]]
+) -> list[str]:
+    """A tree object's definitions of library names: every caller in the program, the
+    harness's code included, would call the tree's instead of the library's."""
+    c_names, cxx_names = exports
+    found = []
+    for sym in table.iter_symbols():
+        name, bind = sym.name, sym["st_info"]["bind"]
+        if sym["st_shndx"] == "SHN_UNDEF" or bind == "STB_LOCAL" or _REPLACEABLE.fullmatch(name):
+            continue
+        if name in c_names or (name in cxx_names and bind == "STB_GLOBAL"):
+            found.append(
+                f"defines {name!r}, which the program's libraries export: it would replace "
+                "the library's for every caller, the harness's included"
+            )
+    return found
+
+
 def _instrumentation(target: str) -> bool:
     m = _COMPILER_CTOR.fullmatch(target)
     return m is not None and int(m[1]) < HARNESS_PRIORITY
@@ -148,9 +220,7 @@ def _targets(elf: ELFFile, section: Section) -> list[str]:
     section-relative one the function symbol at that offset; "" when none is found."""
     relocations = elf.get_section_by_name(".rela" + section.name)
     symtab = elf.get_section_by_name(".symtab")
-    if not isinstance(relocations, RelocationSection) or not isinstance(
-        symtab, SymbolTableSection
-    ):
+    if not isinstance(relocations, RelocationSection) or not isinstance(symtab, SymbolTableSection):
         return [""]
     out = []
     for rel in relocations.iter_relocations():

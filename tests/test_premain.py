@@ -101,6 +101,37 @@ def test_ordinary_objects_pass_instrumented_or_not(tmp_path: Path) -> None:
     assert premain.object_problems(_object(tmp_path, call), tree_code_only=False) == []
 
 
+def test_a_tree_definition_of_a_library_name_is_refused(tmp_path: Path) -> None:
+    """A tree's `strtol` (or `__assert_fail`) would replace libc's for the harness's code
+    too: refused in a tree object, read against the toolchain's own libraries' .dynsym.
+    Replacing operator new/delete is the standard's to allow; a harness unit may define
+    anything it likes."""
+    exports = premain.library_exports("g++")
+    assert {"strtol", "strtoull", "__assert_fail"} <= exports[0]
+    bent = (
+        'extern "C" long strtol(const char*, char**, int) { return 1; }\n'
+        'extern "C" [[noreturn]] void __assert_fail(const char*, const char*, unsigned, '
+        "const char*) { for (;;) {} }\n"
+    )
+    found = premain.object_problems(_object(tmp_path, bent), tree_code_only=True, exports=exports)
+    assert any("'strtol'" in p for p in found) and any("'__assert_fail'" in p for p in found)
+    assert (
+        premain.object_problems(_object(tmp_path, bent), tree_code_only=False, exports=exports)
+        == []
+    )
+    allowed = (
+        "#include <cstdlib>\n#include <new>\n#include <string>\n"
+        "void* operator new(std::size_t n) { return std::malloc(n ? n : 1); }\n"
+        "void operator delete(void* p) noexcept { std::free(p); }\n"
+        "void operator delete(void* p, std::size_t) noexcept { std::free(p); }\n"
+        "std::string f(const std::string& s) { return s + s.substr(1); }\n"
+        "static long parse(const char* s) { return std::strtol(s, nullptr, 10); }\n"
+        "long g(const char* s) { return parse(s); }\n"
+    )
+    obj = _object(tmp_path, allowed)
+    assert premain.object_problems(obj, tree_code_only=True, exports=exports) == []
+
+
 def _program(layout: Layout, tree: dict[str, str], envelope: str = "dbg") -> CellSpec:
     make_tree(layout, "a", tree)
     main = '#include <cstdio>\nint answer();\nint main() { std::printf("%d\\n", answer()); }\n'

@@ -98,14 +98,32 @@ def test_the_native_schedule_reaches_far_and_calls_many_times(seed: int) -> None
     """Many calls (a patch counting its calls meets more than it can wait for), the large
     ones 16x to native_reach x the table's max, the last past two thirds of the calls."""
     cfg = slope.Config(header="include/x.hpp", function="f", sizes=[256, 512, 1024, 4096])
-    schedule = slope.native_schedule(cfg, "c", seed)
-    assert schedule == slope.native_schedule(cfg, "c", seed)
+    entries = slope.native_schedule(cfg, "c", seed)
+    assert entries == slope.native_schedule(cfg, "c", seed)
+    schedule = [n for n, _ in entries]
     assert cfg.native_calls[0] <= len(schedule) <= cfg.native_calls[1]
     big = [i for i, n in enumerate(schedule) if n > 4096]
     assert len(big) == cfg.native_big
     assert all(16 * 4096 <= schedule[i] <= cfg.native_reach * 4096 for i in big)
     assert big[-1] >= 2 * len(schedule) // 3 > 40
     assert all(1024 <= n <= 4096 for i, n in enumerate(schedule) if i not in big)
+    # Every input shape has a big call (sorted, reversed, all equal, ...), the small calls
+    # draw theirs.
+    assert {entries[i][1] for i in big} == set(range(slope.SHAPES))
+    assert len({shape for _, shape in entries}) == slope.SHAPES
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_scale_processes_hold_one_big_call_and_many_small(seed: int) -> None:
+    """`first`: its process's only call, of E elements; `small`: calls of M/4..M summing to
+    E, more of them than a patch that changes after its 513th call can wait for."""
+    cfg = slope.Config(header="include/x.hpp", function="f", sizes=[256, 512, 1024, 4096])
+    first, small = slope.scale_schedules(cfg, "c", seed)
+    assert first != slope.scale_schedules(cfg, "c", seed + 10)[0]
+    total = first[0][0]
+    assert len(first) == 1 and 0.75 * cfg.scale * 4096 <= total <= cfg.scale * 4096
+    assert total <= sum(n for n, _ in small) < total + 4096
+    assert all(1024 <= n <= 4096 for n, _ in small) and len(small) > 600
 
 
 def test_the_driver_has_one_mode_and_spreads_its_values(tmp_path: Path) -> None:
@@ -135,7 +153,7 @@ def test_the_driver_has_one_mode_and_spreads_its_values(tmp_path: Path) -> None:
     (tmp_path / "d.cpp").write_text(text)
     subprocess.run(["g++", "-std=c++20", "-O1", "d.cpp", "-o", "d"], cwd=tmp_path, check=True)
     run = subprocess.run(
-        ["./d"], cwd=tmp_path, input="300 300 300 5000\n", capture_output=True, text=True
+        ["./d"], cwd=tmp_path, input="300:0 300:0 300:0 5000:0\n", capture_output=True, text=True
     )
     assert run.returncode == 0, run.stderr
     assert len(run.stdout.splitlines()) == 4
@@ -143,6 +161,32 @@ def test_the_driver_has_one_mode_and_spreads_its_values(tmp_path: Path) -> None:
     assert len(seen) == 4 and len({s[0] for s in seen}) == 4  # call i's input: (seed, n, i)'s
     assert all(int(top) > 1 << 30 for top, _ in seen)  # not tied to n
     assert all(repeat == "1" for _, repeat in seen)
+    # The shapes: sorted, reversed, all equal, all distinct, low 12 bits zero.
+    (tmp_path / "x.hpp").write_text(
+        "#include <algorithm>\n#include <cstdint>\n#include <cstdio>\n#include <set>\n"
+        "#include <vector>\n"
+        "inline std::size_t f(const std::vector<std::uint32_t>& v) {\n"
+        "  std::set<std::uint32_t> seen(v.begin(), v.end());\n"
+        "  bool low = std::all_of(v.begin(), v.end(), [](auto x) { return (x & 0xfff) == 0; });\n"
+        '  std::fprintf(stderr, "%d %d %zu %d\\n", int(std::is_sorted(v.begin(), v.end())),\n'
+        "    int(std::is_sorted(v.rbegin(), v.rend())), seen.size(), int(low));\n"
+        "  return v.size();\n}\n"
+    )
+    subprocess.run(["g++", "-std=c++20", "-O1", "d.cpp", "-o", "d"], cwd=tmp_path, check=True)
+    run = subprocess.run(
+        ["./d"],
+        cwd=tmp_path,
+        input="999:0 999:1 999:2 999:3 999:4 999:5\n",
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    shapes = [line.split() for line in run.stderr.splitlines()]
+    assert shapes[0][:2] == ["0", "0"] and int(shapes[0][2]) < 999  # drawn: repeats, no order
+    assert shapes[1][0] == "1" and shapes[2][1] == "1"  # sorted, reversed
+    assert shapes[3][2] == "1" and shapes[4][2] == "999" and shapes[5][3] == "1"
+    bad = subprocess.run(["./d"], cwd=tmp_path, input=b"10:6\n", capture_output=True)
+    assert bad.returncode == 2
     # No argv at all: an argument is refused, not read as a mode.
     assert subprocess.run(["./d"], cwd=tmp_path, input="", capture_output=True).returncode == 2
 

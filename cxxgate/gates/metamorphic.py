@@ -21,11 +21,13 @@ verdict. The line protocol (`parse_report`):
 
     out <text>                          golden stage: one line of the result
     fail <relation> <trial> <text>      a relation broke; text: the counterexample
-    held <relation> <checked>           a relation held on <checked> trials
-    done <stage line>                   the stage ran to its end; the line is the first
-                                        of stdin as the driver read it, so a candidate
-                                        that swapped the stage (fewer trials, another
-                                        seed) is caught
+    held <relation> <checked>           a relation held on <checked> trials: must be
+                                        every trial the harness sent, for every relation
+    done <stage line>                   the stage ran to its end; the line is the stage
+                                        as the driver parsed it (numbers printed back
+                                        from the values it ran with), so a candidate that
+                                        swapped the stage or bent the parse (its own
+                                        strtoull: fewer trials, another seed) is caught
 
 Classes, most severe first:
 
@@ -287,6 +289,12 @@ def _relations(cfg: Config, run: RunResult, stage: str) -> Check:
             f"the case declares {cfg.relations}"
         )
         return Check(name, False, VACUOUS, why, incomplete=True)
+    # Every relation runs every trial: a count below the trials the harness sent means the
+    # driver ran another stage than the one given (its parse bent by the tree).
+    short = {r: rep.held[r] for r in cfg.relations if rep.held[r] != cfg.trials}
+    if short:
+        why = f"the driver ran {short} trials where the harness asked for {cfg.trials}"
+        return Check(name, False, "crash", why)
     counts = ", ".join(f"{r} {rep.held[r]}" for r in cfg.relations)
     return Check(name, True, "accept", f"held on {cfg.trials} trials ({counts} checked)")
 

@@ -115,12 +115,19 @@ class Config(Strict):
     # The native schedule: a number of calls drawn from the seed in this range, at sizes
     # from a quarter of the table's max to its max, and `native_big` calls among them at
     # sizes from 16x to `native_reach` x the max.
-    native_calls: tuple[int, int] = (64, 512)
-    native_big: int = Field(default=3, ge=1, le=8)
+    native_calls: tuple[int, int] = (64, 2048)
+    # One big call per input shape (SHAPES), in an order drawn from the seed.
+    native_big: int = Field(default=6, ge=1, le=8)
     native_reach: float = Field(default=32.0, ge=16, le=1024)
     # Native run time (minimum over rounds) over the reference's, same schedule: above
     # this the candidate is not what the count measured, whatever the count's exponent.
     tamper_ratio: float = Field(default=6.0, gt=1)
+    # Two more native processes, each of some `scale` x M elements (drawn from the seed in
+    # [0.75 scale, scale] x M): `first`, one call of all of them (its process's only
+    # call), and `small`, calls of M/4 to M summing to as many. The candidate's native
+    # cost per element from `small` to `first` may grow by at most n^`margin` more than
+    # the reference's (its exponent over the same span), else `steep`.
+    scale: float = Field(default=512.0, ge=16, le=4096)
 
     @field_validator("sizes")
     @classmethod
@@ -185,24 +192,56 @@ def drawn_sizes(cfg: Config, case_id: str, seed: int) -> list[int]:
     ]
 
 
-def native_schedule(cfg: Config, case_id: str, seed: int) -> list[int]:
+# The driver's input shapes (templates/slope/driver.cpp.j2 `Shape`): as drawn, sorted,
+# reversed, all equal, all distinct, low 12 bits zero.
+SHAPES = 6
+Entry = tuple[int, int]  # a call: (size, shape)
+
+
+def _shape(key: str) -> int:
+    return int(_uniform(key) * SHAPES)
+
+
+def native_schedule(cfg: Config, case_id: str, seed: int) -> list[Entry]:
     """The native lane's calls, in order, from the batch's seed: a number of calls drawn
     from `native_calls` (a patch that changes after its k-th call meets k), at sizes from
     M/4 to M, and `native_big` calls from 16 M to `native_reach` M, one in each equal
     slice of the schedule (so the last lies past two thirds of it, and past any call count
-    below two thirds of the least number drawn)."""
+    below two thirds of the least number drawn). Every call's input shape is drawn; the
+    big calls take the shapes in an order drawn from the seed, so with `native_big` >=
+    SHAPES each shape has a big call."""
     top = cfg.sizes[-1]
     low, high = cfg.native_calls
     calls = low + int(_uniform(f"native:{case_id}:{seed}:calls") * (high - low + 1))
     out = [
-        _log_band(max(2, top // 4), top, 0, 1, f"native:{case_id}:{seed}:{i}") for i in range(calls)
+        (
+            _log_band(max(2, top // 4), top, 0, 1, f"native:{case_id}:{seed}:{i}"),
+            _shape(f"native:{case_id}:{seed}:shape{i}"),
+        )
+        for i in range(calls)
     ]
+    shapes = sorted(range(SHAPES), key=lambda k: _uniform(f"native:{case_id}:{seed}:order{k}"))
     span = calls / cfg.native_big
     for j in range(cfg.native_big):
         at = int(span * (j + _uniform(f"native:{case_id}:{seed}:at{j}")))
         key = f"native:{case_id}:{seed}:big{j}"
-        out[at] = _log_band(16 * top, cfg.native_reach * top, j, cfg.native_big, key)
+        size = _log_band(16 * top, cfg.native_reach * top, j, cfg.native_big, key)
+        out[at] = (size, shapes[j % SHAPES])
     return out
+
+
+def scale_schedules(cfg: Config, case_id: str, seed: int) -> tuple[list[Entry], list[Entry]]:
+    """The `first` process (one call of E elements: its process's first and only call)
+    and the `small` one (calls of M/4 to M summing to E), E drawn in [0.75, 1] `scale`
+    x M. Both as drawn (shape 0): the two differ in call size alone."""
+    top = cfg.sizes[-1]
+    total = int(top * cfg.scale * (0.75 + 0.25 * _uniform(f"scale:{case_id}:{seed}")))
+    small: list[Entry] = []
+    while sum(n for n, _ in small) < total:
+        small.append(
+            (_log_band(max(2, top // 4), top, 0, 1, f"scale:{case_id}:{seed}:{len(small)}"), 0)
+        )
+    return [(total, 0)], small
 
 
 def driver(ctx: Context, cfg: Config) -> Unit:
@@ -258,20 +297,22 @@ def plan(ctx: Context) -> Plan:
     drawn = drawn_sizes(cfg, ctx.case.id, ctx.seed)
     schedule = native_schedule(cfg, ctx.case.id, ctx.seed)
     runs: dict[str, RunSpec] = {}
+    first, small = scale_schedules(cfg, ctx.case.id, ctx.seed)
     # Native, interleaved with the reference, the same binary and argv as the count: only
     # the schedule on stdin differs. A runaway stops at `wall_timeout` (a few times what
     # the reference takes), its other rounds never run.
-    runs["native"] = RunSpec(
-        cell_key=candidate.key,
-        stdin=_stdin(schedule),
-        label=f"{NAME} native {len(schedule)} calls up to n={max(schedule)}",
-        env=env.run_env,
-        timeout=cfg.wall_timeout,
-        output_cap=limits.output_bytes,
-        caps=limits.caps(env.flags),
-        reference=reference.key,
-        rounds=cfg.wall_rounds,  # minima: no warm-up round needed
-    )
+    for run, entries in (("native", schedule), ("first", first), ("small", small)):
+        runs[run] = RunSpec(
+            cell_key=candidate.key,
+            stdin=_stdin(entries),
+            label=f"{NAME} {run} {len(entries)} calls up to n={max(n for n, _ in entries)}",
+            env=env.run_env,
+            timeout=cfg.wall_timeout,
+            output_cap=limits.output_bytes,
+            caps=limits.caps(env.flags),
+            reference=reference.key,
+            rounds=cfg.wall_rounds,  # minima: no warm-up round needed
+        )
     tool = valgrind()
     if tool is not None:
         wrapper = (
@@ -289,7 +330,7 @@ def plan(ctx: Context) -> Plan:
         for side, cell in (("profile", candidate), ("reference_profile", reference)):
             runs[side] = RunSpec(
                 cell_key=cell.key,
-                stdin=_stdin([*cfg.sizes, *drawn]),
+                stdin=_stdin([(n, 0) for n in (*cfg.sizes, *drawn)]),
                 label=f"{NAME} callgrind",
                 # valgrind's identity enters the run's key through its environment; its
                 # temporary files go to the work folder (the sandbox's /tmp is not the run's).
@@ -308,8 +349,8 @@ def plan(ctx: Context) -> Plan:
     )
 
 
-def _stdin(sizes: list[int]) -> str:
-    return " ".join(map(str, sizes)) + "\n"
+def _stdin(entries: list[Entry]) -> str:
+    return " ".join(f"{n}:{shape}" for n, shape in entries) + "\n"
 
 
 # Client requests reach valgrind through its headers, or through their magic preamble
@@ -529,19 +570,69 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         checks.append(Check("fit", False, "inconclusive", f"r^2 below {cfg.min_r2}: {line}"))
         return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
     checks.append(Check("exponent", True, "accept", line))
-    checks.append(_native(cfg, outputs, native_schedule(cfg, ctx.case.id, ctx.seed), evidence))
+    first, small = scale_schedules(cfg, ctx.case.id, ctx.seed)
+    best: dict[str, dict[str, float]] = {}
+    for lane, entries in (
+        ("native", native_schedule(cfg, ctx.case.id, ctx.seed)),
+        ("first", first),
+        ("small", small),
+    ):
+        check = _native(cfg, outputs, lane, entries, evidence, best)
+        checks.append(check)
+        if not check.ok:
+            return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
+    checks.append(_scaling(cfg, best, first, small, evidence))
     return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
 
 
-def _native(cfg: Config, outputs: Outputs, schedule: list[int], evidence: list[str]) -> Check:
-    """The count accepted: the same binary, natively, on the seed's schedule, must give the
-    reference's results and take no more than `tamper_ratio` times the reference's time.
-    This bar is the reference's native time alone: nothing the count said (its exponent,
-    its margins) moves it."""
-    series = outputs.runs["native"]
+def _scaling(
+    cfg: Config,
+    best: dict[str, dict[str, float]],
+    first: list[Entry],
+    small: list[Entry],
+    evidence: list[str],
+) -> Check:
+    """Native cost per element from calls of M/4..M (`small`) to one call of E (`first`),
+    the same number of elements each: the candidate's growth over the reference's, as an
+    exponent over the span, may not pass `margin`. Timed from outside, both sides
+    interleaved; what the driver adds (its input, process start) is the same for both and
+    only flattens the ratio."""
+    mean = sum(n for n, _ in small) / len(small)
+    span = math.log(first[0][0] / mean)
+    cand = best["first"]["candidate"] / max(best["small"]["candidate"], 1e-4)
+    ref = best["first"]["reference"] / max(best["small"]["reference"], 1e-4)
+    excess = math.log(max(cand, 1e-9) / max(ref, 1e-9)) / span
+    line = (
+        f"native per-element growth from {len(small)} calls of mean n={mean:.0f} to one call "
+        f"of n={first[0][0]}: candidate x{cand:.2f}, reference x{ref:.2f}, exponent excess "
+        f"{excess:.3f} (margin {cfg.margin})"
+    )
+    evidence.append(line)
+    if excess > cfg.margin:
+        return Check(
+            "native scaling", False, "steep", f"natively steeper than the reference: {line}"
+        )
+    return Check("native scaling", True, "accept", line)
+
+
+def _native(
+    cfg: Config,
+    outputs: Outputs,
+    name: str,
+    entries: list[Entry],
+    evidence: list[str],
+    times: dict[str, dict[str, float]],
+) -> Check:
+    """The count accepted: the same binary, natively, on one of the seed's schedules, must
+    give the reference's results and take no more than `tamper_ratio` times the
+    reference's time. This bar is the reference's native time alone: nothing the count said
+    (its exponent, its margins) moves it. The minima go to `times[name]`."""
+    series = outputs.runs[name]
     timed = [s for s in series.samples if s["phase"] == "timed"]
-    what = f"{len(schedule)} calls, {sum(schedule)} elements, up to n={max(schedule)}"
-    best: dict[str, float] = {}
+    schedule = [n for n, _ in entries]
+    what = f"{name}: {len(schedule)} calls, {sum(schedule)} elements, up to n={max(schedule)}"
+    best = times.setdefault(name, {})
+    label = "native" if name == "native" else f"native {name}"
     outs: dict[str, set[bytes]] = {}
     for side in ("reference", "candidate"):
         runs = [s for s in timed if s["side"] == side]
@@ -552,13 +643,13 @@ def _native(cfg: Config, outputs: Outputs, schedule: list[int], evidence: list[s
                 f"reference took {ref:.3f} s) though the count grew no steeper than the "
                 "reference's: the count was not of what runs natively"
             )
-            return Check("native", False, "measurement_tamper", why)
+            return Check(label, False, "measurement_tamper", why)
         clean = [s for s in runs if s["status"] == "exited" and s["exit"] == 0]
         if not clean or len(clean) != len(runs):
             why = f"native ({what}): no clean timed {side} run ({series.status}: {series.detail})"
             if side == "candidate":
-                return Check("native", False, "checksum_mismatch", why)
-            return Check("native", False, "incomplete", why, incomplete=True)
+                return Check(label, False, "checksum_mismatch", why)
+            return Check(label, False, "incomplete", why, incomplete=True)
         outs[side] = {Path(s["stdout_path"]).read_bytes() for s in clean}
         best[side] = min(float(s["wall_seconds"]) for s in clean)
     if len(outs["reference"]) != 1 or outs["candidate"] != outs["reference"]:
@@ -573,7 +664,7 @@ def _native(cfg: Config, outputs: Outputs, schedule: list[int], evidence: list[s
             "its output",
         )
         why = f"natively ({what}) the results differ from the reference's at {bad}"
-        return Check("native", False, "checksum_mismatch", why)
+        return Check(label, False, "checksum_mismatch", why)
     ratio = best["candidate"] / max(best["reference"], 1e-4)
     line = (
         f"native ({what}; minimum of {cfg.wall_rounds} interleaved rounds): candidate "
@@ -586,8 +677,8 @@ def _native(cfg: Config, outputs: Outputs, schedule: list[int], evidence: list[s
             f"natively the candidate takes far longer than the reference though the count "
             f"grew no steeper: {line}"
         )
-        return Check("native", False, "measurement_tamper", why)
-    return Check("native", True, "accept", line)
+        return Check(label, False, "measurement_tamper", why)
+    return Check(label, True, "accept", line)
 
 
 def _pairs(sizes: list[int], counts: list[int]) -> str:

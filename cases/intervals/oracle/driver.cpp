@@ -7,8 +7,10 @@
 //
 // Verdict lines go through the harness's report channel (cxxgate_report_line), never to
 // stdout: `out <lo> <hi>` per merged interval, `fail <relation> <trial> <counterexample>`,
-// `held <relation> <checked>`, and `done <stage line>` once the stage finished (the first
-// line of stdin as the driver read it: the harness checks that it ran the stage it gave).
+// `held <relation> <trials>`, and `done <stage>` once the stage finished: the stage as the
+// driver parsed it (`relations <seed> <trials>` printed from the numbers it ran with, not
+// the raw line), so a tree that bends the parse (its own strtoull) is caught when the
+// harness compares it with what it sent.
 //
 // Relations run one after another, each over every trial, in the order below, and each
 // compares the candidate with itself on sorted inputs except the one it is about: a patch
@@ -18,6 +20,11 @@
 //   scaling      merging the input scaled by k > 0 gives the merged input scaled by k (or
 //                shifted by d, when the coordinates leave no room in int to scale)
 //   cover        the result covers exactly the input's points, sorted, apart, not touching
+// Besides, every call's result, in every relation, is checked against the driver's own
+// exact cover (cover_of): a result that agrees with the candidate's other results but not
+// with the input (a cache keyed on a permutation, a call-count switch) is reported as
+// `cover` once the other relations held. Each relation also calls the candidate on an
+// unrelated input between its two calls, in an order drawn from the trial's stream.
 #include "merge_intervals.hpp"
 
 #include <cstdint>
@@ -191,12 +198,47 @@ struct Failure {
   char text[1536];
 };
 
+// The first result, in any relation, that is not its input's exact cover: reported as
+// `cover` after the relations that compare the candidate with itself held.
+Failure oracle_failure{};
+int oracle_trial = -1;
+int current_trial = 0;
+
+List merged(const List& in) {
+  List got = merge_intervals(in);
+  if (oracle_trial < 0) {
+    if (const char* why = cover_problem(in, got)) {
+      char a[400], b[400];
+      show(in, a, sizeof a), show(got, b, sizeof b);
+      std::snprintf(oracle_failure.text, sizeof oracle_failure.text, "input %s merged %s: %s", a, b, why);
+      oracle_trial = current_trial;
+    }
+  }
+  return got;
+}
+
+// A call on an input of another trial's shape: no two calls the relations compare are
+// back to back.
+void unrelated(Rng& r) {
+  List other;
+  const int n = r.below(40);
+  for (int i = 0; i < n; ++i) {
+    const int lo = r.below(1 << 20) - (1 << 19);
+    other.push_back({lo, lo + 1 + r.below(64)});
+  }
+  merged(other);
+}
+
 // Each relation: true when it held on this input; on false, `f` says how it broke.
 bool permutation(const List& in, Rng& r, Failure& f) {
   List shuffled = in;
   shuffle(shuffled, r);
-  const List got = merge_intervals(shuffled);
-  const List want = merge_intervals(sorted(in));
+  const bool sorted_first = r.below(2) == 0;
+  List want = sorted_first ? merged(sorted(in)) : List{};
+  unrelated(r);
+  const List got = merged(shuffled);
+  unrelated(r);
+  if (!sorted_first) want = merged(sorted(in));
   if (got == want) return true;
   char a[400], b[400], c[400];
   show(shuffled, a, sizeof a), show(got, b, sizeof b), show(want, c, sizeof c);
@@ -211,8 +253,9 @@ bool dominated(const List& in, Rng& r, Failure& f) {
   const int hi = lo + 1 + r.below(host.second - lo);
   List more = in;
   more.push_back({lo, hi});
-  const List got = merge_intervals(sorted(more));
-  const List want = merge_intervals(sorted(in));
+  const List got = merged(sorted(more));
+  unrelated(r);
+  const List want = merged(sorted(in));
   if (got == want) return true;
   char a[400], b[400], c[400];
   show(sorted(in), a, sizeof a), show(want, b, sizeof b), show(got, c, sizeof c);
@@ -243,8 +286,9 @@ bool scaling(const List& in, Rng& r, Failure& f) {
     }
     return v;
   };
-  const List got = merge_intervals(move(sorted(in)));
-  const List want = move(merge_intervals(sorted(in)));
+  const List got = merged(move(sorted(in)));
+  unrelated(r);
+  const List want = move(merged(sorted(in)));
   if (got == want) return true;
   char a[400], b[400], c[400];
   show(sorted(in), a, sizeof a), show(got, b, sizeof b), show(want, c, sizeof c);
@@ -255,7 +299,7 @@ bool scaling(const List& in, Rng& r, Failure& f) {
 }
 
 bool cover(const List& in, Rng&, Failure& f) {
-  const List got = merge_intervals(sorted(in));
+  const List got = merged(sorted(in));
   const char* why = cover_problem(in, got);
   if (why == nullptr) return true;
   char a[400], b[400];
@@ -291,6 +335,7 @@ int relations(std::uint64_t seed, int trials) {
     const Relation& rel = kRelations[k];
     int checked = 0;
     for (int t = 0; t < trials; ++t) {
+      current_trial = t;
       const List in = input_of(seed, t);
       Rng r = stream(seed, t, k);
       Failure f{};
@@ -299,10 +344,15 @@ int relations(std::uint64_t seed, int trials) {
         report(line);
         return 1;
       }
-      checked += in.empty() && rel.check == dominated ? 0 : 1;
+      ++checked;  // every trial ran (dominated holds trivially on an empty input)
     }
     std::snprintf(line, sizeof line, "held %s %d", rel.name, checked);
     report(line);
+  }
+  if (oracle_trial >= 0) {
+    std::snprintf(line, sizeof line, "fail cover %d %s", oracle_trial, oracle_failure.text);
+    report(line);
+    return 1;
   }
   report_done();
   return 0;
@@ -345,6 +395,8 @@ int main() {
     const std::uint64_t seed = std::strtoull(text + 9, &rest, 10);
     const long trials = std::strtol(rest, nullptr, 10);
     if (trials < 1 || trials > 100000) return 2;
+    // `done` echoes what was parsed, not what was read: the harness compares the two.
+    std::snprintf(stage, sizeof stage, "relations %llu %ld", static_cast<unsigned long long>(seed), trials);
     return relations(seed, static_cast<int>(trials));
   }
   std::fprintf(stderr, "driver: stdin names no stage (golden or relations)\n");
