@@ -217,7 +217,9 @@ def controls(text: str, owner: Owner) -> list[tuple[str, int, str]]:
                 )
                 if owner_of and not closes:
                     found.append((owner_of, at, f"a line marker relabels its lines: {shown}"))
-            relabels = not flags & {"1", "2"} and (name != current or ("3" in flags and not system))
+            relabels = not flags & {"1", "2"} and (
+                name != current or ("3" in flags and not system)
+            )
             if here and relabels and name == current:
                 pending = (here, line, name, number, raw.strip())
             elif here and relabels:

@@ -132,7 +132,9 @@ class Settings:
             envelopes=path("envelopes", table.envelopes or str(library / "envelopes.yaml")),
             only=frozenset(c for c in only.split(",") if c),
             batch=Path(batch).resolve() if batch else _configured(root, table.patches),
-            report_only=report_only in {"1", "yes", "true"} if report_only else table.report_only,
+            report_only=report_only in {"1", "yes", "true"}
+            if report_only
+            else table.report_only,
             allow_bump=allow_bump,
             keep=int(keep) if keep else table.keep,
             across=(get_var("across", "") or "") in {"1", "yes", "true"},

@@ -19,11 +19,8 @@ def test_predictions_jsonl(tmp_path: Path) -> None:
         {"instance_id": "token_handle", "model_name_or_path": "org/model-a", "model_patch": WIDEN},
         {"instance_id": "token_handle", "model_name_or_path": "model-b", "model_patch": ""},
         {"instance_id": "no_such_case", "model_name_or_path": "model-b", "model_patch": GOOD},
-        {
-            "instance_id": "token_handle",
-            "model_name_or_path": "model-c",
-            "model_patch": "I could not find the bug, sorry.",
-        },
+        {"instance_id": "token_handle", "model_name_or_path": "model-c",
+         "model_patch": "I could not find the bug, sorry."},
     ]
     preds.write_text("\n".join(json.dumps(x) for x in lines) + "\n{not json\n")
     grade = run_grade(tmp_path / "out", f"patches={preds}", "case=token_handle")
@@ -55,7 +52,8 @@ def test_predictions_jsonl(tmp_path: Path) -> None:
     assert suites["no_such_case"].get("failures") == "1"
 
     # report_only: the rejection no longer fails the grade, the unreadable line still does.
-    report = run_grade(tmp_path / "out", f"patches={preds}", "case=token_handle", "report_only=1")
+    report = run_grade(tmp_path / "out", f"patches={preds}", "case=token_handle",
+                       "report_only=1")
     assert report.returncode != 0
     assert report.rows == rows
     assert "?/line6: malformed_input" in report.output
@@ -107,8 +105,7 @@ def test_hostile_predictions_file(tmp_path: Path) -> None:
     assert report.returncode != 0
     assert "grade ok" not in report.output
     assert {k for k, v in report.rows.items() if v["class"] == "malformed_input"} == {
-        "?/line1",
-        "?/line2",
+        "?/line1", "?/line2"
     }
     assert "Traceback" not in report.output
 

@@ -117,7 +117,8 @@ def test_cells_shared_across_gates_are_built_once(lanes: Grade) -> None:
         results = [json.loads(p.read_text()) for p in (lanes.out / "cells").glob("*/*/result.json")]
         # The objects they link are cells too (cxxgate/cell.py), counted apart.
         return sum(
-            r["tree_root"].endswith(key) and r["kind"] not in ("object", "objects") for r in results
+            r["tree_root"].endswith(key) and r["kind"] not in ("object", "objects")
+            for r in results
         )
 
     # sanitizer {dbg, dbg_pattern, asan} + matrix {dbg, rel, asan, ubsan2} + budget {rel}:

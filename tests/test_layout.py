@@ -74,20 +74,8 @@ def test_builtin_gates_are_entry_points() -> None:
 
     gates = registry.gates()
     assert list(gates) == [
-        "negcomp",
-        "tests",
-        "consumer",
-        "headers",
-        "symbols",
-        "sanitizer",
-        "matrix",
-        "budget",
-        "census",
-        "leak",
-        "slope",
-        "metamorphic",
-        "coverage",
-        "ledger",
+        "negcomp", "tests", "consumer", "headers", "symbols", "sanitizer", "matrix", "budget",
+        "census", "leak", "slope", "metamorphic", "coverage", "ledger",
     ]
     assert all(g.plan.__module__.startswith("cxxgate.gates.") for g in gates.values())
 

@@ -64,22 +64,15 @@ def test_output_cap_stops_a_flood(tmp_path: Path) -> None:
 
 
 def test_leftover_child_is_killed_and_reported(tmp_path: Path) -> None:
-    out = bounded(
-        ["sh", "-c", "sleep 30 & echo done"], cwd=tmp_path, env=ENV, timeout=10, output_cap=1000
-    )
+    out = bounded(["sh", "-c", "sleep 30 & echo done"], cwd=tmp_path, env=ENV, timeout=10,
+                  output_cap=1000)
     assert out.exit == 0 and out.stdout == b"done\n"
     assert out.stray_processes and out.wall_seconds < 1
 
 
 def test_stdin_env_and_rusage_are_the_childs_own(tmp_path: Path) -> None:
-    out = bounded(
-        ["sh", "-c", "cat; echo $LC_ALL"],
-        cwd=tmp_path,
-        env=ENV,
-        stdin=b"in\n",
-        timeout=5,
-        output_cap=1000,
-    )
+    out = bounded(["sh", "-c", "cat; echo $LC_ALL"], cwd=tmp_path, env=ENV, stdin=b"in\n",
+                  timeout=5, output_cap=1000)
     assert out.stdout == b"in\nC\n"
     assert out.max_rss_kib > 0 and out.cpu_seconds >= 0
 
@@ -92,12 +85,8 @@ def _program(layout: Layout, text: str, envelope: str = "dbg") -> CellSpec:
     layout.tree("t").mkdir(parents=True, exist_ok=True)
     layout.tree_stamp("t").write_text(json.dumps({"applied": True}))
     spec = CellSpec(
-        kind="exe",
-        tree_key="t",
-        units=(Unit("prog.cpp", text),),
-        tree_sources=(),
-        include_dirs=(),
-        envelope=Envelopes(SHIPPED / "envelopes.yaml").get(envelope),
+        kind="exe", tree_key="t", units=(Unit("prog.cpp", text),), tree_sources=(),
+        include_dirs=(), envelope=Envelopes(SHIPPED / "envelopes.yaml").get(envelope),
         compile_seconds=120,
     )
     layout.cell(spec.key).mkdir(parents=True, exist_ok=True)
@@ -106,9 +95,8 @@ def _program(layout: Layout, text: str, envelope: str = "dbg") -> CellSpec:
     return spec
 
 
-def _run(
-    tmp_path: Path, text: str, caps: Caps | None = None, envelope: str = "dbg", timeout: float = 20
-) -> RunResult:
+def _run(tmp_path: Path, text: str, caps: Caps | None = None, envelope: str = "dbg",
+         timeout: float = 20) -> RunResult:
     layout = Layout(tmp_path / "out")
     cell = _program(layout, text, envelope)
     flags = cell.envelope.flags

@@ -25,12 +25,8 @@ def _cell(tmp_path: Path, text: str, envelopes: Envelopes | None = None) -> tupl
     (layout.tree("t") / "include/lib.hpp").write_text("inline int answer() { return 42; }\n")
     layout.tree_stamp("t").write_text(json.dumps({"applied": True}))
     spec = CellSpec(
-        kind="syntax",
-        tree_key="t",
-        units=(Unit("probe.cpp", text),),
-        tree_sources=(),
-        include_dirs=("include",),
-        envelope=envelopes.get("gcc"),
+        kind="syntax", tree_key="t", units=(Unit("probe.cpp", text),), tree_sources=(),
+        include_dirs=("include",), envelope=envelopes.get("gcc"),
         compile_seconds=60,
     )
     layout.cell(spec.key).mkdir(parents=True)
@@ -91,9 +87,8 @@ def test_a_wrapper_without_prefix_sees_no_project(tmp_path: Path) -> None:
     envelopes = Envelopes(_manifest(library, project / "bin" / "g++"))
     tc = envelopes.get("gcc").toolchain
     assert tc.binds == ((str(project / "bin/g++"), str(project / "bin/g++")),)  # itself only
-    status, _ = _cell(
-        tmp_path / "a", '#include "lib.hpp"\nint main() { return answer() - 42; }\n', envelopes
-    )
+    status, _ = _cell(tmp_path / "a", '#include "lib.hpp"\nint main() { return answer() - 42; }\n',
+                      envelopes)
     assert status == "ok"  # the wrapper ran, in the sandbox, and reached the system g++
     # With the project's folder bound (bin/'s parent), this compiled: the oracle was read.
     status, output = _cell(tmp_path / "b", _steal(oracle), envelopes)

@@ -622,7 +622,7 @@ def test_control_in_an_unchanged_spelling_of_a_tree_file_is_seen(
     )
     assert any(f.startswith("include/quiet.def:") and "ignored" in f for f in found), found
     reentry = (
-        '#ifndef ONCE\n#define ONCE\n#include "./lib.hpp"\n#elif !defined(TWICE)\n'
+        "#ifndef ONCE\n#define ONCE\n#include \"./lib.hpp\"\n#elif !defined(TWICE)\n"
         f"#define TWICE\n{QUIET}int answer();\n#endif\n"
     )
     found = _controls(tmp_path / "r", base, '#include "lib.hpp"\n' + UNUSED, header=reentry)
@@ -699,7 +699,7 @@ def test_a_marker_inside_a_raw_string_is_text_in_the_preprocessed_output(
         '#pragma once\n#if __has_include(<R"x(>)\n#endif\nint answer();\n'
         f'inline const char* note = R"(\n{FAKE_ENTRY}\n)";\n'
         '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
-        f'inline {UNUSED}// )x"\n'
+        f"inline {UNUSED}// )x\"\n"
     )
     found = _controls(tmp_path, base, '#include "lib.hpp"\n', header=header)
     assert any(f.startswith("include/lib.hpp:8: #pragma GCC diagnostic ign") for f in found), found
@@ -714,7 +714,7 @@ def test_raw_strings_are_emptied_line_for_line() -> None:
     holding `R"(` opens none, and an unterminated one is reported, not trusted."""
     from cxxgate.preprocessed import blank_raw_strings
 
-    text = f'int a = 1\'000; const char* s = "R\\"(";\nauto r = u8R"d(\n{FAKE_ENTRY}\n)d";\n'
+    text = f"int a = 1'000; const char* s = \"R\\\"(\";\nauto r = u8R\"d(\n{FAKE_ENTRY}\n)d\";\n"
     blanked, open_end = blank_raw_strings(text)
     assert blanked.count("\n") == text.count("\n") and not open_end
     assert FAKE_ENTRY not in blanked and "1'000" in blanked and '"R\\"("' in blanked
@@ -750,8 +750,8 @@ def test_header_names_and_raw_strings_in_the_source_text() -> None:
     from cxxgate import pragmas
 
     pragma = '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
-    for opener in ('#include <R"x(>\n', "#if __has_include( /**/ </*>)\n#endif\n"):
-        found = pragmas.directives(f'{opener}{pragma}// */ )x"\n'.encode())
+    for opener in ('#include <R"x(>\n', '#if __has_include( /**/ </*>)\n#endif\n'):
+        found = pragmas.directives(f"{opener}{pragma}// */ )x\"\n".encode())
         assert [d.line for d in found] == [opener.count("\n") + 1], (opener, found)
     honest = f'const char* p = R"(\n#pragma GCC diagnostic push\n{pragma})";\n'
     assert pragmas.directives(honest.encode()) == []

@@ -189,7 +189,9 @@ def _check(header: str, cells: Cells, lanes: dict[str, tuple[str, str]]) -> Chec
     return Check(header, True, "clean", "compiles alone and twice")
 
 
-def _finding(header: str, cells: Cells, lanes: dict[str, tuple[str, str]], klass: str) -> Finding:
+def _finding(
+    header: str, cells: Cells, lanes: dict[str, tuple[str, str]], klass: str
+) -> Finding:
     """The failing probe's place in the tree: the telling error of its first failing lane
     when it lies in a tree file (the header, or one it includes), else the header itself."""
     lane = next(lane for lane in LANES if lanes[lane][0] != "pass")

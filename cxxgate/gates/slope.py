@@ -31,13 +31,19 @@ Callgrind writes its profiles from inside the candidate's process: the candidate
 rewrite them, or tell valgrind from a native run (LD_PRELOAD, /proc/self/maps, timing) and
 behave. Two cross-checks: each profile's `totals:` must equal the sum of its own cost
 lines, and the same binary runs natively (no valgrind) on the seed's native schedule: a
-number of calls drawn from `native_calls` (64-512) at sizes from M/4 to M, with
+number of calls drawn from `native_calls` (64-2048) at sizes from M/4 to M, with
 `native_big` calls of 16 M to `native_reach` M (32 M) spread through it (the last past two
 thirds of the calls). Timed by the harness from outside, interleaved with the reference,
 minimum of `wall_rounds`: every call's result must be the reference's
 (`checksum_mismatch`), and the run must finish within `wall_timeout` and take at most
 `tamper_ratio` times the reference's time, else `measurement_tamper`. That bar is the
-reference's native time alone: no counted exponent or margin moves it.
+reference's native time alone: no counted exponent or margin moves it. Every entry
+carries an input shape drawn from the seed (as drawn, sorted, reversed, all equal, all
+distinct, low 12 bits zero; one big call of each). Two more native processes of E =
+~`scale` M elements under the same bar: `first`, one call of E (a process's only call),
+and `small`, calls of M/4..M summing to E; the candidate's native time per element from
+`small` to `first`, over the reference's, as an exponent over the span, may not pass
+`margin` (`steep`: a cost that grows only past the counted sizes).
 
 | class             | meaning                                                            |
 | ----------------- | ------------------------------------------------------------------ |
@@ -51,7 +57,8 @@ reference's native time alone: no counted exponent or margin moves it.
 | checksum_mismatch | a result (counted or native) differs from the reference's, or a   |
 |                   | run died                                                           |
 | steep             | exponent above the reference's + margin (table), or + tail_margin  |
-|                   | (the table's largest size and the drawn ones)                      |
+|                   | (the table's largest size and the drawn ones), or the native cost  |
+|                   | per element grows from `small` to `first` faster by + margin       |
 | inconclusive      | the candidate's log-log fit is too poor to decide                  |
 | accept            | same results, exponent within the margin                           |
 """
