@@ -124,6 +124,9 @@ def test_the_scale_processes_hold_one_big_call_and_many_small(seed: int) -> None
     assert len(first) == 1 and 0.75 * cfg.scale * 4096 <= total <= cfg.scale * 4096
     assert total <= sum(n for n, _ in small) < total + 4096
     assert all(1024 <= n <= 4096 for n, _ in small) and len(small) > 600
+    shapes = slope.shapes_schedule(cfg, "c", seed)
+    assert sorted(k for _, k in shapes) == list(range(slope.SHAPES))
+    assert all(n == total // slope.SHAPES for n, _ in shapes)
 
 
 def test_the_driver_has_one_mode_and_spreads_its_values(tmp_path: Path) -> None:

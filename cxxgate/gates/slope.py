@@ -43,7 +43,8 @@ distinct, low 12 bits zero; one big call of each). Two more native processes of 
 ~`scale` M elements under the same bar: `first`, one call of E (a process's only call),
 and `small`, calls of M/4..M summing to E; the candidate's native time per element from
 `small` to `first`, over the reference's, as an exponent over the span, may not pass
-`margin` (`steep`: a cost that grows only past the counted sizes).
+`margin` (`steep`: a cost that grows only past the counted sizes). A fourth, `shapes`,
+makes one call of E / 6 per shape, in a drawn order, under the same bar.
 
 | class             | meaning                                                            |
 | ----------------- | ------------------------------------------------------------------ |
@@ -237,6 +238,15 @@ def native_schedule(cfg: Config, case_id: str, seed: int) -> list[Entry]:
     return out
 
 
+def shapes_schedule(cfg: Config, case_id: str, seed: int) -> list[Entry]:
+    """The `shapes` process: one call per input shape, in an order drawn from the seed, of
+    ~`scale` M / SHAPES elements each: a cost that explodes on one shape only (sorted,
+    all equal, ...) meets it at a size where it cannot hide under `tamper_ratio`."""
+    total, _ = scale_schedules(cfg, case_id, seed)
+    order = sorted(range(SHAPES), key=lambda k: _uniform(f"shapes:{case_id}:{seed}:{k}"))
+    return [(total[0][0] // SHAPES, shape) for shape in order]
+
+
 def scale_schedules(cfg: Config, case_id: str, seed: int) -> tuple[list[Entry], list[Entry]]:
     """The `first` process (one call of E elements: its process's first and only call)
     and the `small` one (calls of M/4 to M summing to E), E drawn in [0.75, 1] `scale`
@@ -308,7 +318,13 @@ def plan(ctx: Context) -> Plan:
     # Native, interleaved with the reference, the same binary and argv as the count: only
     # the schedule on stdin differs. A runaway stops at `wall_timeout` (a few times what
     # the reference takes), its other rounds never run.
-    for run, entries in (("native", schedule), ("first", first), ("small", small)):
+    shapes = shapes_schedule(cfg, ctx.case.id, ctx.seed)
+    for run, entries in (
+        ("native", schedule),
+        ("first", first),
+        ("small", small),
+        ("shapes", shapes),
+    ):
         runs[run] = RunSpec(
             cell_key=candidate.key,
             stdin=_stdin(entries),
@@ -583,6 +599,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         ("native", native_schedule(cfg, ctx.case.id, ctx.seed)),
         ("first", first),
         ("small", small),
+        ("shapes", shapes_schedule(cfg, ctx.case.id, ctx.seed)),
     ):
         check = _native(cfg, outputs, lane, entries, evidence, best)
         checks.append(check)
