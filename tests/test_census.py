@@ -42,6 +42,15 @@ REACHED = {
     "witness/sizeof": "witness_unexecuted",
     "witness/short_circuit": "witness_unexecuted",
     "witness/local_struct": "witness_unexecuted",
+    "witness/odr_near": "witness_redefined",
+    "witness/odr_all": "witness_redefined",
+    "witness/assert_fail": "witness_redefined",
+    "witness/fixture": "witness_weakened",
+    "witness/fixture_body": "witness_weakened",
+    "witness/helper_move": "accept",
+    "witness/split_test": "accept",
+    "witness/param_rename": "accept",
+    "witness/bug_only": "suite_red",
 }
 
 
@@ -662,3 +671,148 @@ def test_variants_of_the_small_tree(
         assert new["read"] == ["sub/quiet.hpp"]
     if variant == "renamed_function":
         assert found.renames == ["check_two -> check_two_value (t.cpp)"]
+
+
+# The data a check reads, moved checks, and calls spelt in a check's arguments.
+DATA_TESTS = """#include "fw.hpp"
+#include "lib.hpp"
+static const int base = 3;
+TEST(D, Base) {
+  EXPECT_EQ(twice(base), 6);
+  EXPECT_EQ(twice(5), 10);
+}
+TEST(D, Local) {
+  int v = 4;
+  EXPECT_EQ(twice(v), 8);
+}
+"""
+DATA = {"fw.hpp": FRAMEWORK, "main.cpp": MAIN, "t.cpp": DATA_TESTS, "include/lib.hpp": LIB}
+DATA_VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
+    # The file-scope data a check reads, changed (with a library bug it hides).
+    "file_data": ({"t.cpp": DATA_TESTS.replace("base = 3", "base = 0")}, ["witness_weakened"]),
+    # A test's local, changed by an assignment the test gains before its check.
+    "local_assigned": (
+        {"t.cpp": DATA_TESTS.replace("int v = 4;", "int v = 4;\n  v = 0;")},
+        ["witness_weakened"],
+    ),
+    # A check moved, unchanged, into a helper the test calls: it ran, a move.
+    "helper_move": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "TEST(D, Base) {\n  EXPECT_EQ(twice(base), 6);",
+                "static void base_check() { EXPECT_EQ(twice(base), 6); }\n"
+                "TEST(D, Base) {\n  base_check();",
+            )
+        },
+        [],
+    ),
+    # The same helper, never called: not a move.
+    "helper_uncalled": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "TEST(D, Base) {\n  EXPECT_EQ(twice(base), 6);",
+                "[[maybe_unused]] static void base_check() { EXPECT_EQ(twice(base), 6); }\n"
+                "TEST(D, Base) {",
+            )
+        },
+        ["witness_removed"],
+    ),
+    # A test split in two, each check unchanged.
+    "split": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "  EXPECT_EQ(twice(5), 10);\n}", "}\nTEST(D, Five) { EXPECT_EQ(twice(5), 10); }"
+            )
+        },
+        [],
+    ),
+    # A parameter renamed in the library's header: the check's call is keyed by its
+    # qualified name and declaring file.
+    "param_rename": (
+        {"include/lib.hpp": LIB.replace("int x) { return 2 * x;", "int n) { return 2 * n;")},
+        [],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def data_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    root = tmp_path_factory.mktemp("data")
+    return root, _small_scan(root, "reference", DATA)
+
+
+@pytest.mark.parametrize("variant", sorted(DATA_VARIANTS))
+def test_data_moves_and_argument_calls(
+    data_reference: tuple[Path, dict[str, object]], variant: str
+) -> None:
+    root, ref = data_reference
+    changes, expected = DATA_VARIANTS[variant]
+    new = _small_scan(root, variant, DATA | changes)
+    found = census.compare(ref, new, [])
+    assert sorted(k for k, _ in found.findings) == sorted(expected), [
+        (k, f.message) for k, f in found.findings
+    ]
+    if variant in ("helper_move", "split"):
+        assert len(found.moves) == 1, found.moves
+
+
+def test_reference_keys_the_data_and_the_argument_calls(
+    data_reference: tuple[Path, dict[str, object]],
+) -> None:
+    _, ref = data_reference
+    rows = {w["text"]: (w["data"], w["callees"]) for w in ref["witnesses"]}  # type: ignore[attr-defined]
+    data, calls = rows["EXPECT_EQ(twice(base), 6)"]
+    assert [d.split(" #")[0] for d in data] == ["data base"]
+    assert "twice @ include/lib.hpp" in calls  # the argument's call: name and file only
+    assert rows["EXPECT_EQ(twice(5), 10)"][0] == []
+
+
+# What the linker bound: a definition in another unit replaces what the tests call.
+LINK_VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
+    # A strong explicit specialisation replaces the test objects' inline instantiations.
+    "strong_specialisation": (
+        {
+            "evil.cpp": '#include "fw.hpp"\ntemplate <>\n'
+            "bool fw::eq<int, int>(const int&, const int&, const char* w) "
+            "{ return fw::report(true, w); }\n"
+        },
+        ["_ZN2fw2eqIiiEEbRKT_RKT0_PKc"],
+    ),
+    # The runtime's printf replaced for every caller (interposition).
+    "interposed": (
+        {"evil.cpp": 'extern "C" int printf(const char*, ...) { return 0; }\n'},
+        ["printf"],
+    ),
+    # A new test unit with a new test: nothing the reference bound moves.
+    "honest_unit": (
+        {
+            "u.cpp": '#include "fw.hpp"\n#include "lib.hpp"\n'
+            "TEST(U, One) { EXPECT_EQ(twice(0), 0); }\n"
+        },
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(LINK_VARIANTS))
+def test_what_the_linker_bound(
+    data_reference: tuple[Path, dict[str, object]], variant: str
+) -> None:
+    from cxxgate.gates import linked
+
+    root, ref = data_reference
+    changes, expected = LINK_VARIANTS[variant]
+    new = _small_scan(root, f"link_{variant}", DATA | changes)
+    found = linked.rebound(ref["link"], new["link"])  # type: ignore[arg-type]
+    assert sorted(name for name, _, _ in found) == expected, found
+    assert all(file == "evil.cpp" for _, file, _ in found)
+    assert census.compare(ref, new, []).findings == []  # every witness is the reference's
+
+
+def test_a_failing_program_is_suite_red(data_reference: tuple[Path, dict[str, object]]) -> None:
+    root, ref = data_reference
+    assert ref["exit"] == ""
+    bug = {"include/lib.hpp": LIB.replace("2 * x", "2 * x + (x == 5)")}
+    new = _small_scan(root, "failing", DATA | bug)
+    assert [c.klass for c in census._suite(ref, new)] == ["suite_red"]
+    assert census._suite(ref, ref) == []
