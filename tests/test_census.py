@@ -676,7 +676,7 @@ def test_variants_of_the_small_tree(
 # The data a check reads, moved checks, and calls spelt in a check's arguments.
 DATA_TESTS = """#include "fw.hpp"
 #include "lib.hpp"
-static const int base = 3;
+static int base = 3;
 TEST(D, Base) {
   EXPECT_EQ(twice(base), 6);
   EXPECT_EQ(twice(5), 10);
@@ -693,6 +693,16 @@ DATA_VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
     # A test's local, changed by an assignment the test gains before its check.
     "local_assigned": (
         {"t.cpp": DATA_TESTS.replace("int v = 4;", "int v = 4;\n  v = 0;")},
+        ["witness_weakened"],
+    ),
+    # The file-scope data written by a static initialiser before any test runs.
+    "file_data_written": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "TEST(D, Base)",
+                "static const int zero = (base = 0);\nTEST(D, Base)",
+            )
+        },
         ["witness_weakened"],
     ),
     # A check moved, unchanged, into a helper the test calls: it ran, a move.

@@ -122,7 +122,10 @@ def bind(tree: Path, params: dict[str, Any], inventories: dict[str, FileInventor
                 found[file][i].add(key)
         for file, i, var, func in reads:
             said = [t.spelling for t in var.get_tokens()]
-            said += sorted(writes.get((var.get_usr(), func), ()))
+            # Its function's statements, and file-scope ones (a static initialiser).
+            said += sorted(
+                writes.get((var.get_usr(), func), set()) | writes.get((var.get_usr(), 0), set())
+            )
             data[file][i].add(f"data {var.spelling} #{cppsource.fingerprint(said)}")
     for rel, sets in found.items():
         out.callees[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in sets]
@@ -142,15 +145,27 @@ FUNCTIONS = frozenset(
 )
 
 
+# What holds statements and declarations: a block, or a file or namespace scope.
+SCOPES = frozenset(
+    {
+        ci.CursorKind.COMPOUND_STMT,
+        ci.CursorKind.TRANSLATION_UNIT,
+        ci.CursorKind.NAMESPACE,
+        ci.CursorKind.LINKAGE_SPEC,
+    }
+)
+
+
 def _walk(top: ci.Cursor) -> Iterator[tuple[ci.Cursor, ci.Cursor | None, int]]:
-    """Each cursor, with the statement holding it (a child of a block) and the function
-    holding it (its cursor's hash; 0 at file scope). Iterative: expressions nest deep."""
+    """Each cursor, with the statement holding it (a child of a block, or of a file or
+    namespace scope) and the function holding it (its cursor's hash; 0 at file scope).
+    Iterative: expressions nest deep."""
     stack: list[tuple[ci.Cursor, ci.Cursor | None, int]] = [(top, None, 0)]
     while stack:
         cursor, stmt, func = stack.pop()
         yield cursor, stmt, func
         inner = cursor.hash if cursor.kind in FUNCTIONS else func
-        block = cursor.kind == ci.CursorKind.COMPOUND_STMT
+        block = cursor.kind in SCOPES
         for child in reversed(list(cursor.get_children())):
             stack.append((child, child if block else stmt, inner))
 
