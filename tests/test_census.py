@@ -623,12 +623,17 @@ def _small_params() -> dict[str, object]:
     }
 
 
-def _small_scan(root: Path, name: str, files: dict[str, str]) -> dict[str, object]:
+def _small_scan(
+    root: Path, name: str, files: dict[str, str], sources: bool = False
+) -> dict[str, object]:
     tree = root / "trees" / name
     for rel, text in files.items():
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_text(text)
-    return witness.scan(tree, _small_params())
+    params = _small_params()
+    if sources:  # the tests are the top folder's units; src/ is the library
+        params["program"] |= {"units": ["/*.cpp"], "sources": ["src/*.cpp"]}  # type: ignore[operator]
+    return witness.scan(tree, params)
 
 
 @pytest.fixture(scope="module")
@@ -777,45 +782,60 @@ def test_reference_keys_the_data_and_the_argument_calls(
     assert rows["EXPECT_EQ(twice(5), 10)"][0] == []
 
 
-# What the linker bound: a definition in another unit replaces what the tests call.
-LINK_VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
+# What the linker bound: a definition in a library source replaces what the tests call.
+LINKED = DATA | {"src/lib.cpp": '#include "lib.hpp"\nint thrice(int x) { return twice(x) + x; }\n'}
+EVIL_EQ = (
+    "bool fw::eq<int, int>(const int&, const int&, const char* w) { return fw::report(true, w); }"
+)
+LINK_VARIANTS: dict[str, tuple[str, list[str]]] = {
     # A strong explicit specialisation replaces the test objects' inline instantiations.
-    "strong_specialisation": (
-        {
-            "evil.cpp": '#include "fw.hpp"\ntemplate <>\n'
-            "bool fw::eq<int, int>(const int&, const int&, const char* w) "
-            "{ return fw::report(true, w); }\n"
-        },
-        ["_ZN2fw2eqIiiEEbRKT_RKT0_PKc"],
+    "strong_specialisation": (f'#include "../fw.hpp"\ntemplate <>\n{EVIL_EQ}\n', ["eq"]),
+    # The same, declared weak by hand: the linker meets it first.
+    "weak_specialisation": (
+        f'#include "../fw.hpp"\ntemplate <>\n__attribute__((weak)) {EVIL_EQ}\n',
+        ["eq"],
+    ),
+    # An ODR-violating inline copy (an explicit instantiation of another body): COMDAT,
+    # and the library's object comes first in the link.
+    "inline_copy": (
+        "namespace fw {\nbool report(bool ok, const char* what);\n"
+        "template <class A, class B>\n"
+        "bool eq(const A&, const B&, const char* w) { return report(true, w); }\n"
+        "template bool eq<int, int>(const int&, const int&, const char*);\n}\n",
+        ["eq"],
     ),
     # The runtime's printf replaced for every caller (interposition).
-    "interposed": (
-        {"evil.cpp": 'extern "C" int printf(const char*, ...) { return 0; }\n'},
-        ["printf"],
-    ),
-    # A new test unit with a new test: nothing the reference bound moves.
-    "honest_unit": (
-        {
-            "u.cpp": '#include "fw.hpp"\n#include "lib.hpp"\n'
-            "TEST(U, One) { EXPECT_EQ(twice(0), 0); }\n"
-        },
+    "interposed": ('extern "C" int printf(const char*, ...) { return 0; }\n', ["printf"]),
+    # The library's own inline copies of what the tests use too (same bytes): nothing.
+    "honest_copies": (
+        '#include "lib.hpp"\nint thrice(int x) { return twice(x) + x; }\n'
+        "int (*keep)(int) = &twice;\n",
         [],
     ),
 }
 
 
+@pytest.fixture(scope="module")
+def link_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    root = tmp_path_factory.mktemp("linked")
+    return root, _small_scan(root, "reference", LINKED, sources=True)
+
+
 @pytest.mark.parametrize("variant", sorted(LINK_VARIANTS))
 def test_what_the_linker_bound(
-    data_reference: tuple[Path, dict[str, object]], variant: str
+    link_reference: tuple[Path, dict[str, object]], variant: str
 ) -> None:
     from cxxgate.gates import linked
 
-    root, ref = data_reference
-    changes, expected = LINK_VARIANTS[variant]
-    new = _small_scan(root, f"link_{variant}", DATA | changes)
+    root, ref = link_reference
+    assert ref["link"]["held"]["_Z5twicei"] == "comdat"  # type: ignore[index]
+    text, expected = LINK_VARIANTS[variant]
+    new = _small_scan(root, variant, LINKED | {"src/lib.cpp": text}, sources=True)
+    assert new["execution"] == "", new["execution"]  # built, linked and ran
     found = linked.rebound(ref["link"], new["link"])  # type: ignore[arg-type]
-    assert sorted(name for name, _, _ in found) == expected, found
-    assert all(file == "evil.cpp" for _, file, _ in found)
+    names = sorted("eq" if name.startswith("_ZN2fw2eq") else name for name, _, _ in found)
+    assert names == expected, found
+    assert all(file == "src/lib.cpp" for _, file, _ in found)
     assert census.compare(ref, new, []).findings == []  # every witness is the reference's
 
 
