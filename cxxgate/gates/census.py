@@ -327,6 +327,24 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
             report("witness_redefined", r, n, problem)
             flagged.add(id(n))
             out.kept -= id(n) in unchanged
+    not_run: list[Witness] = []
+    for r, n in pairs:
+        if id(n) in flagged or r.ran is not True or n.ran is True or n.live is not True:
+            continue
+        flagged.add(id(n))
+        if any(n.file == t.file and _under(n.test, t.name) for t in not_run):
+            out.kept -= id(n) in unchanged
+            continue  # one finding for the test that holds it
+        told = "did not run" if n.ran is False else "cannot be shown to run (no marker ran)"
+        report(
+            "witness_unexecuted",
+            r,
+            n,
+            f"{n.text} {told} while the test program ran; the reference's did",
+        )
+        out.kept -= id(n) in unchanged
+        if n.kind == "test":
+            not_run.append(n)
     for r, n in pairs:
         if id(n) in flagged or r.kind == "test" or r.data == n.data:
             continue
@@ -342,23 +360,6 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         )
         flagged.add(id(n))
         out.kept -= id(n) in unchanged
-    not_run: list[Witness] = []
-    for r, n in pairs:
-        if id(n) in flagged or r.ran is not True or n.ran is True or n.live is not True:
-            continue
-        if any(n.file == t.file and _under(n.test, t.name) for t in not_run):
-            out.kept -= id(n) in unchanged
-            continue  # one finding for the test that holds it
-        told = "did not run" if n.ran is False else "cannot be shown to run (no marker ran)"
-        report(
-            "witness_unexecuted",
-            r,
-            n,
-            f"{n.text} {told} while the test program ran; the reference's did",
-        )
-        out.kept -= id(n) in unchanged
-        if n.kind == "test":
-            not_run.append(n)
     for m in _new_macros(ref["macros"], new["macros"]):
         what = f"#undef {m['name']}" if m["kind"] == "undef" else f"#define {m['name']}{m['text']}"
         message = f"{what} redefines a witness macro the reference defines otherwise or not at all"
