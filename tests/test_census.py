@@ -710,6 +710,15 @@ DATA_VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
         },
         ["witness_weakened"],
     ),
+    # Behind `base == 0 &&`: never run (the statement also names its data: one finding).
+    "short_circuit_data": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "  EXPECT_EQ(twice(base), 6);", "  base == 0 && EXPECT_EQ(twice(base), 6);"
+            )
+        },
+        ["witness_unexecuted"],
+    ),
     # A check moved, unchanged, into a helper the test calls: it ran, a move.
     "helper_move": (
         {
