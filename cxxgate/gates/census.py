@@ -13,7 +13,8 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | witness passed as an argument or pasted, an unreadable span):   |
 |                    | fail closed                                                     |
 | witness_removed    | a test or an assertion of the reference is gone; a test or a    |
-|                    | plain function renamed with its checks unchanged is a rename    |
+|                    | plain function renamed with its checks unchanged is a rename, a |
+|                    | check found unchanged elsewhere in its file, run, is a move     |
 | witness_disabled   | still in the source, gone after preprocessing (`#if 0`, an      |
 |                    | `#ifdef` never defined, NDEBUG before <cassert>, a witness      |
 |                    | macro redefined to nothing); a test that gains a `return`,      |
@@ -33,7 +34,8 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | (`sizeof(CHECK(..))`, `cond && CHECK(..)`, a member nobody      |
 |                    | calls): seen by a marker that records it when it is evaluated   |
 | witness_weakened   | an assertion's arguments changed in place (`EXPECT_EQ(f(x), 42)`|
-|                    | -> `EXPECT_TRUE(true)`, a tolerance widened)                    |
+|                    | -> `EXPECT_TRUE(true)`, a tolerance widened), or the data it    |
+|                    | reads did (a variable's initialiser, an assignment before it)   |
 | suite_red          | the test program exited 0 for the reference and not for the     |
 |                    | patch: a check failed (or the program crashed) although every   |
 |                    | witness ran                                                     |
