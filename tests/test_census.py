@@ -51,6 +51,7 @@ REACHED = {
     "witness/split_test": "accept",
     "witness/param_rename": "accept",
     "witness/bug_only": "suite_red",
+    "witness/rename_grow": "accept",
 }
 
 
@@ -741,6 +742,24 @@ DATA_VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
         },
         ["witness_removed"],
     ),
+    # A test renamed, a check added: its checks moved.
+    "rename_grow": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "TEST(D, Base) {", "TEST(D, Based) {\n  EXPECT_EQ(twice(0), 0);"
+            )
+        },
+        [],
+    ),
+    # The same, and one of its checks left out: that one is removed.
+    "rename_shrink": (
+        {
+            "t.cpp": DATA_TESTS.replace("TEST(D, Base) {", "TEST(D, Based) {").replace(
+                "  EXPECT_EQ(twice(5), 10);\n", ""
+            )
+        },
+        ["witness_removed"],
+    ),
     # A test split in two, each check unchanged.
     "split": (
         {
@@ -776,8 +795,8 @@ def test_data_moves_and_argument_calls(
     assert sorted(k for k, _ in found.findings) == sorted(expected), [
         (k, f.message) for k, f in found.findings
     ]
-    if variant in ("helper_move", "split"):
-        assert len(found.moves) == 1, found.moves
+    if variant in ("helper_move", "split", "rename_grow"):
+        assert found.moves, found.moves
 
 
 def test_reference_keys_the_data_and_the_argument_calls(
