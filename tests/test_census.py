@@ -42,6 +42,16 @@ REACHED = {
     "witness/sizeof": "witness_unexecuted",
     "witness/short_circuit": "witness_unexecuted",
     "witness/local_struct": "witness_unexecuted",
+    "witness/odr_near": "witness_redefined",
+    "witness/odr_all": "witness_redefined",
+    "witness/assert_fail": "witness_redefined",
+    "witness/fixture": "witness_weakened",
+    "witness/fixture_body": "witness_weakened",
+    "witness/helper_move": "accept",
+    "witness/split_test": "accept",
+    "witness/param_rename": "accept",
+    "witness/bug_only": "suite_red",
+    "witness/rename_grow": "accept",
 }
 
 
@@ -614,12 +624,17 @@ def _small_params() -> dict[str, object]:
     }
 
 
-def _small_scan(root: Path, name: str, files: dict[str, str]) -> dict[str, object]:
+def _small_scan(
+    root: Path, name: str, files: dict[str, str], sources: bool = False
+) -> dict[str, object]:
     tree = root / "trees" / name
     for rel, text in files.items():
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_text(text)
-    return witness.scan(tree, _small_params())
+    params = _small_params()
+    if sources:  # the tests are the top folder's units; src/ is the library
+        params["program"] |= {"units": ["/*.cpp"], "sources": ["src/*.cpp"]}  # type: ignore[operator]
+    return witness.scan(tree, params)
 
 
 @pytest.fixture(scope="module")
@@ -662,3 +677,200 @@ def test_variants_of_the_small_tree(
         assert new["read"] == ["sub/quiet.hpp"]
     if variant == "renamed_function":
         assert found.renames == ["check_two -> check_two_value (t.cpp)"]
+
+
+# The data a check reads, moved checks, and calls spelt in a check's arguments.
+DATA_TESTS = """#include "fw.hpp"
+#include "lib.hpp"
+static int base = 3;
+TEST(D, Base) {
+  EXPECT_EQ(twice(base), 6);
+  EXPECT_EQ(twice(5), 10);
+}
+TEST(D, Local) {
+  int v = 4;
+  EXPECT_EQ(twice(v), 8);
+}
+"""
+DATA = {"fw.hpp": FRAMEWORK, "main.cpp": MAIN, "t.cpp": DATA_TESTS, "include/lib.hpp": LIB}
+DATA_VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
+    # The file-scope data a check reads, changed (with a library bug it hides).
+    "file_data": ({"t.cpp": DATA_TESTS.replace("base = 3", "base = 0")}, ["witness_weakened"]),
+    # A test's local, changed by an assignment the test gains before its check.
+    "local_assigned": (
+        {"t.cpp": DATA_TESTS.replace("int v = 4;", "int v = 4;\n  v = 0;")},
+        ["witness_weakened"],
+    ),
+    # The file-scope data written by a static initialiser before any test runs.
+    "file_data_written": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "TEST(D, Base)",
+                "static const int zero = (base = 0);\nTEST(D, Base)",
+            )
+        },
+        ["witness_weakened"],
+    ),
+    # Behind `base == 0 &&`: never run (the statement also names its data: one finding).
+    "short_circuit_data": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "  EXPECT_EQ(twice(base), 6);", "  base == 0 && EXPECT_EQ(twice(base), 6);"
+            )
+        },
+        ["witness_unexecuted"],
+    ),
+    # A check moved, unchanged, into a helper the test calls: it ran, a move.
+    "helper_move": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "TEST(D, Base) {\n  EXPECT_EQ(twice(base), 6);",
+                "static void base_check() { EXPECT_EQ(twice(base), 6); }\n"
+                "TEST(D, Base) {\n  base_check();",
+            )
+        },
+        [],
+    ),
+    # The same helper, never called: not a move.
+    "helper_uncalled": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "TEST(D, Base) {\n  EXPECT_EQ(twice(base), 6);",
+                "[[maybe_unused]] static void base_check() { EXPECT_EQ(twice(base), 6); }\n"
+                "TEST(D, Base) {",
+            )
+        },
+        ["witness_removed"],
+    ),
+    # A test renamed, a check added: its checks moved.
+    "rename_grow": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "TEST(D, Base) {", "TEST(D, Based) {\n  EXPECT_EQ(twice(0), 0);"
+            )
+        },
+        [],
+    ),
+    # The same, and one of its checks left out: that one is removed.
+    "rename_shrink": (
+        {
+            "t.cpp": DATA_TESTS.replace("TEST(D, Base) {", "TEST(D, Based) {").replace(
+                "  EXPECT_EQ(twice(5), 10);\n", ""
+            )
+        },
+        ["witness_removed"],
+    ),
+    # A test split in two, each check unchanged.
+    "split": (
+        {
+            "t.cpp": DATA_TESTS.replace(
+                "  EXPECT_EQ(twice(5), 10);\n}", "}\nTEST(D, Five) { EXPECT_EQ(twice(5), 10); }"
+            )
+        },
+        [],
+    ),
+    # A parameter renamed in the library's header: the check's call is keyed by its
+    # qualified name and declaring file.
+    "param_rename": (
+        {"include/lib.hpp": LIB.replace("int x) { return 2 * x;", "int n) { return 2 * n;")},
+        [],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def data_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    root = tmp_path_factory.mktemp("data")
+    return root, _small_scan(root, "reference", DATA)
+
+
+@pytest.mark.parametrize("variant", sorted(DATA_VARIANTS))
+def test_data_moves_and_argument_calls(
+    data_reference: tuple[Path, dict[str, object]], variant: str
+) -> None:
+    root, ref = data_reference
+    changes, expected = DATA_VARIANTS[variant]
+    new = _small_scan(root, variant, DATA | changes)
+    found = census.compare(ref, new, [])
+    assert sorted(k for k, _ in found.findings) == sorted(expected), [
+        (k, f.message) for k, f in found.findings
+    ]
+    if variant in ("helper_move", "split", "rename_grow"):
+        assert found.moves, found.moves
+
+
+def test_reference_keys_the_data_and_the_argument_calls(
+    data_reference: tuple[Path, dict[str, object]],
+) -> None:
+    _, ref = data_reference
+    rows = {w["text"]: (w["data"], w["callees"]) for w in ref["witnesses"]}  # type: ignore[attr-defined]
+    data, calls = rows["EXPECT_EQ(twice(base), 6)"]
+    assert [d.split(" #")[0] for d in data] == ["data base"]
+    assert "twice @ include/lib.hpp" in calls  # the argument's call: name and file only
+    assert rows["EXPECT_EQ(twice(5), 10)"][0] == []
+
+
+# What the linker bound: a definition in a library source replaces what the tests call.
+LINKED = DATA | {"src/lib.cpp": '#include "lib.hpp"\nint thrice(int x) { return twice(x) + x; }\n'}
+EVIL_EQ = (
+    "bool fw::eq<int, int>(const int&, const int&, const char* w) { return fw::report(true, w); }"
+)
+LINK_VARIANTS: dict[str, tuple[str, list[str]]] = {
+    # A strong explicit specialisation replaces the test objects' inline instantiations.
+    "strong_specialisation": (f'#include "../fw.hpp"\ntemplate <>\n{EVIL_EQ}\n', ["eq"]),
+    # The same, declared weak by hand: the linker meets it first.
+    "weak_specialisation": (
+        f'#include "../fw.hpp"\ntemplate <>\n__attribute__((weak)) {EVIL_EQ}\n',
+        ["eq"],
+    ),
+    # An ODR-violating inline copy (an explicit instantiation of another body): COMDAT,
+    # and the library's object comes first in the link.
+    "inline_copy": (
+        "namespace fw {\nbool report(bool ok, const char* what);\n"
+        "template <class A, class B>\n"
+        "bool eq(const A&, const B&, const char* w) { return report(true, w); }\n"
+        "template bool eq<int, int>(const int&, const int&, const char*);\n}\n",
+        ["eq"],
+    ),
+    # The runtime's printf replaced for every caller (interposition).
+    "interposed": ('extern "C" int printf(const char*, ...) { return 0; }\n', ["printf"]),
+    # The library's own inline copies of what the tests use too (same bytes): nothing.
+    "honest_copies": (
+        '#include "lib.hpp"\nint thrice(int x) { return twice(x) + x; }\n'
+        "int (*keep)(int) = &twice;\n",
+        [],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def link_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    root = tmp_path_factory.mktemp("linked")
+    return root, _small_scan(root, "reference", LINKED, sources=True)
+
+
+@pytest.mark.parametrize("variant", sorted(LINK_VARIANTS))
+def test_what_the_linker_bound(
+    link_reference: tuple[Path, dict[str, object]], variant: str
+) -> None:
+    from cxxgate.gates import linked
+
+    root, ref = link_reference
+    assert ref["link"]["held"]["_Z5twicei"] == "comdat"  # type: ignore[index]
+    text, expected = LINK_VARIANTS[variant]
+    new = _small_scan(root, variant, LINKED | {"src/lib.cpp": text}, sources=True)
+    assert new["execution"] == "", new["execution"]  # built, linked and ran
+    found = linked.rebound(ref["link"], new["link"])  # type: ignore[arg-type]
+    names = sorted("eq" if name.startswith("_ZN2fw2eq") else name for name, _, _ in found)
+    assert names == expected, found
+    assert all(file == "src/lib.cpp" for _, file, _ in found)
+    assert census.compare(ref, new, []).findings == []  # every witness is the reference's
+
+
+def test_a_failing_program_is_suite_red(data_reference: tuple[Path, dict[str, object]]) -> None:
+    root, ref = data_reference
+    assert ref["exit"] == ""
+    bug = {"include/lib.hpp": LIB.replace("2 * x", "2 * x + (x == 5)")}
+    new = _small_scan(root, "failing", DATA | bug)
+    assert [c.klass for c in census._suite(ref, new)] == ["suite_red"]
+    assert census._suite(ref, ref) == []

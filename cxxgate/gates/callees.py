@@ -22,6 +22,9 @@ them. Only the calls of the witness's own expansion are seen: a call the helper'
 
 from __future__ import annotations
 
+import ctypes
+from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +45,9 @@ UNPARSED = "?"  # a unit libclang could not parse: its witnesses' bindings are n
 class Bound:
     detail: str = ""  # the first unit libclang could not parse, and why
     callees: dict[str, list[list[str]]] = field(default_factory=dict)  # per file, per witness
+    # The variables a check reads, each keyed by its declaration (initialiser included) and
+    # the statements of the check's function that name it: the fixture data it checks.
+    data: dict[str, list[list[str]]] = field(default_factory=dict)
 
 
 def bind(tree: Path, params: dict[str, Any], inventories: dict[str, FileInventory]) -> Bound:
@@ -59,6 +65,7 @@ def bind(tree: Path, params: dict[str, Any], inventories: dict[str, FileInventor
         if inv.witnesses
     }
     found: dict[str, list[set[str]]] = {rel: [set() for _ in s] for rel, s in spans.items()}
+    data: dict[str, list[set[str]]] = {rel: [set() for _ in s] for rel, s in spans.items()}
     unparsed: set[str] = set()
     parsed = sorted(r for r, inv in inventories.items() if inv.witnesses or Path(r).suffix in UNITS)
     for rel in parsed:
@@ -75,25 +82,92 @@ def bind(tree: Path, params: dict[str, Any], inventories: dict[str, FileInventor
             out.detail = out.detail or f"libclang cannot parse {rel}: {errors[0].spelling}"
             unparsed.add(rel)
             continue
-        for cursor in tu.cursor.walk_preorder():
-            if cursor.kind != ci.CursorKind.CALL_EXPR:
-                continue
+        reads: list[tuple[str, int, ci.Cursor, int]] = []  # (file, witness, var, function)
+        writes: dict[tuple[str, int], set[str]] = defaultdict(set)  # (var, function) -> stmts
+        for cursor, stmt, func in _walk(tu.cursor):
             loc = cursor.location
             if loc.file is None:
                 continue
             file = _relative(Path(loc.file.name), root)
+            if cursor.kind == ci.CursorKind.DECL_REF_EXPR:
+                var = cursor.referenced
+                if var is None or var.kind != ci.CursorKind.VAR_DECL or _in_tree(var, root) is None:
+                    continue
+                i = _innermost(spans[file], loc.offset) if file in spans else None
+                if (
+                    file is not None
+                    and i is not None
+                    and inventories[file].witnesses[i].kind != "test"
+                ):
+                    reads.append((file, i, var, func))
+                elif stmt is not None:
+                    shape = cppsource.fingerprint([t.spelling for t in stmt.get_tokens()])
+                    writes[var.get_usr(), func].add(shape)
+                continue
+            if cursor.kind != ci.CursorKind.CALL_EXPR:
+                continue
             if file is None or file not in spans:
                 continue
             i = _innermost(spans[file], loc.offset)
             target = cursor.referenced
             if i is None or target is None:
                 continue
-            key = _key(target, loc.offset >= inventories[file].witnesses[i].mark, root)
+            w = inventories[file].witnesses[i]
+            spelled = _spelling(cursor, root)
+            # Written in the witness's arguments: spelt there, not in a macro's body (the
+            # expansion location of both is the witness's macro name).
+            in_arguments = spelled[0] == file and w.mark <= spelled[1] < w.end
+            key = _key(target, in_arguments, root)
             if key is not None:
                 found[file][i].add(key)
+        for file, i, var, func in reads:
+            said = [t.spelling for t in var.get_tokens()]
+            # Its function's statements, and file-scope ones (a static initialiser).
+            said += sorted(
+                writes.get((var.get_usr(), func), set()) | writes.get((var.get_usr(), 0), set())
+            )
+            data[file][i].add(f"data {var.spelling} #{cppsource.fingerprint(said)}")
     for rel, sets in found.items():
         out.callees[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in sets]
+        out.data[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in data[rel]]
     return out
+
+
+FUNCTIONS = frozenset(
+    {
+        ci.CursorKind.FUNCTION_DECL,
+        ci.CursorKind.CXX_METHOD,
+        ci.CursorKind.CONSTRUCTOR,
+        ci.CursorKind.DESTRUCTOR,
+        ci.CursorKind.FUNCTION_TEMPLATE,
+        ci.CursorKind.LAMBDA_EXPR,
+    }
+)
+
+
+# What holds statements and declarations: a block, or a file or namespace scope.
+SCOPES = frozenset(
+    {
+        ci.CursorKind.COMPOUND_STMT,
+        ci.CursorKind.TRANSLATION_UNIT,
+        ci.CursorKind.NAMESPACE,
+        ci.CursorKind.LINKAGE_SPEC,
+    }
+)
+
+
+def _walk(top: ci.Cursor) -> Iterator[tuple[ci.Cursor, ci.Cursor | None, int]]:
+    """Each cursor, with the statement holding it (a child of a block, or of a file or
+    namespace scope) and the function holding it (its cursor's hash; 0 at file scope).
+    Iterative: expressions nest deep."""
+    stack: list[tuple[ci.Cursor, ci.Cursor | None, int]] = [(top, None, 0)]
+    while stack:
+        cursor, stmt, func = stack.pop()
+        yield cursor, stmt, func
+        inner = cursor.hash if cursor.kind in FUNCTIONS else func
+        block = cursor.kind in SCOPES
+        for child in reversed(list(cursor.get_children())):
+            stack.append((child, child if block else stmt, inner))
 
 
 def _key(target: ci.Cursor, in_arguments: bool, root: Path) -> str | None:
@@ -109,6 +183,24 @@ def _key(target: ci.Cursor, in_arguments: bool, root: Path) -> str | None:
         return None
     shape = cppsource.fingerprint([t.spelling for t in target.get_tokens()])
     return f"{target.get_usr()} @ {file} #{shape}"
+
+
+def _spelling(cursor: ci.Cursor, root: Path) -> tuple[str | None, int]:
+    """Where a cursor's text is spelt (its tree file, and its offset):
+    for a call in a macro's argument, the argument; for one in a macro's body, the body."""
+    where = ci.c_object_p()
+    line, column, offset = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    ci.conf.lib.clang_getSpellingLocation(
+        cursor.location,
+        ctypes.byref(where),
+        ctypes.byref(line),
+        ctypes.byref(column),
+        ctypes.byref(offset),
+    )
+    if not where:
+        return None, -1
+    name = ci.conf.lib.clang_getFileName(ci.File(where))
+    return _relative(Path(str(name)), root), offset.value
 
 
 def _relative(path: Path, root: Path) -> str | None:

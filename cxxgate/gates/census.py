@@ -13,7 +13,8 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | witness passed as an argument or pasted, an unreadable span):   |
 |                    | fail closed                                                     |
 | witness_removed    | a test or an assertion of the reference is gone; a test or a    |
-|                    | plain function renamed with its checks unchanged is a rename    |
+|                    | plain function renamed with its checks unchanged is a rename, a |
+|                    | check found unchanged elsewhere in its file, run, is a move     |
 | witness_disabled   | still in the source, gone after preprocessing (`#if 0`, an      |
 |                    | `#ifdef` never defined, NDEBUG before <cassert>, a witness      |
 |                    | macro redefined to nothing); a test that gains a `return`,      |
@@ -25,12 +26,19 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | expands it to other tokens (a witness macro redefined in any    |
 |                    | header the unit reads, a macro rewriting a name in its          |
 |                    | arguments), or a call it makes binds elsewhere (the comparison  |
-|                    | helper specialised or overloaded)                               |
+|                    | helper specialised or overloaded), or the linker binds it       |
+|                    | elsewhere (a strong definition replacing the test objects'      |
+|                    | inline copy; a runtime function such as `__assert_fail` defined |
+|                    | in the tree): cxxgate/gates/linked.py                           |
 | witness_unexecuted | the reference's ran in the test program and this one did not    |
 |                    | (`sizeof(CHECK(..))`, `cond && CHECK(..)`, a member nobody      |
 |                    | calls): seen by a marker that records it when it is evaluated   |
 | witness_weakened   | an assertion's arguments changed in place (`EXPECT_EQ(f(x), 42)`|
-|                    | -> `EXPECT_TRUE(true)`, a tolerance widened)                    |
+|                    | -> `EXPECT_TRUE(true)`, a tolerance widened), or the data it    |
+|                    | reads did (a variable's initialiser, an assignment before it)   |
+| suite_red          | the test program exited 0 for the reference and not for the     |
+|                    | patch: a check failed (or the program crashed) although every   |
+|                    | witness ran                                                     |
 | accept             | every witness of the reference is there, live, unchanged, and   |
 |                    | ran where the reference's ran                                   |
 
@@ -52,7 +60,8 @@ from pydantic import Field
 from cxxgate import codehash
 from cxxgate.cellspec import COMPILE_CODE
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates import executed, ledger, survive, witness
+from cxxgate.gates import executed, ledger, linked, survive, witness
+from cxxgate.gates.callees import UNPARSED
 from cxxgate.gates.cppsource import parser_id
 from cxxgate.gates.witness import Witness
 from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
@@ -67,6 +76,7 @@ SEVERITY = (
     "witness_redefined",
     "witness_unexecuted",
     "witness_weakened",
+    "suite_red",
 )
 
 
@@ -145,6 +155,7 @@ class Census:
 
     findings: list[tuple[str, Finding]] = field(default_factory=list)
     renames: list[str] = field(default_factory=list)
+    moves: list[str] = field(default_factory=list)
     approved: list[str] = field(default_factory=list)
     kept: int = 0
     total: int = 0
@@ -163,6 +174,9 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     checks = [Check(f"{f.path}:{f.line}", False, klass, f.message) for klass, f in found.findings]
     checks += _unused_allowances(ref, cfg.allow_removed)
     checks += _execution(ref.data, new.data)
+    for symbol, file, why in linked.rebound(ref.data.get("link", {}), new.data.get("link", {})):
+        checks.append(Check(f"link {file} {symbol}", False, "witness_redefined", why))
+    checks += _suite(ref.data, new.data)
     for file, detail in sorted(new.data["preprocess"].items()):
         if detail:
             checks.append(Check(f"preprocess {file}", False, "witness_disabled", detail))
@@ -174,10 +188,12 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         kept = f"{found.kept}/{found.total} witnesses of the reference kept"
         checks.append(Check("inventory", True, "accept", kept))
     evidence = [f"renamed: {r}" for r in found.renames]
+    evidence += [f"moved: {m}" for m in found.moves]
     evidence += [f"approved removal: {a}" for a in found.approved]
     result = GateResult.from_checks(NAME, checks, SEVERITY, evidence)
     if result.status == "pass":
         notes = [f"{len(found.renames)} renamed"] if found.renames else []
+        notes += [f"{len(found.moves)} moved"] if found.moves else []
         notes += [f"{len(found.approved)} approved removals"] if found.approved else []
         summary = "; ".join([f"{found.kept}/{found.total} witnesses kept", *notes])
         result = replace(result, summary=summary)
@@ -228,6 +244,20 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         lost, fresh, lambda w: (moved(w)[1], w.kind, w.fp), lambda w: (w.test, w.kind, w.fp)
     )
     pairs += more
+    # Moved, unchanged, to another test or helper of the same file (a test split in two, a
+    # helper the test calls): a move when the new one ran in the test program.
+    more, lost, rest = _match(
+        lost,
+        [n for n in fresh if n.ran is True],
+        lambda w: (w.file, w.kind, w.fp),
+        lambda w: (w.file, w.kind, w.fp),
+    )
+    pairs += more
+    for r, n in more:
+        out.moves.append(f"{r.text} ({r.test or 'file scope'} -> {n.test or 'file scope'})")
+    fresh = sorted(
+        rest + [n for n in fresh if n.ran is not True], key=lambda w: (w.file, w.line, w.column)
+    )
     unchanged = {id(n) for _, n in pairs}
 
     def approved(w: Witness) -> bool:
@@ -249,6 +279,11 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
 
     for t in gone:
         inside = sum(1 for w in lost if w.file == t.file and _under(w.test, t.name))
+        held = [w for w in checks if w.file == t.file and _under(w.test, t.name)]
+        if held and not inside:
+            # Renamed and grown, or split: every check it held was found unchanged, and run.
+            out.moves.append(f"{t.text}: its {len(held)} checks moved, unchanged, and ran")
+            continue
         report(
             "witness_removed", t, t, f"{t.text} removed ({inside} witnesses inside; reference line)"
         )
@@ -303,6 +338,7 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
     for r, n in pairs:
         if id(n) in flagged or r.ran is not True or n.ran is True or n.live is not True:
             continue
+        flagged.add(id(n))
         if any(n.file == t.file and _under(n.test, t.name) for t in not_run):
             out.kept -= id(n) in unchanged
             continue  # one finding for the test that holds it
@@ -316,6 +352,21 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         out.kept -= id(n) in unchanged
         if n.kind == "test":
             not_run.append(n)
+    for r, n in pairs:
+        if id(n) in flagged or r.kind == "test" or r.data == n.data:
+            continue
+        if UNPARSED in r.data or UNPARSED in n.data:
+            continue  # said by the binding comparison (callees are not told either)
+        changed = ", ".join(sorted(set(r.data) - set(n.data))) or "nothing"
+        report(
+            "witness_weakened",
+            r,
+            n,
+            f"{n.text} reads other data than the reference's ({changed} changed: a variable it "
+            "reads has another declaration, initialiser or assignment in its function)",
+        )
+        flagged.add(id(n))
+        out.kept -= id(n) in unchanged
     for m in _new_macros(ref["macros"], new["macros"]):
         what = f"#undef {m['name']}" if m["kind"] == "undef" else f"#define {m['name']}{m['text']}"
         message = f"{what} redefines a witness macro the reference defines otherwise or not at all"
@@ -459,6 +510,17 @@ def _execution(ref: dict[str, Any], new: dict[str, Any]) -> list[Check]:
         why = detail or "no witness of the reference ran"
         return [Check("execution", False, VACUOUS, f"reference: {why}", incomplete=True)]
     return []
+
+
+def _suite(ref: dict[str, Any], new: dict[str, Any]) -> list[Check]:
+    """The census program is the tests, built and run: where the reference's exited 0 and
+    the patched one did not, a check failed (or the program crashed) after every witness
+    ran. The census proves the witnesses ran; that they held is said here too, so a case
+    whose only gate is the census does not accept a patch its own tests reject."""
+    if ref.get("exit", "not run") != "" or new.get("exit", "not run") in ("", "not run"):
+        return []
+    why = f"patched: {new['exit']}; the reference's exited 0"
+    return [Check("test program", False, "suite_red", why)]
 
 
 def _unused_allowances(ref: ScanResult, allow: list[Allow]) -> list[Check]:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from cxxgate import diagnostics, toolcall
 from cxxgate.cellspec import CellSpec
 from cxxgate.envelope import Envelope
-from cxxgate.gates import cppsource, survive
+from cxxgate.gates import cppsource, linked, survive
 from cxxgate.layout import Layout
 from cxxgate.process import Caps
 from cxxgate.run import RunSpec, execute_built
@@ -46,6 +46,8 @@ REPORT_UNIT = Path(__file__).parent.parent / "templates" / "metamorphic" / "repo
 class Ran:
     detail: str  # how the build and the run went ("" when both did)
     ran: dict[str, list[bool | None]] = field(default_factory=dict)  # per file, per witness
+    link: dict[str, Any] = field(default_factory=dict)  # what the linker bound (linked.py)
+    exit: str = ""  # how the program ended ("" when it exited 0)
 
 
 def recordable(w: Witness) -> bool:
@@ -60,7 +62,8 @@ def run(
     tree: Path, params: dict[str, Any], env: Envelope, inventories: dict[str, FileInventory]
 ) -> Ran:
     program = params["program"]
-    units = sorted(set(cppsource.select(tree, program["units"])) | set(_sources(tree, program)))
+    tests = set(cppsource.select(tree, program["units"]))
+    units = sorted(tests | set(_sources(tree, program)))
     layout = Layout(tree.parent.parent)
     spec = CellSpec(
         kind="syntax",
@@ -112,6 +115,7 @@ def run(
         header.write_text("".join(defs))
         base = toolcall.compile_argv(spec, copy)
         objects: list[str] = []
+        by_file: dict[str, Path] = {}
         for n, rel in enumerate(units):
             folder = work / f"u{n}"
             folder.mkdir()
@@ -126,6 +130,7 @@ def run(
                 out.detail = f"the test program does not build: {rel}: {why}"
                 return _none(out, inventories)
             objects.append(f"u{n}/unit.o")
+            by_file[rel] = folder / "unit.o"
         (work / "recorder.cpp").write_text(_recorder(hit, secret, len(ids), tag))
         shutil.copyfile(REPORT_UNIT, work / "report.cpp")
         # The report writer under a name of this build's (a candidate could call the
@@ -142,8 +147,9 @@ def run(
             why = first.brief() if first else ("timed out" if step.timed_out else "failed")
             out.detail = f"the test program does not link: {why}"
             return _none(out, inventories)
+        out.link = linked.facts(by_file, tests, work / "tests")
         seen, how = _execute(work / "tests", program, layout, secret, tree.name)
-        out.detail = how
+        out.detail = out.exit = how
         for rel, inv in inventories.items():
             out.ran[rel] = [
                 ((rel, i) in ids and ids[rel, i] in seen) if (rel, i) in ids else None

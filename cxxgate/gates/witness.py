@@ -76,6 +76,7 @@ class Witness:
     expansion: str = ""  # fingerprint of what the preprocessor made of it ("": not told)
     expanded: str = ""  # that expansion, shortened, for the message
     callees: list[str] = field(default_factory=list)  # what its calls bind to (callees.py)
+    data: list[str] = field(default_factory=list)  # the variables it reads (callees.py)
     contexts: list[str] = field(default_factory=list)  # its expansions in the units reading it
     ran: bool | None = None  # seen executing while the test program ran; None: not told
 
@@ -545,11 +546,16 @@ def _bind_and_run(
     for rel, lists in bound.callees.items():
         for w, found in zip(inventories[rel].witnesses, lists, strict=True):
             w.callees = found
+    for rel, lists in bound.data.items():
+        for w, found in zip(inventories[rel].witnesses, lists, strict=True):
+            w.data = found
     if params.get("program") is None:
         result["execution"] = "no test program: execution not proven"
         return
     ran = executed.run(tree, params, env, inventories)
     result["execution"] = ran.detail
+    result["link"] = ran.link
+    result["exit"] = ran.exit if ran.link else "not run"
     for rel, flags in ran.ran.items():
         for w, flag in zip(inventories[rel].witnesses, flags, strict=True):
             w.ran = flag
