@@ -16,6 +16,7 @@ from conftest import PROJECT, SHIPPED, Grade, exclusive
 from cxxgate.envelope import Envelope, identify
 from cxxgate.gates import census, cppsource, survive, witness
 from cxxgate.gates.census import Allow
+from cxxgate.gates.witness_data import FileInventory
 from cxxgate.scan import ScanResult
 
 # Every class of the gate, each reached by a shipped patch of `witness`.
@@ -159,7 +160,7 @@ def test_warm_grade_scans_nothing(shipped: Grade) -> None:
 NAMES = witness.Names.of(["GOLDEN"], ["CHECK_LIMIT"])
 
 
-def _read(text: str) -> witness.FileInventory:
+def _read(text: str) -> FileInventory:
     return witness.read("t.cpp", text.encode(), NAMES)
 
 

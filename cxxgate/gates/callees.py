@@ -35,7 +35,7 @@ from cxxgate.gates import cppsource
 from cxxgate.gates.ledger_ast import clang_args, qualified
 
 if TYPE_CHECKING:
-    from cxxgate.gates.witness import FileInventory
+    from cxxgate.gates.witness_data import FileInventory
 
 UNITS = frozenset({".cpp", ".cc", ".cxx", ".c++"})
 UNPARSED = "?"  # a unit libclang could not parse: its witnesses' bindings are not told

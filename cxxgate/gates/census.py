@@ -63,7 +63,7 @@ from cxxgate.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import executed, ledger, linked, survive, witness
 from cxxgate.gates.callees import UNPARSED
 from cxxgate.gates.cppsource import parser_id
-from cxxgate.gates.witness import Witness
+from cxxgate.gates.witness_data import Witness
 from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
 from cxxgate.scan import ScanResult, ScanSpec
 from cxxgate.yamlfile import Strict

@@ -37,7 +37,7 @@ from cxxgate.process import Caps
 from cxxgate.run import RunSpec, execute_built
 
 if TYPE_CHECKING:
-    from cxxgate.gates.witness import FileInventory, Witness
+    from cxxgate.gates.witness_data import FileInventory, Witness
 
 REPORT_UNIT = Path(__file__).parent.parent / "templates" / "metamorphic" / "report.cpp"
 
