@@ -26,6 +26,7 @@ import ctypes
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,7 +205,14 @@ def _spelling(cursor: ci.Cursor, root: Path) -> tuple[str | None, int]:
 
 
 def _relative(path: Path, root: Path) -> str | None:
-    resolved = path.resolve()
+    return _relative_name(str(path), str(root))
+
+
+@cache
+def _relative_name(name: str, root: str) -> str | None:
+    """`name` as a path under the tree `root`, resolved once per process: libclang names
+    the same few files for every cursor, and resolving is a system call per component."""
+    resolved = Path(name).resolve()
     return resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else None
 
 

@@ -51,6 +51,7 @@ def _symbols(path: Path, section: str) -> list[Symbol]:
         if not isinstance(table, SymbolTableSection):
             return []
         out = []
+        relocations: dict[int, list[tuple[int, int, int]]] | None = None
         for sym in table.iter_symbols():
             bind = sym["st_info"]["bind"]
             if not sym.name or bind not in (*_GLOBAL, "STB_WEAK"):
@@ -59,12 +60,32 @@ def _symbols(path: Path, section: str) -> list[Symbol]:
                 continue
             defined = sym["st_shndx"] != "SHN_UNDEF"
             weak = bind == "STB_WEAK"
-            shape = _shape(elf, table, sym) if weak and defined and section == ".symtab" else ""
+            shape = ""
+            if weak and defined and section == ".symtab":
+                relocations = relocations if relocations is not None else _relocations(elf)
+                shape = _shape(elf, table, sym, relocations)
             out.append((sym.name, "weak" if weak else "strong", defined, shape))
         return out
 
 
-def _shape(elf: ELFFile, table: SymbolTableSection, sym: Any) -> str:
+def _relocations(elf: ELFFile) -> dict[int, list[tuple[int, int, int]]]:
+    """(offset, type, symbol index) of every relocation, by the section it applies to: read
+    once per object (a test object holds thousands of weak inline copies)."""
+    found: dict[int, list[tuple[int, int, int]]] = {}
+    for rel in elf.iter_sections():
+        if isinstance(rel, RelocationSection):
+            found.setdefault(rel["sh_info"], []).extend(
+                (e["r_offset"], e["r_info_type"], e["r_info_sym"]) for e in rel.iter_relocations()
+            )
+    return found
+
+
+def _shape(
+    elf: ELFFile,
+    table: SymbolTableSection,
+    sym: Any,
+    relocations: dict[int, list[tuple[int, int, int]]],
+) -> str:
     """What a weak definition is: its bytes and the relocations within them (by target
     name; a section's by section name, since string-pool offsets differ by unit), and
     whether it sits in a COMDAT group (an inline function or a template's instantiation)
@@ -79,18 +100,14 @@ def _shape(elf: ELFFile, table: SymbolTableSection, sym: Any) -> str:
     start, size = sym["st_value"], sym["st_size"]
     data = b"" if where["sh_type"] == "SHT_NOBITS" else where.data()[start : start + size]
     relocs = []
-    for rel in elf.iter_sections():
-        if not isinstance(rel, RelocationSection) or rel["sh_info"] != index:
+    for offset, kind, symbol in relocations.get(index, ()):
+        if not start <= offset < start + size:
             continue
-        for entry in rel.iter_relocations():
-            offset = entry["r_offset"]
-            if not start <= offset < start + size:
-                continue
-            target = table.get_symbol(entry["r_info_sym"])
-            name = target.name
-            if target["st_info"]["type"] == "STT_SECTION":
-                name = elf.get_section(target["st_shndx"]).name
-            relocs.append(f"{offset - start}:{entry['r_info_type']}:{name}")
+        target = table.get_symbol(symbol)
+        name = target.name
+        if target["st_info"]["type"] == "STT_SECTION":
+            name = elf.get_section(target["st_shndx"]).name
+        relocs.append(f"{offset - start}:{kind}:{name}")
     return codehash.of_text(data + "\n".join(sorted(relocs)).encode())
 
 
