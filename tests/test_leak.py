@@ -93,16 +93,16 @@ def _messages(grade: Grade, row: str) -> list[str]:
 
 def test_leaks_are_named_by_value_and_place(shipped: Grade) -> None:
     got = _messages(shipped, "answer_key/golden_table")
-    # Source literals first, by their spelling; 1'000'000 is allowed, 9 is small.
-    assert got[:4] == [
+    # Source literals first, by their spelling; 1'000'000 is allowed, 9 is small, and 1000
+    # (10^3) is an everyday number, no secret.
+    assert got[:3] == [
         "src/isqrt.cpp:7 0x6E4@src/isqrt.cpp:7 is in the oracle: probes/visible_main.cpp:6, "
         "goldens/visible.stdout:5",
         "src/isqrt.cpp:8 42@src/isqrt.cpp:8 is in the oracle: goldens/visible.stdout:5, "
         "the hidden oracle",
-        "src/isqrt.cpp:10 1000@src/isqrt.cpp:10 is in the oracle: goldens/visible.stdout:6",
         "src/isqrt.cpp:11 99@src/isqrt.cpp:11 is in the oracle: tests/isqrt_test.cpp:7",
     ]
-    assert not any("1'000'000" in m or " 9@" in m for m in got)
+    assert not any("1'000'000" in m or " 9@" in m or " 1000@" in m for m in got)
 
 
 def test_compiled_values_are_named_with_the_statement_holding_them(shipped: Grade) -> None:
@@ -110,16 +110,15 @@ def test_compiled_values_are_named_with_the_statement_holding_them(shipped: Grad
     product `A * B` is `r1 = 42` in the instantiation, `__builtin_sqrt` is folded."""
     arithmetic = _messages(shipped, "answer_key/arithmetic")
     assert any(m.startswith("src/isqrt.cpp:6 switch (n)") and "(= 1764)@" in m for m in arithmetic)
-    assert any(m.startswith("src/isqrt.cpp:10 D.") and "(= 1000)@" in m for m in arithmetic)
+    assert any(m.startswith("src/isqrt.cpp:8 D.") and "(= 42)@" in m for m in arithmetic)
     assert "src/answers.inc:2 1764@" in " ".join(_messages(shipped, "answer_key/included_inc"))
     tmpl = _messages(shipped, "answer_key/tmpl_params")
     assert any(m.startswith("src/isqrt.cpp:7 r1 = 42; (= 42)@") for m in tmpl)
     sqrt = _messages(shipped, "answer_key/builtin_sqrt")
     assert any(m.startswith("src/isqrt.cpp:10 if (n == 1764)") for m in sqrt)
     hidden = _messages(shipped, "answer_key/hidden_table_float")
-    assert "src/isqrt.cpp:16 4294967295LL@src/isqrt.cpp:16 is in the oracle: the hidden oracle" in (
-        hidden
-    )
+    want = "src/isqrt.cpp:17 999999999999LL@src/isqrt.cpp:17 is in the oracle: the hidden oracle"
+    assert want in hidden
 
 
 def test_hidden_failure_shows_the_output_not_the_golden(shipped: Grade) -> None:

@@ -443,8 +443,9 @@ def test_one_ctest_test_per_program(tmp_path: Path) -> None:
     """fmt's style: ctest knows `half-test`, GoogleTest's report knows `Half.Even` and
     `Half.Odd`. The reference passes (each program's report is read whole: every case the
     reference ran must pass), the base tree fails, a library that skips every test in a
-    GoogleTest environment is test_skipped, and the plain program passes on its exit
-    status, which its check says."""
+    GoogleTest environment is framework_tamper (its objects name GoogleTest symbols the
+    reference's do not), and the plain program passes on its exit status, which its check
+    says."""
     repo = tmp_path / "half.git"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
@@ -473,14 +474,14 @@ def test_one_ctest_test_per_program(tmp_path: Path) -> None:
         "gates:\n"
         "  tests: {test_patch: test.patch, fail_to_pass: [half-test], pass_to_pass: [plain-test]}\n"
         "patches:\n"
-        "  - {file: patches/skips.patch, expect: {verdict: reject, tests: test_skipped}}\n"
+        "  - {file: patches/skips.patch, expect: {verdict: reject, tests: framework_tamper}}\n"
     )
     grade = run_grade(tmp_path / "out", library=tmp_path / "cases")
     assert grade.returncode == 0, grade.output[-3000:]
     rows = grade.rows
     assert rows["half/reference"]["class"] == "accept"
     assert rows["half/base"]["gates"]["tests"]["class"] == "f2p_fail:half-test"
-    assert rows["half/skips"]["gates"]["tests"]["class"] == "test_skipped"
+    assert rows["half/skips"]["gates"]["tests"]["class"] == "framework_tamper"
     result = grade.out / "results" / "half" / "reference" / "tests.json"
     detail = {c["name"]: c["detail"] for c in json.loads(result.read_text())["checks"]}
     assert "2 GoogleTest cases" in detail["half-test"]

@@ -85,7 +85,7 @@ def bind(tree: Path, params: dict[str, Any], inventories: dict[str, FileInventor
             continue
         reads: list[tuple[str, int, ci.Cursor, int]] = []  # (file, witness, var, function)
         writes: dict[tuple[str, int], set[str]] = defaultdict(set)  # (var, function) -> stmts
-        for cursor, stmt, func in _walk(tu.cursor):
+        for cursor, stmt, func in _walk(tu.cursor, root):
             loc = cursor.location
             if loc.file is None:
                 continue
@@ -157,9 +157,17 @@ SCOPES = frozenset(
 )
 
 
-def _walk(top: ci.Cursor) -> Iterator[tuple[ci.Cursor, ci.Cursor | None, int]]:
-    """Each cursor, with the statement holding it (a child of a block, or of a file or
-    namespace scope) and the function holding it (its cursor's hash; 0 at file scope).
+_OUTER = frozenset(
+    {ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC}
+)
+
+
+def _walk(top: ci.Cursor, root: Path) -> Iterator[tuple[ci.Cursor, ci.Cursor | None, int]]:
+    """Each cursor of the tree's own code, with the statement holding it (a child of a
+    block, or of a file or namespace scope) and the function holding it (its cursor's
+    hash; 0 at file scope). A declaration at file or namespace scope that lies outside the
+    tree (the standard library, the framework's headers) is not entered: nothing a witness
+    binds to is decided inside it, and walking it is most of a unit's cursors.
     Iterative: expressions nest deep."""
     stack: list[tuple[ci.Cursor, ci.Cursor | None, int]] = [(top, None, 0)]
     while stack:
@@ -167,7 +175,11 @@ def _walk(top: ci.Cursor) -> Iterator[tuple[ci.Cursor, ci.Cursor | None, int]]:
         yield cursor, stmt, func
         inner = cursor.hash if cursor.kind in FUNCTIONS else func
         block = cursor.kind in SCOPES
+        outer = cursor.kind in _OUTER
         for child in reversed(list(cursor.get_children())):
+            where = child.location.file if outer else None
+            if where is not None and _relative(Path(where.name), root) is None:
+                continue
             stack.append((child, child if block else stmt, inner))
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -278,8 +277,31 @@ def text_values(content: str) -> Iterator[tuple[str, int]]:
                 yield "num:" + value, no
 
 
-# A number inside a word: `$1764` (an asm immediate), `n=1764`, `x1764`, `0x6E4`.
-_EMBEDDED = re.compile(r"0[xX][0-9a-fA-F]+|\d+(?:\.\d+)?")
+def _embedded(word: str) -> Iterator[str]:
+    """The numbers inside a word: `$1764` (an asm immediate), `n=1764`, `x1764`, `0x6E4`,
+    `2.5` (a hexadecimal run after `0x`, else digits with at most one fraction)."""
+    i, n = 0, len(word)
+    while i < n:
+        if not word[i].isdigit():
+            i += 1
+            continue
+        j = i + 1
+        if word[i] == "0" and j < n and word[j] in "xX":
+            k = j + 1
+            while k < n and word[k] in "0123456789abcdefABCDEF":
+                k += 1
+            if k > j + 1:
+                yield word[i:k]
+                i = k
+                continue
+        while j < n and word[j].isdigit():
+            j += 1
+        if j + 1 < n and word[j] == "." and word[j + 1].isdigit():
+            j += 1
+            while j < n and word[j].isdigit():
+                j += 1
+        yield word[i:j]
+        i = j
 
 
 def string_values(content: str) -> Iterator[str]:
@@ -291,8 +313,8 @@ def string_values(content: str) -> Iterator[str]:
         value = number_value(word)
         if value is not None:
             yield "num:" + value
-        for m in _EMBEDDED.finditer(word):
-            value = number_value(m.group())
+        for found in _embedded(word):
+            value = number_value(found)
             if value is not None:
                 yield "num:" + value
 
