@@ -119,8 +119,12 @@ def test_disabled_witnesses_and_the_macros_that_disable_them(shipped: Grade) -> 
             "TEST Stats.Median is in the source but gone after preprocessing",
         )
     ]
-    section = _findings(shipped, "witness/ifdef_never")
-    assert [f[:3] for f in section] == [("witness_disabled", "tests/stats_catch.cpp", 10)]
+    section = [f[:3] for f in _findings(shipped, "witness/ifdef_never")]
+    assert section[0] == ("witness_disabled", "tests/stats_catch.cpp", 10)
+    # The statements the preprocessor dropped named the data a live check reads, so that
+    # check reads other data too (less severe: the row stays witness_disabled).
+    assert section[1:] in ([], [("witness_weakened", "tests/stats_catch.cpp", 8)])
+    assert shipped.gate("witness/ifdef_never", "census")["class"] == "witness_disabled"
 
 
 def test_renames_and_allowlisted_removals_are_listed(shipped: Grade) -> None:

@@ -45,7 +45,8 @@ _VARYING = [
     (re.compile(r"\bT\d+\b(?= \(tid)"), "T0"),
     (re.compile(r"\d+(\.\d+)?(?= ?(s|ms|KiB|MiB|x)\b)"), "N"),  # times, sizes, ratios
     (re.compile(r"(?<=[=:] )\d+\.\d+|(?<==)\d+\.\d+"), "N"),
-    (re.compile(r"(?<=ratio )\d+\.\d+"), "N"),  # the slope gate's advisory wall lane
+    (re.compile(r"(?<=ratio )\d+\.\d+"), "N"),  # the slope gate's native lanes
+    (re.compile(r"(?<= x)\d+\.\d+|(?<=excess )-?\d+\.\d+"), "N"),  # native per-element growth
     # Salted or uninitialised output; before <n>, since a sha may be all digits.
     (re.compile(r"stdout=[0-9a-f]{12}\b"), "stdout=<sha>"),
     (re.compile(r"\b\d{8,}\b"), "<n>"),  # a salted patch's checksums, the batch seed
