@@ -49,7 +49,7 @@ REACHED = {
     "asm_label": "assumption_fail:sleep+inline_asm",
     "dlsym_sleep": "assumption_fail:indirect_binding",
     "syscall_sleep": "assumption_fail:indirect_binding",
-    # Names not on any list (the red team's, redteam/ledger/size_cache).
+    # Names not on any list (found by a review).
     "nanosleep_alias": "assumption_fail:sleep",
     "poll_alias": "assumption_fail:sleep",
     "clone_thread": "assumption_fail:thread_creation",
