@@ -140,6 +140,26 @@ FACILITY_RULE = {
 # facility at all, since through them any of the others is reached unseen.
 OPAQUE = ("asm", "indirect", "unlisted")
 _FACILITY_RULES = ("sleep", "thread_creation", "lock", "static_mutex")
+# C calls that sleep or block with a timeout: a name in the code and a symbol in an object.
+_SLEEP = (
+    "sleep",
+    "usleep",
+    "nanosleep",
+    "clock_nanosleep",
+    "thrd_sleep",
+    "pause",
+    "select",
+    "pselect",
+    "poll",
+    "ppoll",
+    "epoll_wait",
+    "sigsuspend",
+    "sigtimedwait",
+    "sigwaitinfo",
+    "sigwait",
+    "epoll_pwait",
+    "epoll_pwait2",
+)
 # Starting or waiting for another process: a name in the code and a symbol in an object
 # alike (fnmatch patterns: posix_spawn and posix_spawnp).
 _SPAWN = (
@@ -170,23 +190,7 @@ FACILITY_NAMES: dict[str, tuple[str, ...]] = {
         "std::this_thread::sleep_for",
         "std::this_thread::sleep_until",
         "std::this_thread::__sleep_for",
-        "sleep",
-        "usleep",
-        "nanosleep",
-        "clock_nanosleep",
-        "thrd_sleep",
-        "pause",
-        "select",
-        "pselect",
-        "poll",
-        "ppoll",
-        "epoll_wait",
-        "sigsuspend",
-        "sigtimedwait",
-        "sigwaitinfo",
-        "sigwait",
-        "epoll_pwait",
-        "epoll_pwait2",
+        *_SLEEP,
         # Busy-waits on the time stamp counter and the spin-wait hint: no call is left.
         "__builtin_ia32_pause",
         "_mm_pause",
@@ -288,23 +292,7 @@ FACILITY_HEADERS: dict[str, tuple[str, ...]] = {
 }
 FACILITY_SYMBOLS: dict[str, tuple[str, ...]] = {
     "sleep": (
-        "nanosleep",
-        "clock_nanosleep",
-        "usleep",
-        "sleep",
-        "thrd_sleep",
-        "pause",
-        "select",
-        "pselect",
-        "poll",
-        "ppoll",
-        "epoll_wait",
-        "sigsuspend",
-        "sigtimedwait",
-        "sigwaitinfo",
-        "sigwait",
-        "epoll_pwait",
-        "epoll_pwait2",
+        *_SLEEP,
         "_ZNSt11this_thread11__sleep_for*",
     ),
     "thread": (
