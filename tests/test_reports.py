@@ -13,6 +13,7 @@ and review the diff of tests/fixtures/reports/ before committing it.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -45,13 +46,11 @@ _VARYING = [
     (re.compile(r"\bT\d+\b(?= \(tid)"), "T0"),
     (re.compile(r"\d+(\.\d+)?(?= ?(s|ms|KiB|MiB|x)\b)"), "N"),  # times, sizes, ratios
     (re.compile(r"(?<=[=:] )\d+\.\d+|(?<==)\d+\.\d+"), "N"),
-    (re.compile(r"(?<=ratio )\d+\.\d+"), "N"),  # the slope gate's native lanes
-    # Which of the slope gate's native runs hit their wall limit depends on the machine:
-    # their evidence blocks are left out (the row's class and summary stay).
-    (re.compile(r"<h4>run slope native[^<]*</h4>(?:<pre[^>]*>.*?</pre>)?", re.S), ""),
-    # A threaded patch's instruction counts move by a few hundred between runs.
-    (re.compile(r"^((?:candidate|reference) instructions:).*$", re.M), r"\1 ..."),
-    (re.compile(r"(?<= x)\d+\.\d+|(?<=excess )-?\d+\.\d+"), "N"),  # native per-element growth
+    # Which of the slope gate's native lanes (native, first, small, shapes) hits its wall
+    # limit first depends on the machine's load: the slope gate's evidence is kept to its
+    # class (its text is pinned by tests/test_slope*.py, not here).
+    (re.compile(r'(<pre class="row-detail">)slope: [^<]*(</pre>)'), r"\1slope: ...\2"),
+    (re.compile(r'(data-gate="slope">\s*<h3>[^<]*</h3>).*?(</section>)', re.S), r"\1...\2"),
     # Salted or uninitialised output; before <n>, since a sha may be all digits.
     (re.compile(r"stdout=[0-9a-f]{12}\b"), "stdout=<sha>"),
     (re.compile(r"\b\d{8,}\b"), "<n>"),  # a salted patch's checksums, the batch seed
@@ -74,8 +73,14 @@ def check_golden(name: str, text: str) -> None:
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(text)
     assert golden.exists(), f"no golden {golden}: run with CXXGATE_REGEN_GOLDENS=1"
-    # Compared line by line, so a failure shows the first lines that moved.
-    assert text.splitlines() == golden.read_text().splitlines()
+    # A failure prints only the lines that moved, so a CI log's tail shows them.
+    moved = list(
+        difflib.unified_diff(
+            golden.read_text().splitlines(), text.splitlines(), "golden", "now", n=1, lineterm=""
+        )
+    )
+    if moved:
+        pytest.fail(f"{name} moved from its golden:\n" + "\n".join(moved[:80]), pytrace=False)
 
 
 def test_markdown_summary_golden(shipped: Grade) -> None:
