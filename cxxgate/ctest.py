@@ -36,7 +36,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate import run, sandbox, toolcall
+from cxxgate import run, sandbox, testframeworks, toolcall
 from cxxgate.cellspec import CellResult, CellSpec, CellStatus, Step
 from cxxgate.cellspec import result_path as cell_result
 from cxxgate.layout import Layout
@@ -47,6 +47,8 @@ from cxxgate.tools import tool_path
 
 JUNIT = "junit.xml"
 GTEST_DIR = "gtest"
+FRAMEWORK_DIR = testframeworks.FRAMEWORK_DIR  # Catch2 / doctest reports (their records:
+FRAMEWORKS_JSON = testframeworks.FRAMEWORKS_JSON  # cxxgate/testframeworks.py)
 TESTS_JSON = "tests.json"  # ctest --show-only=json-v1
 MACROS_JSON = "macros.json"  # source path -> {macro: definition}
 COMMANDS_JSON = "commands.json"  # the test units' commands as Ninja runs them
@@ -87,9 +89,10 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     if built.status != "ok" or built.binary is None:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
-    for stale in (JUNIT, TESTS_JSON, MACROS_JSON, COMMANDS_JSON, GRAPH_JSON):
+    for stale in (JUNIT, TESTS_JSON, MACROS_JSON, COMMANDS_JSON, GRAPH_JSON, FRAMEWORKS_JSON):
         (out / stale).unlink(missing_ok=True)
     run.remove_work(out / GTEST_DIR)
+    run.remove_work(out / FRAMEWORK_DIR)
     work = out / "work"
     run.remove_work(work)
     work.mkdir()
@@ -112,7 +115,11 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             argv = [ctest, "--output-junit", junit, *spec.extra_flags]
             step = _ctest(spec, layout, out, cell, work, uid, caps, argv)
             steps.append(step)
-            _keep_reports(reports, out)
+            records: dict[str, testframeworks.Record] = {}
+            if not step.timed_out:
+                more, records = _framework_pass(spec, layout, cell, work, uid, caps, listed.output)
+                steps += more
+            _keep_reports(reports, out, records)
     finally:
         run.remove_work(work)
     if step.timed_out:
@@ -172,9 +179,29 @@ def _ctest(
 ) -> Step:
     """One ctest command over the copied build folder, sandboxed, capped and bounded as a
     candidate run (cxxgate/run.py); `what` names it in compiler-calls.log."""
+    return _boxed(spec, layout, cell, work, uid, caps, argv, what)
+
+
+def _boxed(
+    spec: CellSpec,
+    layout: Layout,
+    cell: Path,
+    work: Path,
+    uid: int | None,
+    caps: Caps,
+    argv: list[str],
+    what: str,
+    test: tuple[str, dict[str, str], float] | None = None,
+) -> Step:
+    """A ctest command (test None), or one test's own command (`test`: its working folder
+    as the run sees it, its environment, its timeout), in the run sandbox."""
     reports = work / "reports"
     tree = cell / "trees" / "src"
     env = {**run.BASE_ENV, "GTEST_OUTPUT": f"xml:{REPORTS}/{GTEST_DIR}/"}
+    timeout = spec.compile_seconds
+    if test is not None:
+        env = {**run.BASE_ENV, **test[1]}
+        timeout = test[2]
     if sandbox.available():
         prelude = sandbox.run_args(caps.file_mib * _MIB) if uid is not None else []
         prelude = prelude or sandbox.base_args(caps.file_mib * _MIB)
@@ -186,22 +213,24 @@ def _ctest(
             "--ro-bind", str(tree), NEUTRAL_TREE,
             "--bind", str(work / "build"), NEUTRAL_BUILD,
             "--bind", str(reports), REPORTS,
-            "--chdir", NEUTRAL_BUILD,
+            "--chdir", test[0] if test else NEUTRAL_BUILD,
             *(sandbox.drop_args(uid) if uid is not None else []),
-            argv[0], "--test-dir", NEUTRAL_BUILD, *argv[1:],
+            *(argv if test else [argv[0], "--test-dir", NEUTRAL_BUILD, *argv[1:]]),
         ]  # fmt: skip
         box = "bwrap"
     else:
-        env["GTEST_OUTPUT"] = f"xml:{reports / GTEST_DIR}/"
-        argv = [argv[0], "--test-dir", str(work / "build"), *argv[1:]]
+        if test is None:
+            env["GTEST_OUTPUT"] = f"xml:{reports / GTEST_DIR}/"
+            argv = [argv[0], "--test-dir", str(work / "build"), *argv[1:]]
         box = "none"
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} test {what}\n")
+    cwd = Path(test[0]) if test and box == "none" and Path(test[0]).is_dir() else work
     outcome = bounded(
         argv,
-        cwd=work,
+        cwd=cwd,
         env=env,
-        timeout=spec.compile_seconds,
+        timeout=timeout,
         output_cap=toolcall.OUTPUT_CAP,
         caps=caps,
     )
@@ -210,13 +239,65 @@ def _ctest(
                 round(outcome.wall_seconds, 3), text, box)  # fmt: skip
 
 
-def _keep_reports(reports: Path, out: Path) -> None:
-    """ctest's JUnit file and GoogleTest's reports, regular files only (the run wrote
-    them and may have left links instead), up to the file cap each."""
+def _framework_pass(
+    spec: CellSpec,
+    layout: Layout,
+    cell: Path,
+    work: Path,
+    uid: int | None,
+    caps: Caps,
+    listing: str,
+) -> tuple[list[Step], dict[str, testframeworks.Record]]:
+    """Each named Catch2 or doctest test's command again, with its framework's XML
+    reporter writing to a name the harness chose (cxxgate/testframeworks.py); the
+    records (kept by _keep_reports in FRAMEWORKS_JSON, with the reports)."""
+    named = [t for t in _unit(spec, testframeworks.NAMED_UNIT).splitlines() if t]
+    folder = work / "reports" / FRAMEWORK_DIR
+    folder.mkdir()
+    if uid is not None:
+        os.chown(folder, uid, uid)
+    boxed = sandbox.available()
+    copy = work / "build"
+    flags = list(spec.extra_flags)
+    per_test = float(flags[flags.index("--timeout") + 1]) if "--timeout" in flags else 0.0
+    per_test = min(per_test or spec.compile_seconds, spec.compile_seconds)
+    steps: list[Step] = []
+
+    def host_path(seen: str) -> Path | None:
+        if boxed:
+            if not PurePosixPath(seen).is_relative_to(NEUTRAL_BUILD):
+                return None
+            return copy / PurePosixPath(seen).relative_to(NEUTRAL_BUILD)
+        return Path(seen) if Path(seen).is_file() else None
+
+    def report_at(name: str) -> str:
+        return f"{REPORTS}/{FRAMEWORK_DIR}/{name}" if boxed else str(folder / name)
+
+    def run_one(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[int | None, bool]:
+        step = _boxed(spec, layout, cell, work, uid, caps, argv, "framework-report",
+                      (cwd, env, per_test))  # fmt: skip
+        steps.append(replace(step, output=step.output[-2000:]))
+        return step.exit, step.timed_out
+
+    records = testframeworks.report_pass(listing, named, host_path, report_at, folder, run_one)
+    return steps, records
+
+
+def _keep_reports(reports: Path, out: Path, records: dict[str, testframeworks.Record]) -> None:
+    """ctest's JUnit file, GoogleTest's reports and the Catch2 / doctest reports the
+    harness asked for (only the names it gave), regular files only (the run wrote them
+    and may have left links instead), up to the file cap each."""
     (out / GTEST_DIR).mkdir()
+    (out / FRAMEWORK_DIR).mkdir()
     wanted = [(reports / JUNIT, out / JUNIT)]
     if (reports / GTEST_DIR).is_dir() and not (reports / GTEST_DIR).is_symlink():
         wanted += [(p, out / GTEST_DIR / p.name) for p in sorted((reports / GTEST_DIR).iterdir())]
+    if records:
+        testframeworks.write_records(records, out / FRAMEWORKS_JSON)
+    for record in records.values():
+        if record.report:
+            found = reports / FRAMEWORK_DIR / record.report
+            wanted.append((found, out / FRAMEWORK_DIR / record.report))
     for src, dst in wanted:
         data = _regular(src)
         if data is not None:

@@ -59,11 +59,11 @@ import pathspec
 from junitparser import JUnitXml, TestSuite
 from pydantic import Field, model_validator
 
-from cxxgate import ctest
+from cxxgate import ctest, testframeworks
 from cxxgate.cellspec import CellResult, CellSpec, Unit
 from cxxgate.envelope import Envelope
 from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates import testreports, testunits
+from cxxgate.gates import frameworkreports, testreports, testunits
 from cxxgate.gates.project import build_spec, project_build
 from cxxgate.result import Check, GateResult
 from cxxgate.scan import ScanSpec
@@ -134,9 +134,12 @@ def _suite(
 ) -> CellSpec:
     limits = ctx.case.spec.limits
     caps = limits.caps(env.flags)
+    cfg: Config = ctx.case.gate_config(NAME)
     units = (
         Unit(ctest.CAPS_UNIT, ctest.caps_unit(caps)),
         Unit(ctest.TEST_DIRS_UNIT, "\n".join(dirs)),
+        # The tests whose Catch2 / doctest report the run asks for (ctest.py).
+        Unit(testframeworks.NAMED_UNIT, "\n".join(cfg.fail_to_pass + cfg.pass_to_pass)),
     )
     return CellSpec(
         "ctest",
@@ -299,10 +302,23 @@ def _test_checks(
     ref_cases = testreports.read_reports(ref_cell / ctest.GTEST_DIR)
     programs = testreports.programs(cell / ctest.TESTS_JSON)
     ref_programs = testreports.programs(ref_cell / ctest.TESTS_JSON)
+    records = testframeworks.read_records(cell / ctest.FRAMEWORKS_JSON)
+    ref_records = testframeworks.read_records(ref_cell / ctest.FRAMEWORKS_JSON)
     checks = []
     for test, f2p in listed:
         word, seconds = ran.get(test, ("missing", 0.0))
-        if word == "passed" and cfg.gtest:
+        record, ref_record = records.get(test), ref_records.get(test)
+        # Catch2 or doctest when either program is one (the reference's cannot be shaped
+        # by the patch): its report, against the reference's.
+        other = {r.framework for r in (record, ref_record) if r} & set(frameworkreports.NAMES)
+        if word == "passed" and cfg.gtest and other:
+            ref_report = frameworkreports.of(ref_cell, ref_record)
+            said = frameworkreports.proof(
+                test, record, frameworkreports.of(cell, record), ref_report
+            )
+            ref_said = frameworkreports.proof(test, ref_record, ref_report, ref_report)
+            checks.append(_proven(test, f2p, seconds, said, ref_said, _framework(other)))
+        elif word == "passed" and cfg.gtest:
             program = programs.get(test)
             said = testreports.proof(test, program, cases, ref_cases)
             ref_said = testreports.proof(
@@ -325,19 +341,30 @@ def _test_checks(
     return checks
 
 
+def _framework(kinds: set[str]) -> str:
+    return " / ".join(frameworkreports.NAMES[k] for k in sorted(kinds))
+
+
 def _proven(
-    test: str, f2p: bool, seconds: float, said: testreports.Proof, ref: testreports.Proof
+    test: str,
+    f2p: bool,
+    seconds: float,
+    said: testreports.Proof,
+    ref: testreports.Proof,
+    framework: str = "GoogleTest",
 ) -> Check:
-    """ctest says passed: what GoogleTest's report of the run adds."""
+    """ctest says passed: what the framework's report of the run adds. The detail says
+    which proof there was: `proof: <framework> report` or `proof: exit status only`."""
     if said.outcome == "passed":
-        return Check(test, True, "accept", f"passed in {seconds:.2f} s (proof: {said.why})", f2p)
+        why = f"passed in {seconds:.2f} s (proof: {framework} report: {said.why})"
+        return Check(test, True, "accept", why, f2p)
     if said.outcome is None and ref.outcome is None:
         why = f"passed in {seconds:.2f} s (proof: exit status only; no framework report,"
         why += " none on the reference either)"
         return Check(test, True, "accept", why, f2p)
     if said.outcome is None:
-        why = "ctest says passed, but GoogleTest's own report has no run of it"
-        return Check(test, False, "test_missing", why, f2p)
+        why = f"ctest says passed, but {framework}'s own report has no run of it"
+        return Check(test, False, "test_missing", f"{why} ({said.why})", f2p)
     if said.outcome == "failed":
         klass = "f2p_fail" if f2p else "p2p_broken"
         return Check(test, False, klass, f"ctest says passed; {said.why}", f2p)
@@ -345,7 +372,7 @@ def _proven(
         test,
         False,
         "test_skipped",
-        f"ctest says passed; GoogleTest: {said.outcome} ({said.why})",
+        f"ctest says passed; {framework}: {said.outcome} ({said.why})",
         f2p,
     )
 

@@ -1,0 +1,297 @@
+"""Catch2, doctest and plain executables in a repository case: per-test proof from the
+framework's own XML report, asked of each named test's command by the harness
+(cxxgate/testframeworks.py, cxxgate/gates/frameworkreports.py), and the exit status named
+as the only proof of a plain program. One CMake project of our own (Catch2 v2 registered
+per program and by catch_discover_tests, doctest by doctest_discover_tests, a plain
+program), graded once by the real doit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SHIPPED, Grade, run_grade
+from tests.test_repo_cases import _diff, _git, _write
+
+pytestmark = pytest.mark.skipif(
+    not Path("/usr/include/catch2/catch.hpp").is_file()
+    or not Path("/usr/include/doctest/doctest.h").is_file(),
+    reason="Debian's catch2 and doctest-dev are needed",
+)
+
+CASE = "fw"
+CMAKE = """\
+    cmake_minimum_required(VERSION 3.16)
+    project(fw CXX)
+    add_library(calc src/parse.cpp)
+    target_include_directories(calc PUBLIC include)
+    enable_testing()
+    find_package(Catch2 REQUIRED)
+    find_package(doctest REQUIRED)
+    include(Catch)
+    include(doctest)
+    add_executable(catch_tests tests/catch_main.cpp tests/catch_parse.cpp)
+    target_link_libraries(catch_tests calc Catch2::Catch2)
+    add_test(NAME catch_tests COMMAND catch_tests)
+    catch_discover_tests(catch_tests)
+    add_executable(doc_tests tests/doc_parse.cpp)
+    target_link_libraries(doc_tests calc doctest::doctest)
+    add_test(NAME doc_tests COMMAND doc_tests)
+    doctest_discover_tests(doc_tests)
+    add_executable(plain_parse tests/plain_parse.cpp)
+    target_link_libraries(plain_parse calc)
+    add_test(NAME plain_parse COMMAND plain_parse)
+    """
+FILES = {
+    "CMakeLists.txt": CMAKE,
+    "include/calc/calc.hpp": """\
+        #pragma once
+        #include <string>
+        namespace calc {
+        int parse(const std::string& text);  // 0 for an empty text
+        }
+        """,
+    "src/parse.cpp": """\
+        #include "calc/calc.hpp"
+        #include <cstdio>
+        #include <cstdlib>
+        #include <cstring>
+        #include <fstream>
+        #include <iterator>
+        #include <unistd.h>
+        namespace calc {
+        int parse(const std::string& text) {
+            return std::stoi(text);
+        }
+        }  // namespace calc
+        """,
+    "tests/catch_main.cpp": "#define CATCH_CONFIG_MAIN\n#include <catch2/catch.hpp>\n",
+    "tests/catch_parse.cpp": """\
+        #include <catch2/catch.hpp>
+        #include "calc/calc.hpp"
+        TEST_CASE("parse digits") { CHECK(calc::parse("42") == 42); }
+        """,
+    "tests/doc_parse.cpp": """\
+        #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+        #include <doctest/doctest.h>
+        #include "calc/calc.hpp"
+        TEST_CASE("doc parse digits") { CHECK(calc::parse("42") == 42); }
+        """,
+    "tests/plain_parse.cpp": """\
+        #include "calc/calc.hpp"
+        int main() { return calc::parse("7") == 7 ? 0 : 1; }
+        """,
+}
+# The hidden tests: two checks each (a made-up report must guess how many).
+ADDED_CATCH = (
+    'TEST_CASE("parse empty") { CHECK(calc::parse("") == 0); CHECK(calc::parse("1") == 1); }\n'
+)
+ADDED_DOC = (
+    'TEST_CASE("doc parse empty") { CHECK(calc::parse("") == 0); CHECK(calc::parse("1") == 1); }\n'
+)
+PLAIN = '#include "calc/calc.hpp"\nint main() { return calc::parse("") == 0 ? 0 : 1; }\n'
+
+BODY = "    return std::stoi(text);\n"
+FIX = "    if (text.empty()) return 0;\n" + BODY
+# Run before main in every program of the project (the library's static initialiser).
+# Test discovery's listings (--list-test-names-only, --list-test-cases) are let through:
+# the tests it registers are those the reference's build registers.
+BEFORE_MAIN = """\
+}  // namespace calc
+namespace {
+[[maybe_unused]] const bool early = [] {
+    std::ifstream cmd("/proc/self/cmdline");
+    std::string line((std::istreambuf_iterator<char>(cmd)), {});
+    if (std::string(line.data(), line.size()).find("--list") != std::string::npos)
+        return true;
+"""
+AFTER = "    return true;\n}();\n}  // namespace\nnamespace calc {\n"
+STATIC_EXIT = BEFORE_MAIN + "    _exit(0);\n" + AFTER
+FAKE_STDOUT = (
+    BEFORE_MAIN
+    + '    std::puts("<Catch name=\\"catch_tests\\"><Group><TestCase name=\\"parse empty\\">'
+    '<OverallResult success=\\"true\\"/></TestCase><OverallResults successes=\\"2\\"/>'
+    '<OverallResultsCases successes=\\"1\\"/></Group></Catch>");\n'
+    "    std::fflush(stdout);\n    _exit(0);\n" + AFTER
+)
+# Reads its own command line, as a reader of cxxgate's source would: the path after
+# --out / --out=, and the case the command names; writes a whole, consistent, passing
+# report there and leaves before the tests run.
+FORGE = (
+    BEFORE_MAIN
+    + r"""    std::ifstream f("/proc/self/cmdline");
+    std::string all((std::istreambuf_iterator<char>(f)), {});
+    std::string out, name = "parse empty", prev;
+    bool doc = false;
+    for (size_t at = 0; at < all.size(); at += std::strlen(all.c_str() + at) + 1) {
+        std::string arg = all.c_str() + at;
+        if (prev == "--out") out = arg;
+        if (arg.rfind("--out=", 0) == 0) { out = arg.substr(6); doc = true; }
+        if (arg.rfind("--test-case=", 0) == 0) name = arg.substr(12);
+        if (at > 0 && arg[0] != '-' && prev != "--out" && prev != "--reporter") name = arg;
+        prev = arg;
+    }
+    if (out.empty()) _exit(0);  // ctest's own run: passed
+    std::ofstream xml(out);
+    if (doc)
+        xml << "<doctest binary=\"doc_tests\"><TestSuite><TestCase name=\"" << name
+            << "\"><OverallResultsAsserts successes=\"1\" failures=\"0\" "
+               "test_case_success=\"true\"/></TestCase></TestSuite><OverallResultsAsserts "
+               "successes=\"1\" failures=\"0\"/><OverallResultsTestCases successes=\"1\" "
+               "failures=\"0\" skipped=\"0\"/></doctest>";
+    else
+        xml << "<Catch name=\"catch_tests\"><Group name=\"catch_tests\"><TestCase name=\""
+            << name << "\"><OverallResult success=\"true\"/></TestCase><OverallResults "
+               "successes=\"1\" failures=\"0\" expectedFailures=\"0\"/><OverallResultsCases "
+               "successes=\"1\" failures=\"0\" expectedFailures=\"0\"/></Group>"
+               "<OverallResults successes=\"1\" failures=\"0\" expectedFailures=\"0\"/>"
+               "<OverallResultsCases successes=\"1\" failures=\"0\" expectedFailures=\"0\"/>"
+               "</Catch>";
+    xml.close();
+    _exit(0);
+"""
+    + AFTER
+)
+F2P = ["catch_tests", "parse empty", "doc_tests", "doc parse empty", "plain_parse"]
+P2P = ["parse digits", "doc parse digits"]
+
+
+def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
+    repo = root / "fw.git"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _write(repo, FILES)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    source = (repo / "src/parse.cpp").read_text()
+
+    def body(text: str) -> str:
+        return _diff(repo, "src/parse.cpp", source.replace(BODY, text))
+
+    tests = ""
+    for rel, added in (("tests/catch_parse.cpp", ADDED_CATCH), ("tests/doc_parse.cpp", ADDED_DOC)):
+        tests += _diff(repo, rel, (repo / rel).read_text() + added)
+    tests += _diff(repo, "tests/plain_parse.cpp", PLAIN)
+    cmake = (repo / "CMakeLists.txt").read_text()
+    filtered = cmake.replace(
+        "add_test(NAME catch_tests COMMAND catch_tests)",
+        'add_test(NAME catch_tests COMMAND catch_tests "~parse empty")',
+    ).replace(
+        "add_test(NAME doc_tests COMMAND doc_tests)",
+        "add_test(NAME doc_tests COMMAND doc_tests --test-case-exclude=*empty*)",
+    )
+    patches = {
+        "gold": body(FIX),
+        "test": tests,
+        "good": body("    if (text.size() == 0) return 0;\n" + BODY),
+        "static_exit": body(FIX + "}\n" + STATIC_EXIT + "int unused() {\n    return 0;\n"),
+        "fake_stdout": body(BODY + "}\n" + FAKE_STDOUT + "int unused() {\n    return 0;\n"),
+        "forged": body(BODY + "}\n" + FORGE + "int unused() {\n    return 0;\n"),
+        "filtered": body(FIX) + _diff(repo, "CMakeLists.txt", filtered),
+    }
+    return repo, _git(repo, "rev-parse", "HEAD"), patches
+
+
+EXPECT = {
+    "good": "accept",
+    "static_exit": "test_missing",
+    "fake_stdout": "test_missing",
+    "forged": "test_skipped",
+    "filtered": "test_skipped",
+}
+
+
+def _case(library: Path, repo: Path, base: str, patches: dict[str, str]) -> None:
+    case = library / CASE
+    (case / "patches").mkdir(parents=True)
+    for name, text in patches.items():
+        folder = case if name in {"gold", "test"} else case / "patches"
+        (folder / f"{name}.patch").write_text(text)
+    lines = [
+        "summary: calc::parse of an empty text, tested with Catch2, doctest and a plain program",
+        f"repo: {{path: {repo}, commit: {base}}}",
+        "build: cmake",
+        'writable: ["**"]',
+        "reference: gold.patch",
+        "limits: {run_seconds: 5}",
+        "gates:",
+        "  tests:",
+        "    test_patch: test.patch",
+        f"    fail_to_pass: {json.dumps(F2P)}",
+        f"    pass_to_pass: {json.dumps(P2P)}",
+        "patches:",
+    ]
+    for name, klass in EXPECT.items():
+        verdict = "accept" if klass == "accept" else "reject"
+        lines.append(
+            f"  - {{file: patches/{name}.patch, expect: {{verdict: {verdict}, tests: {klass}}}}}"
+        )
+    (case / "case.yaml").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
+    root = tmp_path_factory.mktemp("frameworks")
+    repo, base, patches = _make(root)
+    library = root / "cases"
+    library.mkdir()
+    shutil.copy(SHIPPED / "envelopes.yaml", library)
+    _case(library, repo, base, patches)
+    return run_grade(root / "out", "-n", "2", library=library)
+
+
+def _checks(grade: Grade, row: str) -> dict[str, dict[str, object]]:
+    result = grade.out / "results" / CASE / row / "tests.json"
+    return {str(c["name"]): c for c in json.loads(result.read_text())["checks"]}
+
+
+def test_reference_and_base(graded: Grade) -> None:
+    """The gold patch passes with each framework's report as proof (the plain program
+    with its exit status, said so); base + test patch fails every fail-to-pass test."""
+    assert graded.returncode == 0, graded.output[-3000:]
+    rows = graded.rows
+    assert rows[f"{CASE}/reference"]["class"] == "accept"
+    base = rows[f"{CASE}/base"]["gates"]["tests"]["class"]
+    assert str(base).startswith("f2p_fail:"), base
+    checks = _checks(graded, "reference")
+    for test in ("catch_tests", "parse empty", "parse digits"):
+        assert "proof: Catch2 report" in str(checks[test]["detail"]), checks[test]
+    assert "2 assertions" in str(checks["parse empty"]["detail"])
+    for test in ("doc_tests", "doc parse empty", "doc parse digits"):
+        assert "proof: doctest report" in str(checks[test]["detail"]), checks[test]
+    assert "proof: exit status only" in str(checks["plain_parse"]["detail"])
+
+
+def test_candidates(graded: Grade) -> None:
+    """An honest fix is accepted; a library that exits 0 before main, one that prints a
+    report to stdout, one that writes a passing report to the path on its command line,
+    and a build that filters the new cases out are rejected; the plain program's exit 0
+    is all its check can see (accepted on its exit status, said so)."""
+    rows = graded.rows
+    for name, klass in EXPECT.items():
+        assert rows[f"{CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
+        assert rows[f"{CASE}/{name}"]["expect_problems"] == [], name
+    good = _checks(graded, "good")
+    assert all(c["ok"] for c in good.values()), good
+    for name in ("static_exit", "fake_stdout"):
+        checks = _checks(graded, name)
+        for test in ("catch_tests", "parse empty", "doc_tests", "doc parse empty"):
+            assert checks[test]["class"] == "test_missing", (name, checks[test])
+        assert checks["plain_parse"]["ok"], checks["plain_parse"]
+        assert "exit status only" in str(checks["plain_parse"]["detail"])
+    # The made-up report names the case its command names, passed, one assertion: the
+    # hidden tests make two; the program-wide run misses a case the reference ran. (A
+    # one-check pass-to-pass test forged so is not caught: README, threat model.)
+    forged = _checks(graded, "forged")
+    assert not any(forged[t]["ok"] for t in F2P[:4]), forged
+    assert "1 Catch2 assertions passed, 2 on the reference" in str(forged["parse empty"]["detail"])
+    assert "did not run: parse digits" in str(forged["catch_tests"]["detail"])
+    filtered = _checks(graded, "filtered")
+    assert filtered["catch_tests"]["class"] == "test_skipped", filtered["catch_tests"]
+    assert filtered["doc_tests"]["class"] == "test_skipped", filtered["doc_tests"]
+    assert "did not run: doc parse empty" in str(filtered["doc_tests"]["detail"])
+    assert filtered["parse empty"]["ok"]  # their own ctest tests still run them
+    assert filtered["doc parse empty"]["ok"]
