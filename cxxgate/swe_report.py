@@ -10,7 +10,8 @@ test as `{run, test, fix}` with PASS / FAIL / SKIP / NONE: `test` on the base tr
 the test patch, `fix` on the graded patch with it; `run` (the base without the test
 patch) is not built by the gate, so NONE. At the top, like their final report:
 `total_instances`, `resolved_instances`, `unresolved_instances`, `resolved_ids`,
-`unresolved_ids`.
+`unresolved_ids`. Beside the benchmark's fields, `proof`: per passing test, what showed
+it ran (`GoogleTest report`, `Catch2 report`, `doctest report`, `exit status`, `ctest`).
 
 The rows reported are the candidates (the predictions); a grade without candidates
 reports each case's reference (its gold patch), which is what a check of the dataset
@@ -40,6 +41,18 @@ def _status(check: dict[str, Any] | None) -> str:
     return "FAIL"
 
 
+def _proof(check: dict[str, Any]) -> str:
+    """What a passing test's check had as proof (cxxgate/gates/tests.py spells it in the
+    detail): `<framework> report`, `exit status`, or `ctest` (its word alone)."""
+    detail = str(check.get("detail", ""))
+    if not check.get("ok"):
+        return ""
+    if "(proof: exit status only" in detail:
+        return "exit status"
+    said = detail.partition("(proof: ")[2]
+    return said.partition(":")[0] if " report" in said.partition(":")[0] else "ctest"
+
+
 def _checks(layout: Layout, case: str, patch: str) -> dict[str, dict[str, Any]]:
     """The `tests` gate's checks of one row, by test name (none when not stored here)."""
     path = layout.gate_result(case, patch, GATE)
@@ -57,11 +70,14 @@ def instance(layout: Layout, row: Verdict, base: Verdict | None) -> dict[str, An
     before = _checks(layout, base.case, base.patch) if base is not None else {}
     f2p: dict[str, dict[str, str]] = {}
     p2p: dict[str, dict[str, str]] = {}
+    proofs: dict[str, str] = {}
     for name, check in fixed.items():
         if check.get("klass") == "path_violation" or name in {"build", "test_files"}:
             continue  # the gate's own checks, not tests
         entry = {"run": "NONE", "test": _status(before.get(name)), "fix": _status(check)}
         (f2p if check.get("fail_to_pass") else p2p)[name] = entry
+        if _proof(check):
+            proofs[name] = _proof(check)
     return {
         "case": row.case,
         "patch": row.patch,
@@ -73,6 +89,8 @@ def instance(layout: Layout, row: Verdict, base: Verdict | None) -> dict[str, An
         "p2p_tests": p2p,
         "s2p_tests": {},
         "n2p_tests": {},
+        # Per passing test, what proved it ran: a framework's report or the exit status.
+        "proof": proofs,
     }
 
 

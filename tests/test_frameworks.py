@@ -263,6 +263,12 @@ def test_reference_and_base(graded: Grade) -> None:
     for test in ("doc_tests", "doc parse empty", "doc parse digits"):
         assert "proof: doctest report" in str(checks[test]["detail"]), checks[test]
     assert "proof: exit status only" in str(checks["plain_parse"]["detail"])
+    # ...and in the benchmark-shaped report, per instance.
+    report = json.loads((graded.out / "swe_report.json").read_text())
+    proof = report["instances"][CASE]["proof"]  # the reference (no predictions)
+    assert proof["plain_parse"] == "exit status"
+    assert proof["parse empty"] == "Catch2 report"
+    assert proof["doc_tests"] == "doctest report"
 
 
 def test_candidates(graded: Grade) -> None:

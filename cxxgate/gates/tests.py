@@ -17,9 +17,12 @@ A pass needs more than ctest's word. The test units (the compile database's unit
 test folders) must compile with no preprocessor flag the reference's build lacks, and see
 the framework's macros as the reference's units do (cxxgate/gates/testunits.py); and
 GoogleTest's own report of the run must show the test's cases run and passed, matched by
-`Suite.Name` or by program (cxxgate/gates/testreports.py). Where the reference's run wrote
-no report for a program either (not a GoogleTest program), its exit status is the proof,
-and the check says so.
+`Suite.Name` or by program (cxxgate/gates/testreports.py). A Catch2 or doctest program
+(by its symbols) is asked for its XML report by a second run of each named test's command
+(cxxgate/testframeworks.py), read against the reference's report of the same test
+(cxxgate/gates/frameworkreports.py). Where the reference's run wrote no report for a test
+either (a plain executable), its exit status is the proof, and the check says so
+(`proof: exit status only`; a framework's pass: `proof: <framework> report: ...`).
 
 Classes, most severe first:
 
