@@ -36,7 +36,7 @@ def _status(check: dict[str, Any] | None) -> str:
         return "NONE"
     if check.get("ok"):
         return "PASS"
-    if check.get("klass") == "test_missing":
+    if check.get("class") == "test_missing":
         return "SKIP" if check.get("detail") == "skipped" else "NONE"
     return "FAIL"
 
@@ -72,7 +72,7 @@ def instance(layout: Layout, row: Verdict, base: Verdict | None) -> dict[str, An
     p2p: dict[str, dict[str, str]] = {}
     proofs: dict[str, str] = {}
     for name, check in fixed.items():
-        if check.get("klass") == "path_violation" or name in {"build", "test_files"}:
+        if check.get("class") == "path_violation" or name in {"build", "test_files"}:
             continue  # the gate's own checks, not tests
         entry = {"run": "NONE", "test": _status(before.get(name)), "fix": _status(check)}
         (f2p if check.get("fail_to_pass") else p2p)[name] = entry

@@ -174,3 +174,14 @@ def test_project_compiles_go_through_ccache(world: World) -> None:
     line = next(ln for ln in again.output.splitlines() if ln.startswith("ccache:"))
     hits, misses = int(line.split()[1]), int(line.split("),")[1].split()[0])
     assert hits >= 4 and misses == 0, line
+
+
+def test_report_reads_stored_check_classes() -> None:
+    """The gate result on disk spells a check's class `class` (cxxgate/result.py): a test
+    the framework's report does not show is NONE, not FAIL, and the gate's own path check
+    is not reported as a test."""
+    from cxxgate.swe_report import _status
+
+    assert _status({"ok": False, "class": "test_missing", "detail": "absent"}) == "NONE"
+    assert _status({"ok": False, "class": "test_missing", "detail": "skipped"}) == "SKIP"
+    assert _status({"ok": False, "class": "f2p_fail", "detail": "failed"}) == "FAIL"
