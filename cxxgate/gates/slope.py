@@ -670,7 +670,10 @@ def _native(
             return Check(label, False, "measurement_tamper", why)
         clean = [s for s in runs if s["status"] == "exited" and s["exit"] == 0]
         if not clean or len(clean) != len(runs):
-            why = f"native ({what}): no clean timed {side} run ({series.status}: {series.detail})"
+            # Each round's own status: a reference round past its limit means the machine
+            # was too loaded to time this lane (incomplete, never the candidate's fault).
+            said = ", ".join(f"{s['status']} exit {s['exit']}" for s in runs) or series.detail
+            why = f"native ({what}): no clean timed {side} run ({series.status}: {said})"
             if side == "candidate":
                 return Check(label, False, "checksum_mismatch", why)
             return Check(label, False, "incomplete", why, incomplete=True)
