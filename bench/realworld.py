@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     cache = next((ln for ln in graded.stdout.splitlines() if ln.startswith("ccache:")), "")
     rate = next((ln for ln in graded.stdout.splitlines() if ln.startswith("resolved:")), "")
     print(f"\ncold grade: {seconds:.0f} s, {compiles} compile(s); {cache}")
+    # For bench/realworld_naive.py's side-by-side line.
+    (work / "run.json").write_text(json.dumps({"seconds": seconds, "compiles": compiles}) + "\n")
     print(rate)
     print(f"work folder: {work} (grade log: {work / 'grade.log'})")
     return 1 if mismatches else 0
