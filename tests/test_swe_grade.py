@@ -174,3 +174,22 @@ def test_project_compiles_go_through_ccache(world: World) -> None:
     line = next(ln for ln in again.output.splitlines() if ln.startswith("ccache:"))
     hits, misses = int(line.split()[1]), int(line.split("),")[1].split()[0])
     assert hits >= 4 and misses == 0, line
+
+
+def test_lowercased_test_names_find_their_ctest_tests(world: World) -> None:
+    """Multi-SWE-bench lowercases every log line before it reads test names (Catch2's
+    `RunTests` is listed as `runtests`): a listed name matches the one ctest test equal to
+    it but for case, and the check keeps the listed name (the report pairs by it)."""
+    source = world.library / CASE
+    folder = world.library / "lowercased"
+    folder.mkdir()
+    for name in ("gold.diff", "test.diff", "prompt.md.j2"):
+        (folder / name).write_text((source / name).read_text())
+    text = (source / "case.yaml").read_text()
+    (folder / "case.yaml").write_text(
+        text.replace("- Parse.Empty", "- parse.empty").replace("- Add.Small", "- ADD.SMALL")
+    )
+    grade = run_doit(world.out, "grade", "case=lowercased", library=world.library)
+    assert grade.returncode == 0, grade.output[-3000:]
+    assert grade.rows["lowercased/reference"]["class"] == "accept"
+    assert grade.gate("lowercased/base", "tests")["class"] == "f2p_fail:parse.empty"

@@ -284,6 +284,17 @@ def _unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
     return checks
 
 
+def ctest_name(listed: str, ran: dict[str, tuple[str, float]]) -> str:
+    """The ctest name a listed test stands for: itself, else the one test whose name
+    equals it but for case. Multi-SWE-bench lowercases every log line before it reads test
+    names (Catch2's `RunTests` is listed as `runtests`); two tests differing only in case
+    match neither, so a patch cannot add a look-alike to stand in for the real one."""
+    if listed in ran:
+        return listed
+    folded = [name for name in ran if name.casefold() == listed.casefold()]
+    return folded[0] if len(folded) == 1 else listed
+
+
 def _test_checks(
     cfg: Config, suite: CellResult, ref_suite: CellResult, timeout: float
 ) -> list[Check]:
@@ -300,7 +311,9 @@ def _test_checks(
     programs = testreports.programs(cell / ctest.TESTS_JSON)
     ref_programs = testreports.programs(ref_cell / ctest.TESTS_JSON)
     checks = []
-    for test, f2p in listed:
+    for listed_name, f2p in listed:
+        test = ctest_name(listed_name, ran)
+        found: list[Check] = []
         word, seconds = ran.get(test, ("missing", 0.0))
         if word == "passed" and cfg.gtest:
             program = programs.get(test)
@@ -308,20 +321,23 @@ def _test_checks(
             ref_said = testreports.proof(
                 test, ref_programs.get(test, program), ref_cases, ref_cases
             )
-            checks.append(_proven(test, f2p, seconds, said, ref_said))
+            found.append(_proven(test, f2p, seconds, said, ref_said))
         elif word == "passed":
-            checks.append(
+            found.append(
                 Check(test, True, "accept", f"passed in {seconds:.2f} s (ctest's word)", f2p)
             )
         elif word == "missing":
-            checks.append(Check(test, False, "test_missing", "not in ctest's JUnit output", f2p))
+            found.append(Check(test, False, "test_missing", "not in ctest's JUnit output", f2p))
         elif word == "skipped":
-            checks.append(Check(test, False, "test_skipped", "ctest: skipped (not run)", f2p))
+            found.append(Check(test, False, "test_skipped", "ctest: skipped (not run)", f2p))
         elif seconds >= timeout * 0.98:
-            checks.append(Check(test, False, "hang", f"ran into the {timeout:g} s limit", f2p))
+            found.append(Check(test, False, "hang", f"ran into the {timeout:g} s limit", f2p))
         else:
             klass = "f2p_fail" if f2p else "p2p_broken"
-            checks.append(Check(test, False, klass, f"failed after {seconds:.2f} s", f2p))
+            found.append(Check(test, False, klass, f"failed after {seconds:.2f} s", f2p))
+        # Named as the case lists it: the report and the base's checks pair by that name.
+        alias = f" (ctest: {test})" if test != listed_name else ""
+        checks += [replace(c, name=listed_name, detail=c.detail + alias) for c in found]
     return checks
 
 
