@@ -125,6 +125,11 @@ def _archive(case_file: Path, src: Path, commit: str, work: Path) -> Path:
     if found.returncode != 0:
         msg = f"{case_file}: repo.commit: {commit} is not a commit of {str(src)!r}"
         raise InputError(msg)
+    # The commit's tree as a checkout has it: `export-ignore` / `export-subst` in the
+    # project's .gitattributes would drop files (simdjson leaves out its .gitignore, which
+    # a gold patch then edits) or rewrite them. $GIT_DIR/info/attributes overrides them.
+    (bare / "info").mkdir(exist_ok=True)
+    (bare / "info" / "attributes").write_text("* -export-ignore -export-subst\n")
     archive = work / "tree.tar"
     made = _git(["archive", "--format=tar", f"--output={archive}", commit], bare, work)
     if made.returncode != 0:
