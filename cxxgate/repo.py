@@ -74,6 +74,11 @@ class BuildSpec(Strict):
         return self.build_types.get(envelope, self.build_type)
 
 
+# Names how a tree is extracted: a cached tree made another way is not reused (before
+# "attrs", git archive's export-ignore left files out).
+EXTRACTION = "attrs"
+
+
 def source(case_dir: Path, spec: RepoSpec) -> Path:
     return Path(spec.path) if Path(spec.path).is_absolute() else case_dir / spec.path
 
@@ -88,7 +93,7 @@ def base_tree(case_file: Path, spec: RepoSpec, cache: Path) -> tuple[Path, str]:
     else:
         msg = f"{case_file}: repo.path: {spec.path!r} is neither a git bundle file nor a clone"
         raise InputError(msg)
-    home = cache / f"{spec.commit}-{ident}"
+    home = cache / f"{spec.commit}-{ident}-{EXTRACTION}"
     tree, digest_file = home / "tree", home / "digest"
     if digest_file.is_file() and tree.is_dir():
         return tree, digest_file.read_text().strip()
