@@ -193,3 +193,38 @@ def test_lowercased_test_names_find_their_ctest_tests(world: World) -> None:
     assert grade.returncode == 0, grade.output[-3000:]
     assert grade.rows["lowercased/reference"]["class"] == "accept"
     assert grade.gate("lowercased/base", "tests")["class"] == "f2p_fail:parse.empty"
+
+
+def test_configure_checks_listed_as_tests(world: World) -> None:
+    """Multi-SWE-bench counts CMake's `-- Performing Test NAME - Success` configure lines
+    as passed tests (Catch2's `have_flag_-wall` among its ctest tests): such a name is
+    decided by the build's CMakeCache.txt, passed or failed; a name neither ctest nor
+    CMake knows stays test_missing."""
+    cmake = world.repo / "CMakeLists.txt"
+    cmake.write_text(
+        cmake.read_text() + "include(CheckCXXCompilerFlag)\n"
+        "check_cxx_compiler_flag(-Wall HAVE_FLAG_-WALL)\n"
+        "check_cxx_compiler_flag(-fno-such-option-xyz HAVE_FLAG_-FNO_SUCH)\n"
+    )
+    _git(world.repo, "commit", "-q", "-am", "configure checks")
+    head = _git(world.repo, "rev-parse", "HEAD")
+    for name, p2p in (
+        ("checks_pass", "[Add.Small, have_flag_-wall]"),
+        ("checks_fail", "[Add.Small, have_flag_-fno_such]"),
+        ("checks_absent", "[Add.Small, have_flag_-wnothing]"),
+    ):
+        folder = world.library / name
+        folder.mkdir()
+        (folder / "test.diff").write_text(world.test_patch)
+        (folder / "case.yaml").write_text(
+            "summary: a project with configure checks\n"
+            f"repo: {{path: {world.repo}, commit: {head}}}\n"
+            'build: cmake\nwritable: ["src/**"]\n'
+            f"gates:\n  tests: {{test_patch: test.diff, pass_to_pass: {p2p}}}\n"
+        )
+    grade = run_doit(world.out, "grade", "case=checks_pass,checks_fail,checks_absent",
+                     library=world.library)  # fmt: skip
+    assert grade.rows["checks_pass/reference"]["class"] == "accept", grade.output[-3000:]
+    tests = grade.gate("checks_fail/reference", "tests")
+    assert tests["class"] == "p2p_broken:have_flag_-fno_such", tests
+    assert grade.gate("checks_absent/reference", "tests")["class"] == "test_missing", tests

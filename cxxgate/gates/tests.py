@@ -19,7 +19,9 @@ the framework's macros as the reference's units do (cxxgate/gates/testunits.py);
 GoogleTest's own report of the run must show the test's cases run and passed, matched by
 `Suite.Name` or by program (cxxgate/gates/testreports.py). Where the reference's run wrote
 no report for a program either (not a GoogleTest program), its exit status is the proof,
-and the check says so.
+and the check says so. Names as Multi-SWE-bench lists them: a listed name matches the one
+ctest test equal to it but for case (its logs are lowercased), and a name no ctest test
+has but a CMake configure check does (`have_flag_-wall`) is decided by CMakeCache.txt.
 
 Classes, most severe first:
 
@@ -236,7 +238,8 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         return GateResult.from_checks(NAME, checks, SEVERITY, [])
     suite = outputs.cells["suite"]
     ref_suite = outputs.cells.get("ref_suite", suite)
-    checks += _test_checks(cfg, suite, ref_suite, ctx.case.spec.limits.run_seconds)
+    found = configure_checks(built)
+    checks += _test_checks(cfg, suite, ref_suite, ctx.case.spec.limits.run_seconds, found)
     return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
 
 
@@ -284,6 +287,27 @@ def _unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
     return checks
 
 
+def configure_checks(built: CellResult) -> dict[str, tuple[str, bool]]:
+    """CMake's configure checks (check_cxx_compiler_flag, check_cxx_source_compiles, ...),
+    by folded name: (name, passed), from the build's CMakeCache.txt, where each result is
+    an INTERNAL entry under the comment `//Test NAME`, 1 when it passed. Multi-SWE-bench
+    counts the configure log's `-- Performing Test NAME - Success` lines as passed tests,
+    so Catch2's `have_flag_-wdeprecated` is listed beside its ctest tests."""
+    if built.binary is None:
+        return {}
+    cache = Path(built.binary) / "CMakeCache.txt"
+    if not cache.is_file():
+        return {}
+    found: dict[str, tuple[str, bool]] = {}
+    comment = ""
+    for line in cache.read_text(errors="replace").splitlines():
+        name, internal, value = line.partition(":INTERNAL=")
+        if internal and comment == f"//Test {name}":
+            found[name.casefold()] = (name, value.strip() == "1")
+        comment = line
+    return found
+
+
 def ctest_name(listed: str, ran: dict[str, tuple[str, float]]) -> str:
     """The ctest name a listed test stands for: itself, else the one test whose name
     equals it but for case. Multi-SWE-bench lowercases every log line before it reads test
@@ -296,7 +320,11 @@ def ctest_name(listed: str, ran: dict[str, tuple[str, float]]) -> str:
 
 
 def _test_checks(
-    cfg: Config, suite: CellResult, ref_suite: CellResult, timeout: float
+    cfg: Config,
+    suite: CellResult,
+    ref_suite: CellResult,
+    timeout: float,
+    configured: dict[str, tuple[str, bool]],
 ) -> list[Check]:
     listed = [(t, True) for t in cfg.fail_to_pass] + [(t, False) for t in cfg.pass_to_pass]
     if suite.status == "timeout" or suite.binary is None:
@@ -326,6 +354,12 @@ def _test_checks(
             found.append(
                 Check(test, True, "accept", f"passed in {seconds:.2f} s (ctest's word)", f2p)
             )
+        elif word == "missing" and test.casefold() in configured:
+            name, passed = configured[test.casefold()]
+            why = f"a CMake configure check, not a ctest test: {name} "
+            why += "passed (CMakeCache.txt)" if passed else "failed (CMakeCache.txt)"
+            klass = "accept" if passed else "f2p_fail" if f2p else "p2p_broken"
+            found.append(Check(test, passed, klass, why, f2p))
         elif word == "missing":
             found.append(Check(test, False, "test_missing", "not in ctest's JUnit output", f2p))
         elif word == "skipped":
