@@ -228,3 +228,29 @@ def test_configure_checks_listed_as_tests(world: World) -> None:
     tests = grade.gate("checks_fail/reference", "tests")
     assert tests["class"] == "p2p_broken:have_flag_-fno_such", tests
     assert grade.gate("checks_absent/reference", "tests")["class"] == "test_missing", tests
+
+
+def test_a_fix_may_add_diagnostic_pragmas(world: World, tmp_path: Path) -> None:
+    """An imported case builds with the project's own flags, never the envelope's -Werror:
+    a gold patch adding `#pragma GCC diagnostic` lines, as real projects' fixes do
+    (Catch2-1609), is the reference, not a diagnostic_control reject."""
+    base = json.loads((world.root / "instances.jsonl").read_text())["base"]["sha"]
+    _git(world.repo, "checkout", "-q", base)
+    try:
+        source = (world.repo / "src/parse.cpp").read_text()
+        pragma = '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
+        fixed = source.replace(PARSE_BODY, "    if (text.empty()) return 0;\n" + PARSE_BODY)
+        gold = _diff(world.repo, "src/parse.cpp", pragma + fixed)
+    finally:
+        _git(world.repo, "checkout", "-q", "main")
+    record = _record(base, gold, world.test_patch)
+    record["number"] = 8
+    records = tmp_path / "pragma.jsonl"
+    records.write_text(json.dumps(record) + "\n")
+    done = run_doit(
+        world.out, "import", f"instances={records}", f"repo={world.repo}", library=world.library
+    )
+    assert done.returncode == 0, done.output
+    grade = run_doit(world.out, "grade", "case=calc__calc-8", library=world.library)
+    assert grade.returncode == 0, grade.output[-3000:]
+    assert grade.rows["calc__calc-8/reference"]["class"] == "accept"
