@@ -74,6 +74,11 @@ class BuildSpec(Strict):
         return self.build_types.get(envelope, self.build_type)
 
 
+# Names how a tree is extracted: a cached tree made another way is not reused (before
+# "attrs", git archive's export-ignore left files out).
+EXTRACTION = "attrs"
+
+
 def source(case_dir: Path, spec: RepoSpec) -> Path:
     return Path(spec.path) if Path(spec.path).is_absolute() else case_dir / spec.path
 
@@ -88,7 +93,7 @@ def base_tree(case_file: Path, spec: RepoSpec, cache: Path) -> tuple[Path, str]:
     else:
         msg = f"{case_file}: repo.path: {spec.path!r} is neither a git bundle file nor a clone"
         raise InputError(msg)
-    home = cache / f"{spec.commit}-{ident}"
+    home = cache / f"{spec.commit}-{ident}-{EXTRACTION}"
     tree, digest_file = home / "tree", home / "digest"
     if digest_file.is_file() and tree.is_dir():
         return tree, digest_file.read_text().strip()
@@ -125,6 +130,11 @@ def _archive(case_file: Path, src: Path, commit: str, work: Path) -> Path:
     if found.returncode != 0:
         msg = f"{case_file}: repo.commit: {commit} is not a commit of {str(src)!r}"
         raise InputError(msg)
+    # The commit's tree as a checkout has it: `export-ignore` / `export-subst` in the
+    # project's .gitattributes would drop files (simdjson leaves out its .gitignore, which
+    # a gold patch then edits) or rewrite them. $GIT_DIR/info/attributes overrides them.
+    (bare / "info").mkdir(exist_ok=True)
+    (bare / "info" / "attributes").write_text("* -export-ignore -export-subst\n")
     archive = work / "tree.tar"
     made = _git(["archive", "--format=tar", f"--output={archive}", commit], bare, work)
     if made.returncode != 0:

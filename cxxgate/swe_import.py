@@ -253,16 +253,39 @@ class Repository:
                 return field, "; ".join(said[:3]) or f"git apply exit {done.returncode}"
         return None
 
+    def blobs(self, commit: str) -> list[tuple[str, str]]:
+        """(object id, path) of every file of the commit's tree."""
+        listing = self.git("ls-tree", "-r", "-z", commit)  # "<mode> <type> <id>\t<path>"
+        found = []
+        for entry in listing.stdout.decode(errors="replace").split("\0"):
+            if entry:
+                meta, path = entry.split("\t", 1)
+                if meta.split()[1] == "blob":
+                    found.append((meta.split()[2], path))
+        return found
+
+    def missing_files(self, commit: str) -> list[str]:
+        """Paths of the commit's tree whose contents the repository lacks: a partial
+        (`--filter=blob:limit`) or pruned clone lists a file it cannot give."""
+        blobs = self.blobs(commit)
+        ids = "".join(f"{b}\n" for b, _ in blobs).encode()
+        said = self.git("cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=ids)
+        lines = said.stdout.decode().splitlines()
+        absent = {line.split()[0] for line in lines if line.endswith(" missing")}
+        return [path for blob, path in blobs if blob in absent]
+
     def visible_text(self, commit: str) -> str:
         """Every line of the base tree, whitespace-normalised, as prompt.py reads a tree."""
-        listing = self.git("ls-tree", "-r", "-z", commit)  # "<mode> <type> <id>\t<path>"
-        entries = [e.split("\t", 1)[0].split() for e in listing.stdout.decode().split("\0") if e]
-        blobs = [e[2] for e in entries if e[1] == "blob"]
+        blobs = [b for b, _ in self.blobs(commit)]
         batch = self.git("cat-file", "--batch", stdin="".join(b + "\n" for b in blobs).encode())
         out, data, pos = [], batch.stdout, 0
         while pos < len(data):
             header_end = data.index(b"\n", pos)
-            size = int(data[pos:header_end].split()[2])
+            header = data[pos:header_end].split()
+            if len(header) < 3:  # "<id> missing": nothing follows it
+                pos = header_end + 1
+                continue
+            size = int(header[2])
             body = data[header_end + 1 : header_end + 1 + size]
             pos = header_end + 2 + size
             out += [_norm(line) for line in body.decode(errors="replace").splitlines()]
@@ -379,6 +402,9 @@ def case_yaml(inst: Instance, where: str, repo_path: str, commit: str, options: 
         "repo": {"path": repo_path, "commit": commit},
         "build": {"system": "cmake", "options": options},
         "writable": ["**"],
+        # The project builds with its own flags, never the envelope's -Werror: a fix may
+        # add the diagnostic pragmas real projects carry (Catch2-1609's gold does).
+        "allow_diagnostic_pragmas": True,
         "reference": "gold.diff",
         # Each test of a real suite gets a minute (ctest --timeout) on a loaded machine;
         # the build and the whole run have build_seconds / test_seconds (cxxgate/case.py).
@@ -477,6 +503,15 @@ def _import_one(
     commit = git.commit(inst.base_commit)
     if commit is None:
         msg = f"{inst.base_commit} is not a commit of {git.source}"
+        raise RecordError(base_field(record), msg)
+    missing = git.missing_files(commit)
+    if missing:
+        # The grade extracts the whole tree (git archive): it would stop on the first.
+        msg = (
+            f"{git.source} lacks the contents of {len(missing)} file(s) of {commit[:12]}'s "
+            f"tree ({', '.join(missing[:3])}): a partial or pruned clone; import from a "
+            "full clone"
+        )
         raise RecordError(base_field(record), msg)
     if git.git("cat-file", "-e", f"{commit}:CMakeLists.txt").returncode != 0:
         # Cases build with CMake (gate tests); a Python or Makefile project cannot grade.

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -106,6 +106,17 @@ def properties(test: dict[str, object]) -> dict[str, object]:
 Runner = Callable[[list[str], str, dict[str, str]], tuple[int | None, bool]]
 
 
+def ctest_name(listed: str, names: Collection[str]) -> str:
+    """The ctest name a listed test stands for among `names`: itself, else the one name
+    equal to it but for case. Multi-SWE-bench lowercases every log line before it reads
+    test names (Catch2's `RunTests` is listed as `runtests`); two names differing only in
+    case match neither."""
+    if listed in names:
+        return listed
+    folded = [name for name in names if name.casefold() == listed.casefold()]
+    return folded[0] if len(folded) == 1 else listed
+
+
 def report_pass(
     listing: str,
     named: list[str],
@@ -125,7 +136,8 @@ def report_pass(
         return {}
     records: dict[str, Record] = {}
     kinds: dict[Path, Framework | None] = {}  # many discovered tests share one program
-    for name in named:
+    for listed in named:
+        name = ctest_name(listed, tests)
         test = tests.get(name)
         command = [str(w) for w in (test or {}).get("command") or []]
         if not command:

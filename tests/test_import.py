@@ -359,3 +359,34 @@ def test_shipped_bundle_and_patches_rebuild_byte_for_byte(tmp_path: Path) -> Non
     )
     for rel in rebuilt:
         assert (tmp_path / rel).read_bytes() == (DURATION / rel).read_bytes(), rel
+
+
+def test_a_base_tree_the_clone_lacks_files_of_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A partial or pruned clone lists a file whose contents it lacks (a large data file
+    left out): the record is refused naming the base commit and the path, where the
+    import crashed reading the tree and the grade would stop in `git archive`."""
+    repo = tmp_path / "partial"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "CMakeLists.txt").write_text("project(p CXX)\n")
+    (repo / "data").mkdir()
+    (repo / "data/big.json").write_text('{"big": true}\n')
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(repo), *ident, "commit", "-qm", "base"], check=True)
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+        return done.stdout.strip()
+
+    head, blob = git("rev-parse", "HEAD"), git("rev-parse", "HEAD:data/big.json")
+    (repo / ".git/objects" / blob[:2] / blob[2:]).unlink()  # loose objects: one file each
+    statement = "parse_seconds fails on '1h30m'.\n" + GOLD.splitlines()[-1][1:] + "\n"
+    record = swe_record(base_commit=head, problem_statement=statement)
+    instances = write_jsonl(tmp_path / "i.jsonl", [record])
+    report = swe_import.import_instances(instances, repo, tmp_path / "cases")
+    assert report.failed == ["cxxgate__duration-1"] and report.imported == []
+    said = capsys.readouterr().out
+    assert "not imported: base_commit: " in said
+    assert "lacks the contents of 1 file(s)" in said and "(data/big.json)" in said

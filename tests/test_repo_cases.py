@@ -393,6 +393,17 @@ def test_bundle_and_bad_repos(tmp_path: Path) -> None:
     assert again[1] == digest  # same commit, same content: same digest from a clone
     with pytest.raises(InputError, match="is not a commit"):
         base_tree(case_file, RepoSpec(path=str(bundle), commit="0" * 40), tmp_path / "c")
+    # export-ignore and export-subst (git archive's attributes) change nothing: the tree
+    # is the commit's, as a checkout has it.
+    (repo / ".gitattributes").write_text(".gitignore export-ignore\nsrc/* export-subst\n")
+    (repo / ".gitignore").write_text("build/\n")
+    (repo / "src/version.cpp").write_text("// $Format:%H$\n")
+    _git(repo, "add", ".gitattributes", ".gitignore", "src/version.cpp")
+    _git(repo, "commit", "-q", "-m", "attributes")
+    head = _git(repo, "rev-parse", "HEAD")
+    tree, _ = base_tree(case_file, RepoSpec(path=str(repo), commit=head), tmp_path / "c")
+    assert (tree / ".gitignore").read_text() == "build/\n"
+    assert (tree / "src/version.cpp").read_text() == "// $Format:%H$\n"
     os.symlink("/etc/passwd", repo / "leak")
     _git(repo, "add", "leak")
     _git(repo, "commit", "-q", "-m", "link")

@@ -8,6 +8,7 @@ a small CMake + GoogleTest repository made here (tests/test_repo_cases.py's)."""
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,98 @@ def test_report_reads_stored_check_classes() -> None:
     assert _status({"ok": False, "class": "test_missing", "detail": "absent"}) == "NONE"
     assert _status({"ok": False, "class": "test_missing", "detail": "skipped"}) == "SKIP"
     assert _status({"ok": False, "class": "f2p_fail", "detail": "failed"}) == "FAIL"
+
+
+def test_lowercased_test_names_find_their_ctest_tests(world: World) -> None:
+    """Multi-SWE-bench lowercases every log line before it reads test names (Catch2's
+    `RunTests` is listed as `runtests`): a listed name matches the one ctest test equal to
+    it but for case, and the check keeps the listed name (the report pairs by it)."""
+    source = world.library / CASE
+    folder = world.library / "lowercased"
+    folder.mkdir()
+    for name in ("gold.diff", "test.diff", "prompt.md.j2"):
+        (folder / name).write_text((source / name).read_text())
+    text = (source / "case.yaml").read_text()
+    (folder / "case.yaml").write_text(
+        text.replace("- Parse.Empty", "- parse.empty").replace("- Add.Small", "- ADD.SMALL")
+    )
+    grade = run_doit(world.out, "grade", "case=lowercased", library=world.library)
+    assert grade.returncode == 0, grade.output[-3000:]
+    assert grade.rows["lowercased/reference"]["class"] == "accept"
+    assert grade.gate("lowercased/base", "tests")["class"] == "f2p_fail:parse.empty"
+    # A patch that registers a look-alike with the listed spelling (`parse.empty`, passing
+    # on `true`) and leaves the real Parse.Empty failing: the name was resolved on the
+    # reference's run, so the look-alike is a test nobody asked about.
+    cmake = textwrap.dedent(FILES["CMakeLists.txt"])
+    (folder / "lookalike.diff").write_text(
+        "--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n"
+        f"@@ -9,3 +9,4 @@\n"
+        + "".join(f" {line}\n" for line in cmake.splitlines()[8:11])
+        + "+add_test(NAME parse.empty COMMAND true)\n"
+    )
+    with (folder / "case.yaml").open("a") as f:
+        f.write("patches:\n  - {file: lookalike.diff, expect: {verdict: reject}}\n")
+    again = run_doit(world.out, "grade", "case=lowercased", library=world.library)
+    assert again.returncode == 0, again.output[-3000:]
+    assert again.gate("lowercased/lookalike", "tests")["class"] == "f2p_fail:parse.empty"
+
+
+def test_configure_checks_listed_as_tests(world: World) -> None:
+    """Multi-SWE-bench counts CMake's `-- Performing Test NAME - Success` configure lines
+    as passed tests (Catch2's `have_flag_-wall` among its ctest tests): such a name is
+    decided by the build's CMakeCache.txt, passed or failed; a name neither ctest nor
+    CMake knows stays test_missing."""
+    cmake = world.repo / "CMakeLists.txt"
+    cmake.write_text(
+        cmake.read_text() + "include(CheckCXXCompilerFlag)\n"
+        "check_cxx_compiler_flag(-Wall HAVE_FLAG_-WALL)\n"
+        "check_cxx_compiler_flag(-fno-such-option-xyz HAVE_FLAG_-FNO_SUCH)\n"
+    )
+    _git(world.repo, "commit", "-q", "-am", "configure checks")
+    head = _git(world.repo, "rev-parse", "HEAD")
+    for name, p2p in (
+        ("checks_pass", "[Add.Small, have_flag_-wall]"),
+        ("checks_fail", "[Add.Small, have_flag_-fno_such]"),
+        ("checks_absent", "[Add.Small, have_flag_-wnothing]"),
+    ):
+        folder = world.library / name
+        folder.mkdir()
+        (folder / "test.diff").write_text(world.test_patch)
+        (folder / "case.yaml").write_text(
+            "summary: a project with configure checks\n"
+            f"repo: {{path: {world.repo}, commit: {head}}}\n"
+            'build: cmake\nwritable: ["src/**"]\n'
+            f"gates:\n  tests: {{test_patch: test.diff, pass_to_pass: {p2p}}}\n"
+        )
+    grade = run_doit(world.out, "grade", "case=checks_pass,checks_fail,checks_absent",
+                     library=world.library)  # fmt: skip
+    assert grade.rows["checks_pass/reference"]["class"] == "accept", grade.output[-3000:]
+    tests = grade.gate("checks_fail/reference", "tests")
+    assert tests["class"] == "p2p_broken:have_flag_-fno_such", tests
+    assert grade.gate("checks_absent/reference", "tests")["class"] == "test_missing", tests
+
+
+def test_a_fix_may_add_diagnostic_pragmas(world: World, tmp_path: Path) -> None:
+    """An imported case builds with the project's own flags, never the envelope's -Werror:
+    a gold patch adding `#pragma GCC diagnostic` lines, as real projects' fixes do
+    (Catch2-1609), is the reference, not a diagnostic_control reject."""
+    base = json.loads((world.root / "instances.jsonl").read_text())["base"]["sha"]
+    _git(world.repo, "checkout", "-q", base)
+    try:
+        source = (world.repo / "src/parse.cpp").read_text()
+        pragma = '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
+        fixed = source.replace(PARSE_BODY, "    if (text.empty()) return 0;\n" + PARSE_BODY)
+        gold = _diff(world.repo, "src/parse.cpp", pragma + fixed)
+    finally:
+        _git(world.repo, "checkout", "-q", "main")
+    record = _record(base, gold, world.test_patch)
+    record["number"] = 8
+    records = tmp_path / "pragma.jsonl"
+    records.write_text(json.dumps(record) + "\n")
+    done = run_doit(
+        world.out, "import", f"instances={records}", f"repo={world.repo}", library=world.library
+    )
+    assert done.returncode == 0, done.output
+    grade = run_doit(world.out, "grade", "case=calc__calc-8", library=world.library)
+    assert grade.returncode == 0, grade.output[-3000:]
+    assert grade.rows["calc__calc-8/reference"]["class"] == "accept"

@@ -23,6 +23,10 @@ GoogleTest's own report of the run must show the test's cases run and passed, ma
 (cxxgate/gates/frameworkreports.py). Where the reference's run wrote no report for a test
 either (a plain executable), its exit status is the proof, and the check says so
 (`proof: exit status only`; a framework's pass: `proof: <framework> report: ...`).
+Names as Multi-SWE-bench lists them: a listed name matches the one ctest test of the
+reference's run equal to it but for case (its logs are lowercased), and a name no ctest
+test has but a CMake configure check does (`have_flag_-wall`) is decided by
+CMakeCache.txt.
 
 Classes, most severe first:
 
@@ -242,7 +246,8 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         return GateResult.from_checks(NAME, checks, SEVERITY, [])
     suite = outputs.cells["suite"]
     ref_suite = outputs.cells.get("ref_suite", suite)
-    checks += _test_checks(cfg, suite, ref_suite, ctx.case.spec.limits.run_seconds)
+    found = configure_checks(built)
+    checks += _test_checks(cfg, suite, ref_suite, ctx.case.spec.limits.run_seconds, found)
     return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
 
 
@@ -290,8 +295,33 @@ def _unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
     return checks
 
 
+def configure_checks(built: CellResult) -> dict[str, tuple[str, bool]]:
+    """CMake's configure checks (check_cxx_compiler_flag, check_cxx_source_compiles, ...),
+    by folded name: (name, passed), from the build's CMakeCache.txt, where each result is
+    an INTERNAL entry under the comment `//Test NAME`, 1 when it passed. Multi-SWE-bench
+    counts the configure log's `-- Performing Test NAME - Success` lines as passed tests,
+    so Catch2's `have_flag_-wdeprecated` is listed beside its ctest tests."""
+    if built.binary is None:
+        return {}
+    cache = Path(built.binary) / "CMakeCache.txt"
+    if not cache.is_file():
+        return {}
+    found: dict[str, tuple[str, bool]] = {}
+    comment = ""
+    for line in cache.read_text(errors="replace").splitlines():
+        name, internal, value = line.partition(":INTERNAL=")
+        if internal and comment == f"//Test {name}":
+            found[name.casefold()] = (name, value.strip() == "1")
+        comment = line
+    return found
+
+
 def _test_checks(
-    cfg: Config, suite: CellResult, ref_suite: CellResult, timeout: float
+    cfg: Config,
+    suite: CellResult,
+    ref_suite: CellResult,
+    timeout: float,
+    configured: dict[str, tuple[str, bool]],
 ) -> list[Check]:
     listed = [(t, True) for t in cfg.fail_to_pass] + [(t, False) for t in cfg.pass_to_pass]
     if suite.status == "timeout" or suite.binary is None:
@@ -299,6 +329,10 @@ def _test_checks(
         why = suite.detail or suite.status
         return [Check(t, False, klass, why, f2p) for t, f2p in listed]
     ran = outcomes(Path(suite.binary))
+    # Listed names are resolved against the reference's run, which the patch cannot shape:
+    # a candidate that registers a look-alike (`runtests` beside `RunTests`) adds a test
+    # nobody asked about.
+    ref_ran = outcomes(Path(ref_suite.binary)) if ref_suite.binary else ran
     cell = Path(suite.binary).parent
     ref_cell = Path(ref_suite.binary).parent if ref_suite.binary else cell
     cases = testreports.read_reports(cell / ctest.GTEST_DIR)
@@ -308,7 +342,9 @@ def _test_checks(
     records = testframeworks.read_records(cell / ctest.FRAMEWORKS_JSON)
     ref_records = testframeworks.read_records(ref_cell / ctest.FRAMEWORKS_JSON)
     checks = []
-    for test, f2p in listed:
+    for listed_name, f2p in listed:
+        test = testframeworks.ctest_name(listed_name, ref_ran)
+        found: list[Check] = []
         word, seconds = ran.get(test, ("missing", 0.0))
         record, ref_record = records.get(test), ref_records.get(test)
         # Catch2 or doctest when either program is one (the reference's cannot be shaped
@@ -320,27 +356,36 @@ def _test_checks(
                 test, record, frameworkreports.of(cell, record), ref_report
             )
             ref_said = frameworkreports.proof(test, ref_record, ref_report, ref_report)
-            checks.append(_proven(test, f2p, seconds, said, ref_said, _framework(other)))
+            found.append(_proven(test, f2p, seconds, said, ref_said, _framework(other)))
         elif word == "passed" and cfg.gtest:
             program = programs.get(test)
             said = testreports.proof(test, program, cases, ref_cases)
             ref_said = testreports.proof(
                 test, ref_programs.get(test, program), ref_cases, ref_cases
             )
-            checks.append(_proven(test, f2p, seconds, said, ref_said))
+            found.append(_proven(test, f2p, seconds, said, ref_said))
         elif word == "passed":
-            checks.append(
+            found.append(
                 Check(test, True, "accept", f"passed in {seconds:.2f} s (ctest's word)", f2p)
             )
+        elif word == "missing" and test.casefold() in configured:
+            name, passed = configured[test.casefold()]
+            why = f"a CMake configure check, not a ctest test: {name} "
+            why += "passed (CMakeCache.txt)" if passed else "failed (CMakeCache.txt)"
+            klass = "accept" if passed else "f2p_fail" if f2p else "p2p_broken"
+            found.append(Check(test, passed, klass, why, f2p))
         elif word == "missing":
-            checks.append(Check(test, False, "test_missing", "not in ctest's JUnit output", f2p))
+            found.append(Check(test, False, "test_missing", "not in ctest's JUnit output", f2p))
         elif word == "skipped":
-            checks.append(Check(test, False, "test_skipped", "ctest: skipped (not run)", f2p))
+            found.append(Check(test, False, "test_skipped", "ctest: skipped (not run)", f2p))
         elif seconds >= timeout * 0.98:
-            checks.append(Check(test, False, "hang", f"ran into the {timeout:g} s limit", f2p))
+            found.append(Check(test, False, "hang", f"ran into the {timeout:g} s limit", f2p))
         else:
             klass = "f2p_fail" if f2p else "p2p_broken"
-            checks.append(Check(test, False, klass, f"failed after {seconds:.2f} s", f2p))
+            found.append(Check(test, False, klass, f"failed after {seconds:.2f} s", f2p))
+        # Named as the case lists it: the report and the base's checks pair by that name.
+        alias = f" (ctest: {test})" if test != listed_name else ""
+        checks += [replace(c, name=listed_name, detail=c.detail + alias) for c in found]
     return checks
 
 
