@@ -38,6 +38,8 @@ def _status(check: dict[str, Any] | None) -> str:
         return "PASS"
     if check.get("class") == "test_missing":
         return "SKIP" if check.get("detail") == "skipped" else "NONE"
+    if check.get("detail") == "not built":  # the tree did not build: the test never ran
+        return "NONE"
     return "FAIL"
 
 

@@ -186,6 +186,8 @@ def test_report_reads_stored_check_classes() -> None:
     assert _status({"ok": False, "class": "test_missing", "detail": "absent"}) == "NONE"
     assert _status({"ok": False, "class": "test_missing", "detail": "skipped"}) == "SKIP"
     assert _status({"ok": False, "class": "f2p_fail", "detail": "failed"}) == "FAIL"
+    # A tree that did not build ran no test: the benchmark writes NONE, not FAIL.
+    assert _status({"ok": False, "class": "build_fail", "detail": "not built"}) == "NONE"
 
 
 def test_lowercased_test_names_find_their_ctest_tests(world: World) -> None:
