@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from cxxgate.layout import Layout
+from cxxgate.store.layout import Layout
 
 PROJECT = Path(__file__).resolve().parent.parent
 SHIPPED = PROJECT / "cases"

@@ -13,7 +13,7 @@ import pytest
 from conftest import Grade
 
 from cxxgate.gates import coverage, gcovjson, hunks, slope
-from cxxgate.run import RunSpec, _keep
+from cxxgate.runs.run import RunSpec, _keep
 
 REACHED = {
     ("dedupe/reference", "slope"): "accept",

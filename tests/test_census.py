@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT, SHIPPED, Grade, exclusive
 
-from cxxgate.envelope import Envelope, identify
 from cxxgate.gates import census, cppsource, survive, witness
 from cxxgate.gates.census import Allow
 from cxxgate.gates.witness_data import FileInventory
-from cxxgate.scan import ScanResult
+from cxxgate.runs.scan import ScanResult
+from cxxgate.toolchain.envelope import Envelope, identify
 
 # Every class of the gate, each reached by a shipped patch of `witness`.
 REACHED = {

@@ -14,8 +14,8 @@ import yaml
 from conftest import SHIPPED, case_library, run_grade
 from pydantic import ValidationError
 
+from cxxgate.contract.program import Program
 from cxxgate.gates import addedcode, coverage, gcovjson, hunks
-from cxxgate.program import Program
 
 
 def _line(

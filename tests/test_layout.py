@@ -1,4 +1,5 @@
-"""Two layers: the engine (cxxgate/) never imports a gate; gates (cxxgate/gates/, or any
+"""The engine's packages are layered (LAYERS), and the engine (cxxgate/) never imports a
+gate; gates (cxxgate/gates/, or any
 installed package) are found through the `cxxgate.gates` entry points; an eval repository
 needs only a two-line dodo.py and [tool.cxxgate]."""
 
@@ -47,6 +48,51 @@ def test_the_engine_never_imports_a_gate() -> None:
     assert {m: t for m, t in offenders.items() if t} == {}
 
 
+# The engine's packages, lowest layer first: a module imports from its own package or a
+# package earlier in this list, never a later one. Gates come last: nothing imports them.
+LAYERS = (
+    "util",
+    "store",
+    "results",
+    "host",
+    "intake",
+    "toolchain",
+    "runs",
+    "cells",
+    "library",
+    "contract",
+    "verdicts",
+    "reports",
+    "batch",
+    "graph",
+    "gates",
+)
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) < 3:  # cxxgate itself, or a package's __init__
+        return -1 if len(parts) == 1 else LAYERS.index(parts[1])
+    assert parts[1] in LAYERS, f"{module}: its package is not in LAYERS"
+    return LAYERS.index(parts[1])
+
+
+def test_every_engine_module_lives_in_a_layer() -> None:
+    loose = [m for m in _imports() if m.count(".") == 1 and m.split(".")[1] not in LAYERS]
+    assert loose == []
+
+
+def test_no_import_from_a_higher_layer() -> None:
+    graph = _imports()
+    upward = {
+        f"{m} -> {t}": (LAYERS[_layer(m)], LAYERS[_layer(t)])
+        for m, targets in graph.items()
+        for t in targets
+        if _layer(t) > _layer(m)
+    }
+    assert upward == {}
+
+
 def test_no_import_cycles() -> None:
     graph = _imports()
     state: dict[str, int] = {}  # 1: on the path, 2: done
@@ -70,7 +116,7 @@ def test_no_import_cycles() -> None:
 
 
 def test_builtin_gates_are_entry_points() -> None:
-    from cxxgate import registry
+    from cxxgate.contract import registry
 
     gates = registry.gates()
     assert list(gates) == [
@@ -144,7 +190,7 @@ def test_an_eval_repository_with_two_line_dodo(tmp_path: Path) -> None:
     _write(
         repo,
         {
-            "dodo.py": "from cxxgate.tasks import *  # noqa: F403\n",
+            "dodo.py": "from cxxgate.graph.tasks import *  # noqa: F403\n",
             "pyproject.toml": """\
                 [tool.cxxgate]
                 cases = "mycases"
@@ -198,10 +244,10 @@ PLUGIN = '''\
 
 from pathlib import Path
 
-from cxxgate.cellspec import CellSpec, Unit
-from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.result import Check, GateResult
-from cxxgate.yamlfile import Strict
+from cxxgate.toolchain.cellspec import CellSpec, Unit
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.results.result import Check, GateResult
+from cxxgate.util.yamlfile import Strict
 
 SEVERITY = ("does_not_compile",)
 

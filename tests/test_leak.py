@@ -13,8 +13,8 @@ import pytest
 from conftest import SHIPPED, Grade, case_library, run_grade
 
 from cxxgate.gates import cppsource, leak, leak_bytes, leak_gimple, literals
-from cxxgate.library import Library
-from cxxgate.settings import Settings
+from cxxgate.graph.library import Library
+from cxxgate.library.settings import Settings
 
 REACHED = {
     ("answer_key/reference", "leak"): "accept",

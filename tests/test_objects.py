@@ -1,5 +1,5 @@
 """Programs link objects: each translation unit is compiled once per (what it reads,
-envelope, flags), whichever gate or unit links it (cxxgate/cell.py)."""
+envelope, flags), whichever gate or unit links it (cxxgate/cells/cell.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 from conftest import SHIPPED, Grade, make_tree
 
-from cxxgate.cell import build
-from cxxgate.cellspec import CellResult, CellSpec, Unit
-from cxxgate.envelope import Envelopes
-from cxxgate.layout import Layout
+from cxxgate.cells.cell import build
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelopes
 
 ENVELOPES = Envelopes(SHIPPED / "envelopes.yaml")
 TREE = {

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED
 
-from cxxgate import lock, registry
-from cxxgate.case import Case, load_case
-from cxxgate.envelope import Envelopes
-from cxxgate.library import Library
-from cxxgate.prompt import PromptError, _secret_in, render
-from cxxgate.settings import Settings
+from cxxgate.contract import registry
+from cxxgate.graph.library import Library
+from cxxgate.library import lock
+from cxxgate.library.case import Case, load_case
+from cxxgate.library.prompt import PromptError, _secret_in, render
+from cxxgate.library.settings import Settings
+from cxxgate.toolchain.envelope import Envelopes
 
 
 def _case(tmp_path: Path, name: str = "token_handle", template: str | None = None) -> Case:

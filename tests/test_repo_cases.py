@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from cxxgate.projectflags import _kept
-from cxxgate.repo import RepoSpec, base_tree
-from cxxgate.yamlfile import InputError
+from cxxgate.intake.repo import RepoSpec, base_tree
+from cxxgate.toolchain.projectflags import _kept
+from cxxgate.util.yamlfile import InputError
 from tests.conftest import SHIPPED, Grade, run_doit, run_grade
 
 CASE = "calc"

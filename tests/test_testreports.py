@@ -177,7 +177,7 @@ def test_library_objects_that_reach_into_googletest(tmp_path: Path) -> None:
     """A library unit that installs a fake result reporter names GoogleTest's symbols,
     which the reference's library object does not: framework_tamper. A test unit's own
     template instances (a changed API) do not count; what it binds to GoogleTest does."""
-    from cxxgate.ctest import gtest_symbols
+    from cxxgate.cells.ctest import gtest_symbols
 
     plain = gtest_symbols(_object(tmp_path, "plain", "int parse() { return 1; }\n"))
     spi = gtest_symbols(_object(tmp_path, "spi", SPI))
@@ -229,8 +229,8 @@ def test_test_units_and_links_against_the_reference() -> None:
 
 def test_ccache_listing_keeps_executable_files(tmp_path: Path) -> None:
     """An executable header in the build folder is in ccache's namespace listing
-    (cxxgate/cmake.py), with its mode: the red team's cc_b was served cc_a's object."""
-    from cxxgate.cmake import _names
+    (cxxgate/cells/cmake.py), with its mode: the red team's cc_b was served cc_a's object."""
+    from cxxgate.cells.cmake import _names
 
     (tmp_path / "generated" / "duration").mkdir(parents=True)
     before = _names(tmp_path, products=True)

@@ -1,6 +1,6 @@
 """Gate `budget`: a resource contract; same stdout is not the same program.
 
-A contract per case: a program (cxxgate/program.py: units linked with the case's sources,
+A contract per case: a program (cxxgate/contract/program.py: units linked with the case's sources,
 argv and stdin in the case, so a candidate cannot shrink the workload, the expected stdout
 and exit status), warm-up and timed rounds, and caps on peak RSS
 and wall time. Caps are relative by default, because absolute figures do not survive a
@@ -10,7 +10,7 @@ within `relative` x the reference's median (default: RSS 1.25x, wall 2x). An `ab
 cap is in KiB for RSS (Linux ru_maxrss units) and seconds for wall.
 
 Figures come from the meter launcher (cxxgate/templates/budget/meter.cpp): wait4 on the program
-alone, so peak RSS is the program's own and not the harness's (see cxxgate/run.py).
+alone, so peak RSS is the program's own and not the harness's (see cxxgate/runs/run.py).
 Classes, most severe first:
 
 | class           | meaning                                                          |
@@ -35,15 +35,15 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from cxxgate import probe, program
-from cxxgate.cellspec import CellSpec, Unit
-from cxxgate.diagnostics import why_failed
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract import probe, program
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.program import Program
 from cxxgate.gates import lanes
-from cxxgate.program import Program
-from cxxgate.result import Check, GateResult
-from cxxgate.run import RunSpec
-from cxxgate.yamlfile import Strict
+from cxxgate.results.result import Check, GateResult
+from cxxgate.runs.run import RunSpec
+from cxxgate.toolchain.cellspec import CellSpec, Unit
+from cxxgate.toolchain.diagnostics import why_failed
+from cxxgate.util.yamlfile import Strict
 
 NAME = "budget"
 SEVERITY = (

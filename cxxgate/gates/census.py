@@ -57,16 +57,16 @@ from typing import Any
 
 from pydantic import Field
 
-from cxxgate import codehash
-from cxxgate.cellspec import COMPILE_CODE
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import executed, ledger, linked, survive, witness
 from cxxgate.gates.callees import UNPARSED
 from cxxgate.gates.cppsource import parser_id
 from cxxgate.gates.witness_data import Witness
-from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
-from cxxgate.scan import ScanResult, ScanSpec
-from cxxgate.yamlfile import Strict
+from cxxgate.results.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
+from cxxgate.runs.scan import ScanResult, ScanSpec
+from cxxgate.store import codehash
+from cxxgate.toolchain.cellspec import COMPILE_CODE
+from cxxgate.util.yamlfile import Strict
 
 NAME = "census"
 SEVERITY = (
@@ -117,7 +117,7 @@ def plan(ctx: Context) -> Plan:
         "compile_seconds": ctx.case.spec.limits.compile_seconds,
         "parser": parser_id(),
         # How the preprocessor is called (argv, sandbox) shapes the liveness it reports.
-        "harness": codehash.of_modules(*COMPILE_CODE, "run", "process", "sandbox"),
+        "harness": codehash.of_modules(*COMPILE_CODE, "runs.run", "host.process", "host.sandbox"),
         "report_unit": codehash.of_text(executed.REPORT_UNIT.read_bytes()),
         "clang": {
             "std": env.std,

@@ -3,7 +3,7 @@
 The case's library sources become a static archive; its consumer program, which includes
 only the public headers, is compiled in a fresh folder holding just those headers and the
 archive (`-Iinclude`, `-l<library>`, no tree, no prefix header, a pinned environment), then
-linked and run against its expected exit status and stdout (cxxgate/program.py; its units
+linked and run against its expected exit status and stdout (cxxgate/contract/program.py; its units
 are files beside the tree). Classes, most severe first:
 
 | class                  | meaning                                                         |
@@ -31,15 +31,15 @@ import re
 
 from pydantic import Field
 
-from cxxgate import program
-from cxxgate.cellspec import CellResult, CellSpec, Unit
-from cxxgate.diagnostics import Diagnostic, first_error, parse
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract import program
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.program import Expected, Program
 from cxxgate.gates import surface
-from cxxgate.program import Expected, Program
-from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
-from cxxgate.run import RunResult
-from cxxgate.yamlfile import InputError, Strict, TreePath
+from cxxgate.results.result import TOOLCHAIN_MISSING, Check, GateResult
+from cxxgate.runs.run import RunResult
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
+from cxxgate.toolchain.diagnostics import Diagnostic, first_error, parse
+from cxxgate.util.yamlfile import InputError, Strict, TreePath
 
 NAME = "consumer"
 SEVERITY = (

@@ -7,7 +7,7 @@ U+2028 ends no line). The case's tests
 in a coverage envelope (`--coverage -O0 -fno-inline -fkeep-inline-functions`: inline and
 header code kept, so an uncalled inline function counts as unexecuted rather than absent)
 and run one per run task; each run leaves its .gcda counts in its kept folder
-(GCOV_PREFIX, cxxgate/run.py `keep`), which gcov's JSON reads (cxxgate/gates/gcovjson.py).
+(GCOV_PREFIX, cxxgate/runs/run.py `keep`), which gcov's JSON reads (cxxgate/gates/gcovjson.py).
 Counts of every test are summed, then joined to the hunks by tree-relative path (gcov's
 names normalised: `src/../src/x.hpp` is `src/x.hpp`), headers included.
 
@@ -74,7 +74,7 @@ in-process: see README "Code before main".
 
 A program whose tree objects hold code that runs before the harness's entry (a
 `.preinit_array` hook, an IFUNC, an early constructor) is `premain_hook`, decided for
-every runtime gate at the link (cxxgate/premain.py).
+every runtime gate at the link (cxxgate/cells/premain.py).
 
 The reference state (the base tree, no hunk) is green when its tests pass and gcov scored
 lines of the tree: the build and the join are proven before any candidate is believed.
@@ -87,16 +87,16 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from cxxgate import program
-from cxxgate.cellspec import UNIT_NAME
-from cxxgate.diagnostics import why_failed
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract import program
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.program import Program
 from cxxgate.gates import gcovjson, hunks, lanes
-from cxxgate.program import Program
-from cxxgate.result import Check, Finding, GateResult
-from cxxgate.sandbox import NEUTRAL_BUILD
-from cxxgate.scan import ScanSpec
-from cxxgate.yamlfile import InputError, Strict
+from cxxgate.host.sandbox import NEUTRAL_BUILD
+from cxxgate.results.result import Check, Finding, GateResult
+from cxxgate.runs.scan import ScanSpec
+from cxxgate.toolchain.cellspec import UNIT_NAME
+from cxxgate.toolchain.diagnostics import why_failed
+from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "coverage"
 SEVERITY = (
@@ -300,7 +300,7 @@ def _suite(
 
 def _harness(test: Program) -> dict[str, str]:
     """The test's grader-owned units as gcov names them (the build folder, the names
-    cxxgate/program.py gives them) -> the key their counts are kept under."""
+    cxxgate/contract/program.py gives them) -> the key their counts are kept under."""
     return {
         f"{NEUTRAL_BUILD}/{UNIT_NAME if j == 0 else f'unit{j}.cpp'}": f"{GRADER}/{ref.oracle}"
         for j, ref in enumerate(test.units)

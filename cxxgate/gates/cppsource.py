@@ -3,7 +3,7 @@
 A real parser, never line patterns: a comment or a string that mentions `EXPECT_EQ(...)` is
 a comment or a string, an assertion spread over five lines is one call, and a literal is a
 token with a value (`0x6E4`, `1'764` and `1764LL` are one number). Parsing is cheap and
-pure; the gates run it inside scans (cxxgate/scan.py), so a warm grade parses nothing.
+pure; the gates run it inside scans (cxxgate/runs/scan.py), so a warm grade parses nothing.
 """
 
 from __future__ import annotations

@@ -11,12 +11,12 @@ stays one). The units compile from a copy of the tree in which every file holdin
 is marked, headers too. `static_assert` and checks without an argument are compile-time
 or unmarked: not told (None).
 
-The record goes through the report channel of cxxgate/run.py (a file behind an inherited
+The record goes through the report channel of cxxgate/runs/run.py (a file behind an inherited
 descriptor, only lines carrying the run's nonce kept), each line starting with a secret
 made for this build, written on a witness's first execution (a crash later keeps what ran
 before). The recorder's name carries a random tag, and the program is linked stripped: the
 candidate's code, compiled into the same program, can name neither. The build and the run
-go through cxxgate/toolcall.py and cxxgate/run.py.
+go through cxxgate/toolchain/toolcall.py and cxxgate/runs/run.py.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cxxgate import diagnostics, toolcall
-from cxxgate.cellspec import CellSpec
-from cxxgate.envelope import Envelope
 from cxxgate.gates import cppsource, linked, survive
-from cxxgate.layout import Layout
-from cxxgate.process import Caps
-from cxxgate.run import RunSpec, execute_built
+from cxxgate.host.process import Caps
+from cxxgate.runs.run import RunSpec, execute_built
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain import diagnostics, toolcall
+from cxxgate.toolchain.cellspec import CellSpec
+from cxxgate.toolchain.envelope import Envelope
 
 if TYPE_CHECKING:
     from cxxgate.gates.witness_data import FileInventory, Witness

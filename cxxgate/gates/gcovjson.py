@@ -1,7 +1,7 @@
 """Line, branch and function counts of one coverage run: gcov's JSON (`-b`: with each
 line's branches, its `unexecuted_block` flag, and each function's `execution_count` and
 line span) over the cell's .gcno notes and the .gcda counts the run left (kept by
-cxxgate/run.py), by tree-relative path.
+cxxgate/runs/run.py), by tree-relative path.
 
 Branches are kept per translation unit (the object's note): one unit's copy of an inline
 function has branches of its own, and a line's branches are compared only with copies of
@@ -10,10 +10,10 @@ are not counted: every call that may throw has one.
 
 gcov reads what the candidate's process wrote, so it runs confined (bubblewrap where
 available: a scratch folder holding copies of both, nothing else writable) and bounded,
-through cxxgate/toolquery.py. It runs when the coverage gate classifies, so a
+through cxxgate/toolchain/toolquery.py. It runs when the coverage gate classifies, so a
 re-classification runs it again.
 A source is named by the path its compile recorded: the tree's own files appear under
-the neutral tree path (cxxgate/cellspec.py NEUTRAL_TREE), so a file is joined to the
+the neutral tree path (cxxgate/toolchain/cellspec.py NEUTRAL_TREE), so a file is joined to the
 patch's hunks by its path below the tree, never by its base name. The name is the
 spelling the compile met (`src/../src/sign.hpp` for `#include "../src/sign.hpp"`, a
 relative name under the unit's working directory): it is normalised (joined to gcov's
@@ -39,10 +39,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cxxgate import toolquery
-from cxxgate.cellspec import CellResult
-from cxxgate.run import RunResult
-from cxxgate.sandbox import NEUTRAL_TREE
+from cxxgate.host.sandbox import NEUTRAL_TREE
+from cxxgate.runs.run import RunResult
+from cxxgate.toolchain import toolquery
+from cxxgate.toolchain.cellspec import CellResult
 
 GCOV_SECONDS = 60.0
 OUTPUT_CAP = 64 << 20

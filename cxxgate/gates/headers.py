@@ -23,13 +23,13 @@ import re
 
 from pydantic import Field
 
-from cxxgate import probe
-from cxxgate.cellspec import UNIT_NAME, CellResult, CellSpec, Step, Unit
-from cxxgate.diagnostics import Diagnostic, errors_with_notes, in_tree, parse
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract import probe
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates.project import configure_spec
-from cxxgate.result import TOOLCHAIN_MISSING, Check, Finding, GateResult
-from cxxgate.yamlfile import InputError, Strict
+from cxxgate.results.result import TOOLCHAIN_MISSING, Check, Finding, GateResult
+from cxxgate.toolchain.cellspec import UNIT_NAME, CellResult, CellSpec, Step, Unit
+from cxxgate.toolchain.diagnostics import Diagnostic, errors_with_notes, in_tree, parse
+from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "headers"
 SEVERITY = ("missing_declaration", "other_compile_error")
@@ -77,7 +77,8 @@ def plan(ctx: Context) -> Plan:
             raise InputError(msg)
     env = ctx.gate_envelope(NAME, cfg.envelope)
     out = Plan()
-    # A CMake case's probes compile with the project's own flags (cxxgate/projectflags.py).
+    # A CMake case's probes compile with the project's own flags
+    # (cxxgate/toolchain/projectflags.py).
     project = configure_spec(ctx, ctx.tree_key, env, NAME)
     if project is not None:
         out.cells["cmake configure"] = project

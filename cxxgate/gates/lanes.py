@@ -1,7 +1,7 @@
-"""What the runtime gates share besides the program model (cxxgate/program.py): cells
+"""What the runtime gates share besides the program model (cxxgate/contract/program.py): cells
 of drivers the harness renders itself, and sanitizer reports.
 
-Every program is linked with the harness entry (cxxgate/cell.py ENTRY_SOURCE): a run that
+Every program is linked with the harness entry (cxxgate/cells/cell.py ENTRY_SOURCE): a run that
 ends without returning from its unit's main (a static initialiser calling _exit) fails,
 whatever its exit status.
 """
@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cxxgate import program
-from cxxgate.cellspec import UNIT_NAME, CellSpec, Unit
-from cxxgate.envelope import Envelope
-from cxxgate.gate import Context
-from cxxgate.sandbox import NEUTRAL_TREE
+from cxxgate.contract import program
+from cxxgate.contract.gate import Context
+from cxxgate.host.sandbox import NEUTRAL_TREE
+from cxxgate.toolchain.cellspec import UNIT_NAME, CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelope
 
 
 def unit_of(ctx: Context, rel: str, key: str) -> Unit:
@@ -26,7 +26,7 @@ def unit_of(ctx: Context, rel: str, key: str) -> Unit:
 
 def program_cell(ctx: Context, tree_key: str, unit: Unit, env: Envelope, label: str) -> CellSpec:
     """A driver the harness renders itself (slope, metamorphic); a case's programs are
-    built by cxxgate/program.py, to the same key when they are one oracle unit."""
+    built by cxxgate/contract/program.py, to the same key when they are one oracle unit."""
     case = ctx.case
     return CellSpec(
         kind="exe",
@@ -97,7 +97,7 @@ def _top_frame(text: str, tree_root: str) -> str:
 
 def _shown(file: str, tree_root: str) -> str:
     path = Path(file)
-    # Debug info names the tree by its neutral path (-ffile-prefix-map in cxxgate/cell.py).
+    # Debug info names the tree by its neutral path (-ffile-prefix-map in cxxgate/cells/cell.py).
     for root in (tree_root, NEUTRAL_TREE):
         if root and path.is_relative_to(root):
             return path.relative_to(root).as_posix()

@@ -33,7 +33,7 @@ Classes, most severe first:
 | literal_leak       | the patch added a literal the visible oracle shows              |
 | accept             | neither                                                         |
 
-What a candidate can reach: compiles and runs are sandboxed (cxxgate/sandbox.py): they see
+What a candidate can reach: compiles and runs are sandboxed (cxxgate/host/sandbox.py): they see
 the tree and their own cell folder, never the case folder, so neither the hidden golden
 nor the hidden units' files are readable by a visible build or a run. A hidden unit is
 compiled as `main.cpp` in its own cell folder, like every harness unit; a patched header in
@@ -55,17 +55,17 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from cxxgate import program
-from cxxgate.cellspec import CellResult, CellSpec
-from cxxgate.diagnostics import why_failed
-from cxxgate.envelope import Envelope
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract import program
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.program import Expected, Program
 from cxxgate.gates import cppsource, lanes, leak_gimple, literals
-from cxxgate.program import Expected, Program
-from cxxgate.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
-from cxxgate.run import RunResult
-from cxxgate.scan import ScanSpec
-from cxxgate.yamlfile import InputError, Strict
+from cxxgate.results.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
+from cxxgate.runs.run import RunResult
+from cxxgate.runs.scan import ScanSpec
+from cxxgate.toolchain.cellspec import CellResult, CellSpec
+from cxxgate.toolchain.diagnostics import why_failed
+from cxxgate.toolchain.envelope import Envelope
+from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "leak"
 SEVERITY = ("hidden_oracle_fail", "literal_leak")

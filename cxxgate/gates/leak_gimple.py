@@ -30,10 +30,10 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate.cellspec import CellResult
 from cxxgate.gates import cppsource, leak_bytes
-from cxxgate.layout import Layout
-from cxxgate.sandbox import NEUTRAL_TREE
+from cxxgate.host.sandbox import NEUTRAL_TREE
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import CellResult
 
 GIMPLE_FLAGS = ("-O2", "-fdump-tree-gimple-lineno", "-fdump-tree-optimized-lineno")
 DUMPS = ("gimple", "optimized")  # the dumps' suffixes: before and after g++'s optimisers

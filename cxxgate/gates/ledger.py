@@ -34,11 +34,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cxxgate import program, toolquery
-from cxxgate.cellspec import CellResult
-from cxxgate.diagnostics import why_failed
-from cxxgate.envelope import Envelope
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract import program
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.program import Program
 from cxxgate.gates import (
     lanes,
     ledger_ast,
@@ -48,10 +46,13 @@ from cxxgate.gates import (
     ledger_objects,
     ledger_rules,
 )
-from cxxgate.program import Program
-from cxxgate.result import VACUOUS, Check, Finding, GateResult
-from cxxgate.scan import ScanSpec
-from cxxgate.yamlfile import InputError, Strict, key_path, load_model
+from cxxgate.results.result import VACUOUS, Check, Finding, GateResult
+from cxxgate.runs.scan import ScanSpec
+from cxxgate.toolchain import toolquery
+from cxxgate.toolchain.cellspec import CellResult
+from cxxgate.toolchain.diagnostics import why_failed
+from cxxgate.toolchain.envelope import Envelope
+from cxxgate.util.yamlfile import InputError, Strict, key_path, load_model
 
 NAME = "ledger"
 OBJECTS = "objects"  # plan name of the oracle's library objects (ledger_objects.py)
@@ -74,8 +75,8 @@ def system_dirs(
 ) -> tuple[str, ...]:
     """g++'s `#include <...>` search list, resolved: libclang reads these and nothing of
     its own, so it sees the libstdc++ headers the compiles see. Asked once per process
-    through cxxgate/toolquery.py (bounded, confined), like the toolchain's `--version`
-    (cxxgate/envelope.py); the envelope id and the answer both enter the scan's key."""
+    through cxxgate/toolchain/toolquery.py (bounded, confined), like the toolchain's `--version`
+    (cxxgate/toolchain/envelope.py); the envelope id and the answer both enter the scan's key."""
     code, text = toolquery.query([compiler, f"-std={std}", "-xc++", "-E", "-v", "-"], binds=binds)
     start = text.find("#include <...> search starts here:")
     end = text.find("End of search list.")

@@ -630,7 +630,7 @@ def _units(tree: Path, globs: list[str]) -> list[Path]:
 
 
 def facts(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """The scan function (cxxgate/scan.py): the ledger's facts about one tree."""
+    """The scan function (cxxgate/runs/scan.py): the ledger's facts about one tree."""
     tree = tree.resolve()
     args = clang_args(params, tree)
     index = ci.Index.create()

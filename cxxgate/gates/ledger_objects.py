@@ -32,9 +32,9 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate import toolquery
-from cxxgate.cellspec import CellResult
-from cxxgate.layout import Layout
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain import toolquery
+from cxxgate.toolchain.cellspec import CellResult
 
 # The shared libraries g++ links a C++ program against: where every name an object leaves
 # undefined is bound (unless another object of the tree defines it).
@@ -148,7 +148,7 @@ def _writable(path: Path) -> list[tuple[str, str]]:
 def aliases(compiler: str, binds: tuple[tuple[str, str], ...] = ()) -> dict[str, frozenset[str]]:
     """name -> every name the toolchain's shared libraries export at the same address
     (its alias group). Each library's path is asked of the compiler through
-    cxxgate/toolquery.py (`-print-file-name`); a library it cannot name or that cannot be
+    cxxgate/toolchain/toolquery.py (`-print-file-name`); a library it cannot name or that cannot be
     read gives no groups (its names then stay unknown: unlisted, never benign)."""
     groups: dict[str, frozenset[str]] = {}
     for lib in LINKED_LIBRARIES:

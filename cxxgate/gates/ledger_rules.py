@@ -58,8 +58,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from cxxgate.result import Finding
-from cxxgate.yamlfile import Strict
+from cxxgate.results.result import Finding
+from cxxgate.util.yamlfile import Strict
 
 Construct = Literal[
     "static_mutex",

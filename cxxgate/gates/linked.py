@@ -34,7 +34,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate import codehash
+from cxxgate.store import codehash
 
 _GLOBAL = {"STB_GLOBAL", "STB_LOOS"}  # STB_LOOS: pyelftools' name for STB_GNU_UNIQUE
 

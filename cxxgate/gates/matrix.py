@@ -28,15 +28,15 @@ from dataclasses import replace
 
 from pydantic import Field
 
-from cxxgate import program
-from cxxgate.cellspec import CellResult
-from cxxgate.diagnostics import why_failed
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract import program
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.program import Expected, Program
 from cxxgate.gates import lanes
-from cxxgate.program import Expected, Program
-from cxxgate.result import Check, GateResult
-from cxxgate.run import RunResult
-from cxxgate.yamlfile import Strict
+from cxxgate.results.result import Check, GateResult
+from cxxgate.runs.run import RunResult
+from cxxgate.toolchain.cellspec import CellResult
+from cxxgate.toolchain.diagnostics import why_failed
+from cxxgate.util.yamlfile import Strict
 
 NAME = "matrix"
 SEVERITY = ("incomplete", "compile_fail", "run_fail", "disagreement")

@@ -7,14 +7,14 @@ by its stdin:
 - golden stage: one run per golden, stdin `golden\\n` + the golden's input; the merged
   result the driver reports must be the golden's output, line for line;
 - relation stage: one run, stdin `relations <seed> <trials>\\n`. The seed is the batch's
-  (cxxgate/settings.py: `seed=N`, else `<out>/seed`), never in a case or a prompt, and
+  (cxxgate/library/settings.py: `seed=N`, else `<out>/seed`), never in a case or a prompt, and
   enters only this run's key: a new seed reruns this run, no compile. The trial count is
   the case's. The driver draws trial t's input, its size included, from (seed, t): sizes
   must span scales (the intervals driver draws 0..3, tens, hundreds and a few thousand
   elements, a quarter of the trials each), or a patch that special-cases small inputs
   (sorts only a dozen elements or fewer) passes every relation on small draws.
 
-The driver reports through the harness's report channel (cxxgate/run.py RunSpec.report,
+The driver reports through the harness's report channel (cxxgate/runs/run.py RunSpec.report,
 cxxgate/templates/metamorphic/report.cpp), never stdout: every line carries a per-run
 nonce, and the harness keeps only those, so nothing the candidate prints reads as a
 verdict. The line protocol (`parse_report`):
@@ -55,14 +55,14 @@ from dataclasses import dataclass, field, replace
 
 from pydantic import Field, field_validator
 
-from cxxgate import codehash
-from cxxgate.cellspec import CellResult, Unit
-from cxxgate.diagnostics import why_failed
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import lanes
-from cxxgate.result import VACUOUS, Check, GateResult
-from cxxgate.run import RunResult, RunSpec
-from cxxgate.yamlfile import InputError, Strict
+from cxxgate.results.result import VACUOUS, Check, GateResult
+from cxxgate.runs.run import RunResult, RunSpec
+from cxxgate.store import codehash
+from cxxgate.toolchain.cellspec import CellResult, Unit
+from cxxgate.toolchain.diagnostics import why_failed
+from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "metamorphic"
 SEVERITY = ("build_fail", "crash", "hang", "snapshot_mismatch", "relation")
@@ -135,7 +135,7 @@ def _run(
 
 def _check_expected_relations(ctx: Context, cfg: Config) -> None:
     """`relation:<name>` in a shipped patch's expect must name a relation the case declares
-    (cxxgate/case.py checks only the word before ':')."""
+    (cxxgate/library/case.py checks only the word before ':')."""
     for i, known in enumerate(ctx.case.spec.patches):
         want = known.expect.gate_classes().get(NAME)
         words = [want] if isinstance(want, str) else want or []

@@ -22,9 +22,9 @@ fail for an error the language makes: a warning that -Werror promoted (GCC's JSO
 `-Werror=X`, clang's `[-Werror,-WX]`) counts as a warning, for the unit and its twin, so a
 call that now compiles with only a [[nodiscard]] warning is a surface regression.
 
-Units are compiled under one ordinary name, with the tree at a neutral path (cxxgate/cell.py):
+Units are compiled under one ordinary name, with the tree at a neutral path (cxxgate/cells/cell.py):
 a header cannot tell a probe from a build. must_build programs are linked with the harness
-entry, which reports a per-run nonce once the unit's main returned (cxxgate/run.py).
+entry, which reports a per-run nonce once the unit's main returned (cxxgate/runs/run.py).
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
-from cxxgate import probe
-from cxxgate.cellspec import ENTRY_UNIT, UNIT_NAME, CellResult, CellSpec, Unit
-from cxxgate.diagnostics import Diagnostic, first_error, in_tree, of_cell, why_failed
-from cxxgate.envelope import Family
-from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.result import TOOLCHAIN_MISSING, Check, Finding, GateResult
-from cxxgate.run import RunResult, RunSpec
-from cxxgate.yamlfile import InputError, Strict
+from cxxgate.contract import probe
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.results.result import TOOLCHAIN_MISSING, Check, Finding, GateResult
+from cxxgate.runs.run import RunResult, RunSpec
+from cxxgate.toolchain.cellspec import ENTRY_UNIT, UNIT_NAME, CellResult, CellSpec, Unit
+from cxxgate.toolchain.diagnostics import Diagnostic, first_error, in_tree, of_cell, why_failed
+from cxxgate.toolchain.envelope import Family
+from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "negcomp"
 SEVERITY = (

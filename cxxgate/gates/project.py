@@ -1,16 +1,16 @@
-"""The cmake cells of a repository case (cxxgate/cmake.py), as the gates plan them: the
+"""The cmake cells of a repository case (cxxgate/cells/cmake.py), as the gates plan them: the
 `tests` gate's build of each tree (with the hidden test patch, seeded from the reference
 tree's build), and the configure-only cell whose compile database gives the probe gates
 (headers, symbols) the project's own include folders and defines
-(cxxgate/projectflags.py)."""
+(cxxgate/toolchain/projectflags.py)."""
 
 from __future__ import annotations
 
-from cxxgate import cmake
-from cxxgate.cellspec import CellSpec, Unit
-from cxxgate.envelope import Envelope
-from cxxgate.gate import Context
-from cxxgate.yamlfile import InputError
+from cxxgate.cells import cmake
+from cxxgate.contract.gate import Context
+from cxxgate.toolchain.cellspec import CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelope
+from cxxgate.util.yamlfile import InputError
 
 
 def build_spec(

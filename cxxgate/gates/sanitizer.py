@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from cxxgate import program
-from cxxgate.diagnostics import why_failed
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract import program
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.program import Expected, Program
 from cxxgate.gates import lanes
-from cxxgate.program import Expected, Program
-from cxxgate.result import Check, GateResult
-from cxxgate.run import RunResult
-from cxxgate.yamlfile import Strict
+from cxxgate.results.result import Check, GateResult
+from cxxgate.runs.run import RunResult
+from cxxgate.toolchain.diagnostics import why_failed
+from cxxgate.util.yamlfile import Strict
 
 NAME = "sanitizer"
 SEVERITY = (

@@ -81,15 +81,16 @@ import pathspec
 from pydantic import Field, field_validator
 from pygments.lexers import CppLexer
 
-from cxxgate import probe, toolquery
-from cxxgate.cellspec import UNIT_NAME, Unit
-from cxxgate.diagnostics import why_failed
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract import probe
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import hunks, lanes
-from cxxgate.result import Check, Finding, GateResult
-from cxxgate.run import RunResult, RunSpec
-from cxxgate.scan import ScanSpec
-from cxxgate.yamlfile import InputError, Strict
+from cxxgate.results.result import Check, Finding, GateResult
+from cxxgate.runs.run import RunResult, RunSpec
+from cxxgate.runs.scan import ScanSpec
+from cxxgate.toolchain import toolquery
+from cxxgate.toolchain.cellspec import UNIT_NAME, Unit
+from cxxgate.toolchain.diagnostics import why_failed
+from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "slope"
 SEVERITY = (

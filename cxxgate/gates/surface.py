@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from cxxgate.gate import Context
-from cxxgate.yamlfile import InputError
+from cxxgate.contract.gate import Context
+from cxxgate.util.yamlfile import InputError
 
 
 def library_name(ctx: Context, gate: str, name: str | None) -> str:

@@ -18,7 +18,7 @@ end markers (`expansions`): the census compares both with the reference's.
 
 The copy lives in a scratch folder, named as its original; `-iquote` the original's folder
 keeps its quoted includes resolving as before. The preprocessor runs through
-cxxgate/toolcall.py (logged, bounded, sandboxed: it reads the tree and writes only the
+cxxgate/toolchain/toolcall.py (logged, bounded, sandboxed: it reads the tree and writes only the
 scratch folder).
 """
 
@@ -31,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cxxgate import diagnostics, toolcall
-from cxxgate.cellspec import CellSpec, Step
-from cxxgate.envelope import Envelope, Toolchain
 from cxxgate.gates import cppsource
-from cxxgate.layout import Layout
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain import diagnostics, toolcall
+from cxxgate.toolchain.cellspec import CellSpec, Step
+from cxxgate.toolchain.envelope import Envelope, Toolchain
 
 
 @dataclass(frozen=True)

@@ -35,14 +35,14 @@ from pathlib import Path
 
 from pydantic import Field
 
-from cxxgate import elf
-from cxxgate.cellspec import CellResult, CellSpec, Unit
-from cxxgate.diagnostics import why_failed
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import surface
 from cxxgate.gates.project import configure_spec
-from cxxgate.result import TOOLCHAIN_MISSING, Check, GateResult
-from cxxgate.yamlfile import Strict, TreePath
+from cxxgate.results.result import TOOLCHAIN_MISSING, Check, GateResult
+from cxxgate.toolchain import elf
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
+from cxxgate.toolchain.diagnostics import why_failed
+from cxxgate.util.yamlfile import Strict, TreePath
 
 NAME = "symbols"
 SEVERITY = (
@@ -81,7 +81,8 @@ def plan(ctx: Context) -> Plan:
         (ctx.tree_key, "cmake configure"),
         (ctx.reference_tree_key, "cmake ref"),
     ):
-        # A CMake case's library compiles with the project's flags (cxxgate/projectflags.py).
+        # A CMake case's library compiles with the project's flags
+        # (cxxgate/toolchain/projectflags.py).
         project = configure_spec(ctx, tree_key, ctx.gate_envelope(NAME, cfg.envelope), NAME)
         if project is not None:
             out.cells[name] = project

@@ -1,17 +1,17 @@
 """Gate `tests`: the project's own suite, fail-to-pass and pass-to-pass (SWE-bench style).
 
-For a case built with CMake (`build: cmake`, cxxgate/cmake.py): the case's test patch,
+For a case built with CMake (`build: cmake`, cxxgate/cells/cmake.py): the case's test patch,
 kept beside the tree and never shown to the candidate, is applied after the candidate's
 patch; the project is configured and built, and ctest runs the suite with
 `--output-junit`. Per-test outcomes are read from that JUnit file (junitparser). A test
 that ran into ctest's per-test timeout (`limits.run_seconds`) is a hang: ctest's JUnit
-marks it failed, with a time at the limit. Reference first (cxxgate/verdict.py): every
+marks it failed, with a time at the limit. Reference first (cxxgate/verdicts/verdict.py): every
 `fail_to_pass` test must fail (or not build) on base + test patch and pass on reference +
 test patch; every `pass_to_pass` test must pass on both (when base + test patch builds).
 
 Every candidate build starts from the reference's build folder of the same spec, so a
-patch of one source file rebuilds what that file feeds (see cxxgate/cmake.py). The suite
-runs as a candidate program (cxxgate/ctest.py): sandboxed, capped, as a uid of its own.
+patch of one source file rebuilds what that file feeds (see cxxgate/cells/cmake.py). The suite
+runs as a candidate program (cxxgate/cells/ctest.py): sandboxed, capped, as a uid of its own.
 
 A pass needs more than ctest's word. The test units (the compile database's units in the
 test folders) must compile with no preprocessor flag the reference's build lacks, and see
@@ -59,16 +59,16 @@ import pathspec
 from junitparser import JUnitXml, TestSuite
 from pydantic import Field, model_validator
 
-from cxxgate import ctest
-from cxxgate.cellspec import CellResult, CellSpec, Unit
-from cxxgate.envelope import Envelope
-from cxxgate.gate import Context, Gate, Outputs, Plan
+from cxxgate.cells import ctest
+from cxxgate.contract.gate import Context, Gate, Outputs, Plan
 from cxxgate.gates import testreports, testunits
 from cxxgate.gates.project import build_spec, project_build
-from cxxgate.result import Check, GateResult
-from cxxgate.scan import ScanSpec
-from cxxgate.tree import guard
-from cxxgate.yamlfile import InputError, Strict, TreePath
+from cxxgate.intake.tree import guard
+from cxxgate.results.result import Check, GateResult
+from cxxgate.runs.scan import ScanSpec
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelope
+from cxxgate.util.yamlfile import InputError, Strict, TreePath
 
 NAME = "tests"
 SEVERITY = (

@@ -4,12 +4,12 @@ A test unit is a unit of the build whose source lies in a test
 folder (a folder holding a file the hidden test patch touches, or named by `test_files`).
 Two comparisons, each keyed by the unit's source path:
 
-- its compile command as Ninja runs it (cxxgate/ctest.py): a program in front of the
+- its compile command as Ninja runs it (cxxgate/cells/ctest.py): a program in front of the
   compiler (a launcher) or a preprocessor flag the reference's command lacks (`-include`,
   `-imacros`, `-D`, `-U`, an include folder, `-Wp,`/`-Xpreprocessor`, a response file) can
   change what the test's text means without touching it (`add_compile_options(-include
   src/quiet.h)`);
-- the framework macros it sees (`-E -dM` with its own command, cxxgate/ctest.py): a macro
+- the framework macros it sees (`-E -dM` with its own command, cxxgate/cells/ctest.py): a macro
   the reference's unit defines (EXPECT_EQ, TEST, REQUIRE, ...) that is defined otherwise,
   or not at all, however the new definition was reached.
 """
@@ -21,7 +21,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cxxgate.ctest import COMMANDS_JSON, GRAPH_JSON, entry_argv
+from cxxgate.cells.ctest import COMMANDS_JSON, GRAPH_JSON, entry_argv
 
 # Flags whose value is the next argument when not glued to the flag.
 _SEPARATE = ("-include", "-imacros", "--include", "-isystem", "-iquote", "-idirafter",
@@ -118,7 +118,7 @@ def redefined(mine: Path, reference: Path) -> dict[str, list[str]]:
     return found
 
 
-# The build's graph (cxxgate/ctest.py GRAPH_JSON): what Ninja compiled and linked.
+# The build's graph (cxxgate/cells/ctest.py GRAPH_JSON): what Ninja compiled and linked.
 
 
 ABSENT = ": not built"

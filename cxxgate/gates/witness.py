@@ -23,10 +23,10 @@ from typing import Any
 
 from tree_sitter import Node
 
-from cxxgate import codehash
-from cxxgate.envelope import Envelope
 from cxxgate.gates import callees, cppsource, executed, survive
 from cxxgate.gates.witness_data import FileInventory, Macro, Miss, Witness
+from cxxgate.store import codehash
+from cxxgate.toolchain.envelope import Envelope
 
 TEST_DEFINITIONS = frozenset({"TEST", "TEST_F", "TEST_P", "TYPED_TEST", "TYPED_TEST_P"})
 TEST_CALLS = frozenset({"TEST_CASE", "TEST_CASE_METHOD", "SECTION"})
