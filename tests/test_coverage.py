@@ -1,4 +1,4 @@
-"""The coverage gate's joins and rules (cxxgate/gates/coverage.py, gcovjson.py, hunks.py):
+"""The coverage gate's joins and rules (gates/coverage.py, gcovjson.py, hunks.py):
 gcov's JSON as gcov 12 prints it, the scan on real files, and a real doit grade of a copy
 of cases/port with the branch rule relaxed by the case."""
 

@@ -26,7 +26,9 @@ def _module_name(path: Path) -> str:
 def _imports() -> dict[str, set[str]]:
     """Every cxxgate module and the cxxgate modules it imports, anywhere in its body
     (function-level and TYPE_CHECKING imports are arrows too)."""
-    modules = {_module_name(p): p for p in ENGINE.rglob("*.py")}
+    # gates/ is linked into the package (cxxgate/gates): followed like the import follows it.
+    files = [Path(top, n) for top, _, names in os.walk(ENGINE, followlinks=True) for n in names]
+    modules = {_module_name(p): p for p in files if p.suffix == ".py"}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
         for node in ast.walk(ast.parse(path.read_text())):

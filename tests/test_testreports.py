@@ -1,6 +1,6 @@
-"""GoogleTest's reports as the `tests` gate reads them (cxxgate/gates/testreports.py), from
+"""GoogleTest's reports as the `tests` gate reads them (gates/testreports.py), from
 real programs built with g++ against the system's GoogleTest, and the test units' flags
-(cxxgate/gates/testunits.py)."""
+(gates/testunits.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Code that would run before the harness's own: refused at the link, from the objects.
 
-A program the harness links with its entry (cxxgate/templates/entry/entry.cpp) takes its
+A program the harness links with its entry (templates/entry/entry.cpp) takes its
 nonces in a `.preinit_array` hook: the first code of the program to run. What could run
 earlier, or first among equals, is refused here, read from the object files the compiler
 made (pyelftools), never from the source text:

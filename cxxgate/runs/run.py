@@ -4,7 +4,7 @@ Pinned argv, stdin and environment; a time limit and an output cap with the proc
 group killed; peak RSS and CPU from this child's own accounting; a bubblewrap sandbox
 where the machine allows one (no network, no view of the case's oracles).
 
-A spec that names a `meter` cell runs the binary through that launcher (cxxgate/templates/budget/
+A spec that names a `meter` cell runs the binary through that launcher (templates/budget/
 meter.cpp), which forks it and reports its wait4 accounting: the only honest peak RSS,
 because ru_maxrss survives exec (a child of this Python process reports Python's size)
 and under bubblewrap the harness only ever sees bwrap's. A spec that names a `reference`
@@ -18,13 +18,13 @@ own (a root harness gives each concurrent run one inside the sandbox). A run sto
 cap says which in its `detail`. Its work folder is deleted once its evidence (the capped
 stdout and stderr) is written.
 
-A binary linked with the harness entry (cxxgate/templates/entry/entry.cpp; its cell says `entry`)
+A binary linked with the harness entry (templates/entry/entry.cpp; its cell says `entry`)
 must prove it returned from its own main: each execution hands it a fresh random nonce on
 one pipe, and the entry copies it to another only after main returned. The nonce is never
 stored; a result records `returned` (yes or no), so results stay cacheable.
 
 A spec with `report` gives the program a report channel its stdout cannot forge (a
-grader-owned driver's verdict lines, cxxgate/templates/metamorphic/report.cpp): a fresh
+grader-owned driver's verdict lines, templates/metamorphic/report.cpp): a fresh
 nonce waits in one inherited pipe, and a file opened by the harness outside /work is
 inherited as another descriptor. Only the lines written there that begin with the nonce
 are kept, without it, in `report_path`: anything the program prints, however spelt, is
@@ -82,13 +82,13 @@ class RunSpec:
     output_cap: int = 1 << 20
     label: str = field(default="", compare=False)
     caps: Caps = field(default_factory=Caps)  # the case's limits (Limits.caps)
-    # Measured runs (cxxgate/gates/budget.py); the defaults keep a plain run's key as it was.
+    # Measured runs (gates/budget.py); the defaults keep a plain run's key as it was.
     meter: str | None = None  # key of the meter launcher's cell: measure through it
     memory_mib: int = 0  # address-space limit the meter sets on the program (0: none)
     reference: str | None = None  # key of a cell run interleaved with this one
     warmup: int = 0  # unmeasured-for-caps rounds first (still recorded)
     rounds: int = 1  # timed rounds
-    # Tool runs (cxxgate/gates/slope.py, coverage.py); the defaults keep a plain run's key.
+    # Tool runs (gates/slope.py, coverage.py); the defaults keep a plain run's key.
     wrapper: tuple[str, ...] = ()  # a system tool put in front of the binary (valgrind ...)
     keep: tuple[str, ...] = ()  # names (globs) of files the run leaves in its work folder
     # that are kept in `kept/` (callgrind profiles, .gcda counts) before the folder goes

@@ -7,6 +7,7 @@ of the task that produces it.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from functools import cache
 from pathlib import Path
@@ -76,10 +77,22 @@ def of_templates() -> str:
 def of_package() -> str:
     """Every file of the engine (modules, gates, templates): the grader a shard ran."""
     h = hashlib.sha256(EPOCH.encode())
-    for path in sorted(PACKAGE.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in package_files():
+        h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
+
+
+def package_files() -> list[Path]:
+    """Every file under the package, sorted, through the links a checkout has (its gates/
+    and templates/ live at the top of the repository, linked in as cxxgate/gates and
+    cxxgate/templates; a wheel holds them as plain folders)."""
+    found = [
+        Path(top, name)
+        for top, _dirs, names in os.walk(PACKAGE, followlinks=True)
+        if "__pycache__" not in Path(top).parts
+        for name in names
+    ]
+    return sorted(found)
 
 
 def of_text(text: str | bytes) -> str:

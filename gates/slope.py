@@ -1,7 +1,7 @@
 """Gate `slope`: a correct patch that grows steeper than the reference is rejected.
 
 The case pins a function signature in a frozen header (outside the writable set). The
-harness renders the driver (cxxgate/templates/slope/driver.cpp.j2) from the case's size
+harness renders the driver (templates/slope/driver.cpp.j2) from the case's size
 table, a seed and a probe name the candidate never sees: it calls the function once per
 size on seeded input and prints a checksum of each full result. The driver is a harness
 unit, never in the tree, and everything in it has internal linkage: a patch that defines

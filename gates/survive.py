@@ -75,7 +75,7 @@ def envelope_from(params: dict[str, Any]) -> Envelope:
 class Spot:
     """Where one witness's markers go (byte offsets): `start` and `end` bound its own text
     (what the preprocessor makes of it is compared with the reference's), `mark` is first
-    in its arguments or its body (liveness, and execution: cxxgate/gates/executed.py),
+    in its arguments or its body (liveness, and execution: gates/executed.py),
     `close` ends a check's first argument (-1: none)."""
 
     start: int

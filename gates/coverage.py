@@ -1,13 +1,13 @@
 """Gate `coverage`: lines a patch added that none of the case's tests executes.
 
 The added lines come from the patch's hunks, new-file line numbers as gcc numbers lines
-(cxxgate/gates/hunks.py, a scan: the applied tree against the base tree; a form feed or
+(gates/hunks.py, a scan: the applied tree against the base tree; a form feed or
 U+2028 ends no line). The case's tests
 (grader-owned programs linked with the tree's sources, like the runtime lanes') are built
 in a coverage envelope (`--coverage -O0 -fno-inline -fkeep-inline-functions`: inline and
 header code kept, so an uncalled inline function counts as unexecuted rather than absent)
 and run one per run task; each run leaves its .gcda counts in its kept folder
-(GCOV_PREFIX, cxxgate/runs/run.py `keep`), which gcov's JSON reads (cxxgate/gates/gcovjson.py).
+(GCOV_PREFIX, cxxgate/runs/run.py `keep`), which gcov's JSON reads (gates/gcovjson.py).
 Counts of every test are summed, then joined to the hunks by tree-relative path (gcov's
 names normalised: `src/../src/x.hpp` is `src/x.hpp`), headers included.
 
@@ -17,7 +17,7 @@ and every file with a C++ suffix. `#include "sign.def"` scores sign.def.
 
 Only what runs while a test runs counts: the harness entry resets the counters right
 before the test's main and writes them right after it returns (CXXGATE_GCOV in
-cxxgate/templates/entry/entry.cpp), so a static initialiser or a destructor that calls
+templates/entry/entry.cpp), so a static initialiser or a destructor that calls
 the new code covers nothing. An added line is covered when it ran, every branch on it was
 taken by some test (gcov `-b`; exceptional edges aside) and some copy of it ran whole (no
 `unexecuted_block`): `if (*text == '+') ++text;` runs its condition under every test, but
@@ -35,7 +35,7 @@ default argument with a branch: gcc counts its code at each caller's line. gcov 
 macro's code where it expands: every line of a file the tests' compiles read, and of the
 grader's test units, that names a macro the patch defines (transitively) is scored as an
 added line. An untaken branch on a reworded line is excused when its hunk removed a line of
-the same code (cxxgate/gates/addedcode.py `canonical`) whose run on the base tree left the
+the same code (gates/addedcode.py `canonical`) whose run on the base tree left the
 same branches untaken.
 
 Policy: strict. Every branch an added line holds must be taken by the case's tests,

@@ -9,7 +9,7 @@ interleaved (reference, candidate, reference, ...), and the candidate's median m
 within `relative` x the reference's median (default: RSS 1.25x, wall 2x). An `absolute`
 cap is in KiB for RSS (Linux ru_maxrss units) and seconds for wall.
 
-Figures come from the meter launcher (cxxgate/templates/budget/meter.cpp): wait4 on the program
+Figures come from the meter launcher (templates/budget/meter.cpp): wait4 on the program
 alone, so peak RSS is the program's own and not the harness's (see cxxgate/runs/run.py).
 Classes, most severe first:
 

@@ -15,7 +15,7 @@ by its stdin:
   (sorts only a dozen elements or fewer) passes every relation on small draws.
 
 The driver reports through the harness's report channel (cxxgate/runs/run.py RunSpec.report,
-cxxgate/templates/metamorphic/report.cpp), never stdout: every line carries a per-run
+templates/metamorphic/report.cpp), never stdout: every line carries a per-run
 nonce, and the harness keeps only those, so nothing the candidate prints reads as a
 verdict. The line protocol (`parse_report`):
 
