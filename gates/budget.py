@@ -35,15 +35,23 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from cxxgate.contract import probe, program
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
-from cxxgate.contract.program import Program
+from cxxgate.api import (
+    CellSpec,
+    Check,
+    Context,
+    Gate,
+    GateResult,
+    Outputs,
+    Plan,
+    Program,
+    RunSpec,
+    Strict,
+    Unit,
+    probe,
+    program,
+    why_failed,
+)
 from cxxgate.gates import lanes
-from cxxgate.results.result import Check, GateResult
-from cxxgate.runs.run import RunSpec
-from cxxgate.toolchain.cellspec import CellSpec, Unit
-from cxxgate.toolchain.diagnostics import why_failed
-from cxxgate.util.yamlfile import Strict
 
 NAME = "budget"
 SEVERITY = (
@@ -279,4 +287,4 @@ def _sample_line(i: int, s: dict[str, Any]) -> str:
     )
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=70)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

@@ -57,16 +57,26 @@ from typing import Any
 
 from pydantic import Field
 
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.api import (
+    COMPILE_CODE,
+    TOOLCHAIN_MISSING,
+    VACUOUS,
+    Check,
+    Context,
+    Finding,
+    Gate,
+    GateResult,
+    Outputs,
+    Plan,
+    ScanResult,
+    ScanSpec,
+    Strict,
+    codehash,
+)
 from cxxgate.gates import executed, ledger, linked, survive, witness
 from cxxgate.gates.callees import UNPARSED
 from cxxgate.gates.cppsource import parser_id
 from cxxgate.gates.witness_data import Witness
-from cxxgate.results.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
-from cxxgate.runs.scan import ScanResult, ScanSpec
-from cxxgate.store import codehash
-from cxxgate.toolchain.cellspec import COMPILE_CODE
-from cxxgate.util.yamlfile import Strict
 
 NAME = "census"
 SEVERITY = (
@@ -537,4 +547,4 @@ def _unused_allowances(ref: ScanResult, allow: list[Allow]) -> list[Check]:
     return checks
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=72)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

@@ -31,15 +31,29 @@ import re
 
 from pydantic import Field
 
-from cxxgate.contract import program
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
-from cxxgate.contract.program import Expected, Program
+from cxxgate.api import (
+    TOOLCHAIN_MISSING,
+    CellResult,
+    CellSpec,
+    Check,
+    Context,
+    Diagnostic,
+    Expected,
+    Gate,
+    GateResult,
+    InputError,
+    Outputs,
+    Plan,
+    Program,
+    RunResult,
+    Strict,
+    TreePath,
+    Unit,
+    first_error,
+    parse,
+    program,
+)
 from cxxgate.gates import surface
-from cxxgate.results.result import TOOLCHAIN_MISSING, Check, GateResult
-from cxxgate.runs.run import RunResult
-from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
-from cxxgate.toolchain.diagnostics import Diagnostic, first_error, parse
-from cxxgate.util.yamlfile import InputError, Strict, TreePath
 
 NAME = "consumer"
 SEVERITY = (
@@ -304,4 +318,4 @@ def _first_problem(cell: CellResult) -> str:
     return f"{cell.status}: {cell.detail or 'no diagnostic'}"
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=20)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

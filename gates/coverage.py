@@ -87,16 +87,24 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from cxxgate.contract import program
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
-from cxxgate.contract.program import Program
+from cxxgate.api import (
+    NEUTRAL_BUILD,
+    UNIT_NAME,
+    Check,
+    Context,
+    Finding,
+    Gate,
+    GateResult,
+    InputError,
+    Outputs,
+    Plan,
+    Program,
+    ScanSpec,
+    Strict,
+    program,
+    why_failed,
+)
 from cxxgate.gates import gcovjson, hunks, lanes
-from cxxgate.host.sandbox import NEUTRAL_BUILD
-from cxxgate.results.result import Check, Finding, GateResult
-from cxxgate.runs.scan import ScanSpec
-from cxxgate.toolchain.cellspec import UNIT_NAME
-from cxxgate.toolchain.diagnostics import why_failed
-from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "coverage"
 SEVERITY = (
@@ -534,4 +542,4 @@ def _incomplete(why: str) -> GateResult:
     )
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=90)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

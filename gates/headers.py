@@ -23,13 +23,29 @@ import re
 
 from pydantic import Field
 
-from cxxgate.contract import probe
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.api import (
+    TOOLCHAIN_MISSING,
+    UNIT_NAME,
+    CellResult,
+    CellSpec,
+    Check,
+    Context,
+    Diagnostic,
+    Finding,
+    Gate,
+    GateResult,
+    InputError,
+    Outputs,
+    Plan,
+    Step,
+    Strict,
+    Unit,
+    errors_with_notes,
+    in_tree,
+    parse,
+    probe,
+)
 from cxxgate.gates.project import configure_spec
-from cxxgate.results.result import TOOLCHAIN_MISSING, Check, Finding, GateResult
-from cxxgate.toolchain.cellspec import UNIT_NAME, CellResult, CellSpec, Step, Unit
-from cxxgate.toolchain.diagnostics import Diagnostic, errors_with_notes, in_tree, parse
-from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "headers"
 SEVERITY = ("missing_declaration", "other_compile_error")
@@ -230,4 +246,4 @@ def _first_error_text(cell: CellResult | None) -> str:
     return cell.status if cell is not None else "no probe cell"
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=30)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

@@ -55,17 +55,29 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from cxxgate.contract import program
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
-from cxxgate.contract.program import Expected, Program
+from cxxgate.api import (
+    TOOLCHAIN_MISSING,
+    VACUOUS,
+    CellResult,
+    CellSpec,
+    Check,
+    Context,
+    Envelope,
+    Expected,
+    Finding,
+    Gate,
+    GateResult,
+    InputError,
+    Outputs,
+    Plan,
+    Program,
+    RunResult,
+    ScanSpec,
+    Strict,
+    program,
+    why_failed,
+)
 from cxxgate.gates import cppsource, lanes, leak_gimple, literals
-from cxxgate.results.result import TOOLCHAIN_MISSING, VACUOUS, Check, Finding, GateResult
-from cxxgate.runs.run import RunResult
-from cxxgate.runs.scan import ScanSpec
-from cxxgate.toolchain.cellspec import CellResult, CellSpec
-from cxxgate.toolchain.diagnostics import why_failed
-from cxxgate.toolchain.envelope import Envelope
-from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "leak"
 SEVERITY = ("hidden_oracle_fail", "literal_leak")
@@ -450,4 +462,4 @@ def _difference(got: bytes, want: bytes) -> str:
     return f"printed {len(mine)} lines, more than the hidden golden's {len(theirs)}"
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=75)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

@@ -34,9 +34,27 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cxxgate.contract import program
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
-from cxxgate.contract.program import Program
+from cxxgate.api import (
+    VACUOUS,
+    CellResult,
+    Check,
+    Context,
+    Envelope,
+    Finding,
+    Gate,
+    GateResult,
+    InputError,
+    Outputs,
+    Plan,
+    Program,
+    ScanSpec,
+    Strict,
+    key_path,
+    load_model,
+    program,
+    toolquery,
+    why_failed,
+)
 from cxxgate.gates import (
     lanes,
     ledger_ast,
@@ -46,13 +64,6 @@ from cxxgate.gates import (
     ledger_objects,
     ledger_rules,
 )
-from cxxgate.results.result import VACUOUS, Check, Finding, GateResult
-from cxxgate.runs.scan import ScanSpec
-from cxxgate.toolchain import toolquery
-from cxxgate.toolchain.cellspec import CellResult
-from cxxgate.toolchain.diagnostics import why_failed
-from cxxgate.toolchain.envelope import Envelope
-from cxxgate.util.yamlfile import InputError, Strict, key_path, load_model
 
 NAME = "ledger"
 OBJECTS = "objects"  # plan name of the oracle's library objects (ledger_objects.py)
@@ -299,4 +310,4 @@ def _behaviour(ctx: Context, prog: Program, outputs: Outputs) -> Check:
     return Check(name, True, "accept", "golden stdout and exit")
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=95)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

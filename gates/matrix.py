@@ -28,15 +28,22 @@ from dataclasses import replace
 
 from pydantic import Field
 
-from cxxgate.contract import program
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
-from cxxgate.contract.program import Expected, Program
+from cxxgate.api import (
+    CellResult,
+    Check,
+    Context,
+    Expected,
+    Gate,
+    GateResult,
+    Outputs,
+    Plan,
+    Program,
+    RunResult,
+    Strict,
+    program,
+    why_failed,
+)
 from cxxgate.gates import lanes
-from cxxgate.results.result import Check, GateResult
-from cxxgate.runs.run import RunResult
-from cxxgate.toolchain.cellspec import CellResult
-from cxxgate.toolchain.diagnostics import why_failed
-from cxxgate.util.yamlfile import Strict
 
 NAME = "matrix"
 SEVERITY = ("incomplete", "compile_fail", "run_fail", "disagreement")
@@ -160,4 +167,4 @@ def _excerpt(data: bytes) -> str:
     return repr(text + ("..." if len(data) > 40 else ""))
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=60)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

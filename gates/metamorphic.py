@@ -55,14 +55,24 @@ from dataclasses import dataclass, field, replace
 
 from pydantic import Field, field_validator
 
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.api import (
+    VACUOUS,
+    CellResult,
+    Check,
+    Context,
+    Gate,
+    GateResult,
+    InputError,
+    Outputs,
+    Plan,
+    RunResult,
+    RunSpec,
+    Strict,
+    Unit,
+    codehash,
+    why_failed,
+)
 from cxxgate.gates import lanes
-from cxxgate.results.result import VACUOUS, Check, GateResult
-from cxxgate.runs.run import RunResult, RunSpec
-from cxxgate.store import codehash
-from cxxgate.toolchain.cellspec import CellResult, Unit
-from cxxgate.toolchain.diagnostics import why_failed
-from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "metamorphic"
 SEVERITY = ("build_fail", "crash", "hang", "snapshot_mismatch", "relation")
@@ -304,4 +314,4 @@ def _lines(lines: list[str]) -> str:
     return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=85)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

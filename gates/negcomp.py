@@ -33,14 +33,32 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
-from cxxgate.contract import probe
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
-from cxxgate.results.result import TOOLCHAIN_MISSING, Check, Finding, GateResult
-from cxxgate.runs.run import RunResult, RunSpec
-from cxxgate.toolchain.cellspec import ENTRY_UNIT, UNIT_NAME, CellResult, CellSpec, Unit
-from cxxgate.toolchain.diagnostics import Diagnostic, first_error, in_tree, of_cell, why_failed
-from cxxgate.toolchain.envelope import Family
-from cxxgate.util.yamlfile import InputError, Strict
+from cxxgate.api import (
+    ENTRY_UNIT,
+    TOOLCHAIN_MISSING,
+    UNIT_NAME,
+    CellResult,
+    CellSpec,
+    Check,
+    Context,
+    Diagnostic,
+    Family,
+    Finding,
+    Gate,
+    GateResult,
+    InputError,
+    Outputs,
+    Plan,
+    RunResult,
+    RunSpec,
+    Strict,
+    Unit,
+    first_error,
+    in_tree,
+    of_cell,
+    probe,
+    why_failed,
+)
 
 NAME = "negcomp"
 SEVERITY = (
@@ -387,4 +405,4 @@ def _pin_matches(pin: str | RegexPin, diag: Diagnostic) -> bool:
     return re.search(pin.regex, diag.message) is not None
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=10)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

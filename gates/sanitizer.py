@@ -30,14 +30,21 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from cxxgate.contract import program
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
-from cxxgate.contract.program import Expected, Program
+from cxxgate.api import (
+    Check,
+    Context,
+    Expected,
+    Gate,
+    GateResult,
+    Outputs,
+    Plan,
+    Program,
+    RunResult,
+    Strict,
+    program,
+    why_failed,
+)
 from cxxgate.gates import lanes
-from cxxgate.results.result import Check, GateResult
-from cxxgate.runs.run import RunResult
-from cxxgate.toolchain.diagnostics import why_failed
-from cxxgate.util.yamlfile import Strict
 
 NAME = "sanitizer"
 SEVERITY = (
@@ -197,4 +204,4 @@ def _sanitized(prog: Program, run: RunResult, tree_root: str) -> Check:
     return Check(name, True, "accept", "quiet under ASan+UBSan")
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=50)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

@@ -81,16 +81,26 @@ import pathspec
 from pydantic import Field, field_validator
 from pygments.lexers import CppLexer
 
-from cxxgate.contract import probe
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.api import (
+    UNIT_NAME,
+    Check,
+    Context,
+    Finding,
+    Gate,
+    GateResult,
+    InputError,
+    Outputs,
+    Plan,
+    RunResult,
+    RunSpec,
+    ScanSpec,
+    Strict,
+    Unit,
+    probe,
+    toolquery,
+    why_failed,
+)
 from cxxgate.gates import hunks, lanes
-from cxxgate.results.result import Check, Finding, GateResult
-from cxxgate.runs.run import RunResult, RunSpec
-from cxxgate.runs.scan import ScanSpec
-from cxxgate.toolchain import toolquery
-from cxxgate.toolchain.cellspec import UNIT_NAME, Unit
-from cxxgate.toolchain.diagnostics import why_failed
-from cxxgate.util.yamlfile import InputError, Strict
 
 NAME = "slope"
 SEVERITY = (
@@ -710,4 +720,4 @@ def _pairs(sizes: list[int], counts: list[int]) -> str:
     return " ".join(f"{n}:{c}" for n, c in zip(sizes, counts, strict=False))
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=80)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

@@ -35,14 +35,24 @@ from pathlib import Path
 
 from pydantic import Field
 
-from cxxgate.contract.gate import Context, Gate, Outputs, Plan
+from cxxgate.api import (
+    TOOLCHAIN_MISSING,
+    CellResult,
+    CellSpec,
+    Check,
+    Context,
+    Gate,
+    GateResult,
+    Outputs,
+    Plan,
+    Strict,
+    TreePath,
+    Unit,
+    elf,
+    why_failed,
+)
 from cxxgate.gates import surface
 from cxxgate.gates.project import configure_spec
-from cxxgate.results.result import TOOLCHAIN_MISSING, Check, GateResult
-from cxxgate.toolchain import elf
-from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
-from cxxgate.toolchain.diagnostics import why_failed
-from cxxgate.util.yamlfile import Strict, TreePath
 
 NAME = "symbols"
 SEVERITY = (
@@ -305,4 +315,4 @@ def _abidiff_check(cell: CellResult) -> Check:
     return Check(name, True, "accept", "no layout or size change of an exported type")
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=40)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

@@ -357,4 +357,4 @@ def _qualified(result: GateResult) -> GateResult:
     return replace(result, klass=f"{result.klass}:{','.join(names)}")
 
 
-GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify, order=15)
+GATE = Gate(NAME, __doc__.splitlines()[0], Config, SEVERITY, plan, classify)

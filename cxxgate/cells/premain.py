@@ -31,7 +31,7 @@ Then the linked program: a dynamically linked one has no IRELATIVE relocation at
 
 Each problem is one line naming the object and what it holds; a cell with any is refused
 with status `premain_hook` (cxxgate/cells/cell.py), which every gate reports as that class
-(cxxgate/graph/pipeline.py).
+(cxxgate/graph/actions.py).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -13,6 +14,7 @@ from cxxgate.results.result import ENGINE_CLASSES, GateResult
 from cxxgate.runs.run import RunResult, RunSpec
 from cxxgate.runs.scan import ScanResult, ScanSpec
 from cxxgate.store import codehash
+from cxxgate.store.codehash import TEMPLATES
 from cxxgate.toolchain.cellspec import CellResult, CellSpec
 from cxxgate.util.yamlfile import InputError
 
@@ -97,7 +99,13 @@ class Gate:
     severity: tuple[str, ...]
     plan: Callable[[Context], Plan]
     classify: Callable[[Context, Plan, Outputs], GateResult]
-    order: int = 1000  # column in the table, and which failing gate names a row's class
+    # The folder its probes are rendered from (probe.render_from); None: the engine's
+    # templates/<name>/ (a built-in gate's). Only these templates enter its key.
+    templates: Path | None = None
+
+    @property
+    def template_folder(self) -> Path:
+        return self.templates if self.templates is not None else TEMPLATES / self.name
 
     @cached_property
     def code(self) -> str:

@@ -14,7 +14,7 @@ import yaml
 
 from cxxgate.contract import registry
 from cxxgate.contract.gate import Context, Plan
-from cxxgate.library import lock, prompt
+from cxxgate.library import identity, prompt
 from cxxgate.library.case import Case, load_case
 from cxxgate.library.rows import Orphan, Row, batch_rows, case_rows
 from cxxgate.library.settings import Settings
@@ -41,7 +41,7 @@ class Library:
         # but not a plan: the plan follows each case's own configuration.
         self.plans: dict[tuple[str, str, str], Plan] = {}
         self.identity: dict[str, dict[str, object]] = {}  # what each row of a case carries
-        self.pins: dict[str, lock.Pins] = {}  # every case that loaded, graded or not
+        self.pins: dict[str, identity.Pins] = {}  # every case that loaded, graded or not
         self.prompts: dict[str, prompt.Rendered] = {}
         self.unpinned: list[str] = []  # cases not graded: pins moved, or no prompt rendered
         self.elsewhere: set[str] = set()  # cases another shard grades (shard=I/N)
@@ -113,10 +113,11 @@ class Library:
         for row in self.rows:
             self.rows_of[row.case].append(row)
         try:
-            locked = lock.read(lib)
+            locked = identity.read(lib)
         except (OSError, ValueError, yaml.YAMLError) as exc:
-            self.errors.append(f"{lib / lock.FILE}: cannot read: {exc}")
-            locked = lock.Lock({}, {})  # fail closed: nothing is graded against an unreadable lock
+            self.errors.append(f"{lib / identity.FILE}: cannot read: {exc}")
+            # Fail closed: nothing is graded against an unreadable lock.
+            locked = identity.Lock({}, {})
         for case in list(self.cases.values()):
             rows = self.rows_of[case.id]
             try:
@@ -148,7 +149,7 @@ class Library:
                 rows, orphans = [], []  # the load below names the error
             batch = sorted([r.case, r.name, r.sha] for r in rows)
             batch += sorted([o.case, o.name, o.klass] for o in orphans)
-        lock_file = self.settings.library / lock.FILE
+        lock_file = self.settings.library / identity.FILE
         # Every file of every case folder: a case's reference and known patches, oracles
         # and tree, whichever shard grades it.
         library = {
@@ -167,7 +168,7 @@ class Library:
         self,
         case: Case,
         plans: dict[tuple[str, str, str], Plan],
-        locked: lock.Lock | None,
+        locked: identity.Lock | None,
     ) -> list[str]:
         """Render the case's prompt, pin its identity, and say how it moved from the lock."""
         # The batch seed, when one is set or the build folder has one (never made here).
@@ -176,15 +177,15 @@ class Library:
         if rendered is not None:
             self.prompts[case.id] = rendered
         envelopes = {s.envelope.name: s.envelope for p in plans.values() for s in p.cells.values()}
-        pins = lock.pins(
+        pins = identity.pins(
             case, rendered.text if rendered else None, _gate_files(), envelopes.values()
         )
         self.pins[case.id] = pins
         self.identity[case.id] = pins.stamp(locked=locked is not None)
         if locked is None:
             return []
-        where = self.settings.library / lock.FILE
-        moved = lock.moved(case.id, locked, pins)
+        where = self.settings.library / identity.FILE
+        moved = identity.moved(case.id, locked, pins)
         return [f"{where}: {line}; `doit freeze` re-pins on purpose" for line in moved]
 
     def _plan_rows(self, case: Case, rows: list[Row]) -> dict[tuple[str, str, str], Plan]:

@@ -61,7 +61,7 @@ def cache_note(cell: CellResult) -> str:
 class Caching:
     """What cells.txt's ccache column and the summary line read: each planned cell's
     result by key, and the key of each record line by the line's start (row, gate, name,
-    kind), from cxxgate/graph/pipeline.py."""
+    kind), from cxxgate/graph/actions.py."""
 
     cells: dict[str, CellResult]
     starts: dict[str, str]

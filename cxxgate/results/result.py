@@ -18,7 +18,7 @@ VACUOUS = "checked_nothing"
 HARNESS_ERROR: Final = "harness_error"
 # A program whose candidate objects hold code that runs before the harness's own (a
 # `.preinit_array` entry, an IFUNC, an early constructor priority): refused at its link
-# (cxxgate/cells/premain.py), the class of every gate that planned it (cxxgate/graph/pipeline.py).
+# (cxxgate/cells/premain.py), the class of every gate that planned it (cxxgate/graph/actions.py).
 PREMAIN_HOOK: Final = "premain_hook"
 # What a patch stopped at intake carries as every gate's class (cxxgate/intake/tree.py).
 INTAKE_CLASSES = frozenset(

@@ -64,11 +64,12 @@ def _file_of(module: ModuleType) -> Path:
 
 
 @cache
-def of_templates() -> str:
+def of_templates(folder: Path = TEMPLATES) -> str:
+    """The templates under `folder` (a gate's own: templates/<gate>/); none: a constant."""
     h = hashlib.sha256()
-    for path in sorted(TEMPLATES.rglob("*")):
+    for path in sorted(folder.rglob("*")):
         if path.is_file():
-            h.update(path.relative_to(TEMPLATES).as_posix().encode() + b"\0")
+            h.update(path.relative_to(folder).as_posix().encode() + b"\0")
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

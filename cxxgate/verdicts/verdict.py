@@ -185,6 +185,10 @@ def fold(
 def _decide(
     row: Row, stamp: Stamp, gates: dict[str, dict[str, str]], controls: list[str]
 ) -> tuple[str, str, str]:
+    """The row's verdict and class. Precedence: a harness fault in intake, then intake's
+    rejection, an empty patch, diagnostic control; then the first gate that failed names
+    the class, else the first that was incomplete, gates taken in registry order (`gates`
+    holds them so: cxxgate/contract/registry.py BUILTIN, then third-party gates by name)."""
     if stamp.status == HARNESS_ERROR:
         return "incomplete", HARNESS_ERROR, stamp.detail
     if not stamp.applied:

@@ -9,7 +9,7 @@ mismatch names the files that moved.
 
 `doit grade` checks the lock when it loads and fails closed: a case whose pins moved is
 not graded, and the error names the case, the pin and the files. `doit freeze` re-pins
-and prints the pin diff (cxxgate/graph/pipeline.py). A library without a lock grades unpinned,
+and prints the pin diff (cxxgate/graph/actions.py). A library without a lock grades unpinned,
 and every row says so.
 """
 
@@ -108,7 +108,7 @@ def pins(
 # the HTML report or the progress display must not re-pin every case.
 NOT_GRADING = frozenset(
     {
-        "checkpoint", "dask_grade", "evidence", "history", "junit", "lock", "merge",
+        "checkpoint", "dask_grade", "evidence", "history", "identity", "junit", "merge",
         "progress", "prune", "report_html", "report_md", "sarif", "swe_import",
     }
 )  # fmt: skip
@@ -169,7 +169,7 @@ def read(library: Path) -> Lock | None:
 def write(library: Path, lock: Lock) -> None:
     header = (
         "# identity.lock: written by `doit freeze`, checked by `doit grade`\n"
-        "# (cxxgate/library/lock.py).\n"
+        "# (cxxgate/library/identity.py).\n"
         "# Commit it with the cases: a grade refuses a case whose prompt, oracles, grader\n"
         "# or toolchains moved since it was frozen.\n"
     )
