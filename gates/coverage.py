@@ -166,12 +166,22 @@ def plan(ctx: Context) -> Plan:
             keep=("*.gcda",),
         )
         program.add(ctx, out, f"test{i}", test, cell, run)
+        # gcov reads the run's counts once, in a scan of its own (not when classifying).
+        gcov = gcovjson.gcov_for(env.toolchain.path or "")
+        if gcov is not None:
+            label = f"{NAME} gcov {test.name}"
+            out.scans[f"gcov{i}"] = gcovjson.gcov_scan(ctx.tree_key, cell.key, run.key, gcov, label)
         if ctx.tree_key != ctx.base_key:
             # The same test on the base tree (one build and run per case, shared by every
             # row): which branches of a reworded line were already untaken.
             base = replace(cell, tree_key=ctx.base_key)
+            base_run = replace(run, cell_key=base.key)
             out.cells[f"base{i}"] = base
-            out.runs[f"base{i}"] = replace(run, cell_key=base.key)
+            out.runs[f"base{i}"] = base_run
+            if gcov is not None:
+                out.scans[f"base_gcov{i}"] = gcovjson.gcov_scan(
+                    ctx.base_key, base.key, base_run.key, gcov, f"{label} (base)"
+                )
     scan = ScanSpec.of(
         ctx.tree_key,
         hunks.added_lines,
@@ -302,7 +312,7 @@ def _suite(
         gcov = gcovjson.gcov_for(compiler)
         if gcov is None:
             return [], counts, f"no gcov beside the compiler {compiler!r}"
-        counts.merge(gcovjson.read(cell, run, gcov, _harness(test)))
+        counts.merge(gcovjson.counts(outputs.scans[f"gcov{i}"], _harness(test)))
     return checks, counts, ""
 
 
@@ -347,7 +357,7 @@ def _base_counts(ctx: Context, cfg: Config, plan: Plan, outputs: Outputs) -> gco
         gcov = gcovjson.gcov_for(plan.cells[f"base{i}"].envelope.toolchain.path or "")
         if gcov is None:
             return None
-        base.merge(gcovjson.read(cell, run, gcov, _harness(test)))
+        base.merge(gcovjson.counts(outputs.scans[f"base_gcov{i}"], _harness(test)))
     return None if base.problem else base
 
 

@@ -10,8 +10,9 @@ are not counted: every call that may throw has one.
 
 gcov reads what the candidate's process wrote, so it runs confined (bubblewrap where
 available: a scratch folder holding copies of both, nothing else writable) and bounded,
-through cxxgate/toolchain/toolquery.py. It runs when the coverage gate classifies, so a
-re-classification runs it again.
+through cxxgate/toolchain/toolquery.py. It runs in a scan of its own (`gcov_output`, keyed by
+the cell and the run it reads), so the coverage gate's classification only parses what it
+stored, and re-classifying runs no gcov.
 A source is named by the path its compile recorded: the tree's own files appear under
 the neutral tree path (cxxgate/toolchain/cellspec.py NEUTRAL_TREE), so a file is joined to the
 patch's hunks by its path below the tree, never by its base name. The name is the
@@ -38,9 +39,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cxxgate.host.sandbox import NEUTRAL_TREE
 from cxxgate.runs.run import RunResult
+from cxxgate.runs.scan import ScanResult, ScanSpec
 from cxxgate.toolchain import toolquery
 from cxxgate.toolchain.cellspec import CellResult
 
@@ -176,18 +179,43 @@ def gcov_for(compiler: str) -> str | None:
     return str(tool) if tool.is_file() else None
 
 
-def read(
-    cell: CellResult, run: RunResult, gcov: str, harness: dict[str, str] | None = None
-) -> Counts:
-    """gcov's counts for the cell's translation units; a unit the run wrote no counts for
-    reads as never executed. `harness` names the grader-owned units whose counts are kept
-    too (their absolute path in the build -> the key they are kept under)."""
+def gcov_scan(tree_key: str, cell_key: str, run_key: str, gcov: str, label: str) -> ScanSpec:
+    """The scan that runs gcov once over what the run `run_key` of cell `cell_key` left."""
+    params = {"cell": cell_key, "run": run_key, "gcov": gcov}
+    return ScanSpec.of(
+        tree_key, gcov_output, params, label=label, cells=(cell_key,), runs=(run_key,)
+    )
+
+
+def gcov_output(tree: Path, params: dict[str, Any]) -> dict[str, str]:
+    """A scan (cxxgate/runs/scan.py): gcov's JSON over the cell's notes and the run's
+    counts, as text, or the reason there is none (`problem`)."""
+    results = params["results"]
+    cell = CellResult.load(Path(results[params["cell"]]))
+    run = RunResult.load(Path(results[params["run"]]))
+    problem, text = _gcov(cell, run, params["gcov"])
+    return {"problem": problem, "text": text}
+
+
+def counts(scan: ScanResult, harness: dict[str, str] | None = None) -> Counts:
+    """gcov's counts for the cell's translation units, from the scan's stored output; a
+    unit the run wrote no counts for reads as never executed. `harness` names the
+    grader-owned units whose counts are kept too (their absolute path in the build -> the
+    key they are kept under)."""
+    if scan.status != "ok":
+        return Counts(problem=f"gcov scan: {scan.status}: {scan.detail}")
+    if scan.data["problem"]:
+        return Counts(problem=scan.data["problem"])
+    return parse(scan.data["text"], harness)
+
+
+def _gcov(cell: CellResult, run: RunResult, gcov: str) -> tuple[str, str]:
     if cell.binary is None or not run.kept:
-        return Counts(problem="no coverage data: the program was not built or did not run")
+        return "no coverage data: the program was not built or did not run", ""
     folder = Path(cell.binary).parent
     notes = sorted(folder.glob("*.gcno"))
     if not notes:
-        return Counts(problem=f"the coverage cell {cell.key} holds no .gcno notes")
+        return f"the coverage cell {cell.key} holds no .gcno notes", ""
     with tempfile.TemporaryDirectory(prefix="cxxgate-gcov.") as scratch:
         work = Path(scratch)
         for note in notes:
@@ -200,10 +228,8 @@ def read(
         outcome = toolquery.ask(argv, cwd=work, seconds=GCOV_SECONDS, output_cap=OUTPUT_CAP)
     if outcome.timed_out or outcome.overflowed or outcome.exit != 0:
         said = outcome.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        return Counts(
-            problem=f"gcov could not read the run's counts: exit {outcome.exit} {said[0]}"
-        )
-    return parse(outcome.stdout.decode(errors="replace"), harness)
+        return f"gcov could not read the run's counts: exit {outcome.exit} {said[0]}", ""
+    return "", outcome.stdout.decode(errors="replace")
 
 
 def tree_path(name: str, cwd: str) -> str | None:

@@ -185,8 +185,11 @@ class Actions:
         result.evidence.extend(
             str(self.layout.run(r.key).relative_to(self.layout.root)) for r in plan.runs.values()
         )
+        # A scan over stored cells or runs (gcov over a run's counts) is shown through them.
         result.evidence.extend(
-            str(self.layout.scan(s.key).relative_to(self.layout.root)) for s in plan.scans.values()
+            str(self.layout.scan(s.key).relative_to(self.layout.root))
+            for s in plan.scans.values()
+            if not (s.cells or s.runs)
         )
         result.write(target)
 

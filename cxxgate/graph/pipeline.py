@@ -24,7 +24,7 @@ from cxxgate.intake.tree import materialise
 from cxxgate.library.rows import Row
 from cxxgate.runs.run import execute as execute_run
 from cxxgate.runs.run import result_path as run_result
-from cxxgate.runs.scan import error_result
+from cxxgate.runs.scan import error_result, result_files
 from cxxgate.runs.scan import execute as execute_scan
 from cxxgate.runs.scan import result_path as scan_result
 from cxxgate.store import codehash, history, prune
@@ -164,7 +164,11 @@ class Pipeline:
                     "actions": [
                         guarded(target, error_result(spec), execute_scan, spec, self.layout)
                     ],
-                    "file_dep": [str(self.layout.tree_stamp(spec.tree_key)), *spec.inputs],
+                    "file_dep": [
+                        str(self.layout.tree_stamp(spec.tree_key)),
+                        *spec.inputs,
+                        *(str(p) for p in result_files(spec, self.layout).values()),
+                    ],
                     "targets": [str(target)],
                     "uptodate": [no_harness_error(target)],
                     "clean": [(actions.remove, [target.parent])],
