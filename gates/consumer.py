@@ -53,7 +53,7 @@ from cxxgate.api import (
     parse,
     program,
 )
-from cxxgate.gates import surface
+from cxxgate.gates.shared import surface
 
 NAME = "consumer"
 SEVERITY = (

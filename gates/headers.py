@@ -45,7 +45,7 @@ from cxxgate.api import (
     parse,
     probe,
 )
-from cxxgate.gates.project import configure_spec
+from cxxgate.gates.shared.project import configure_spec
 
 NAME = "headers"
 SEVERITY = ("missing_declaration", "other_compile_error")

@@ -43,7 +43,7 @@ from cxxgate.api import (
     program,
     why_failed,
 )
-from cxxgate.gates import lanes
+from cxxgate.gates.shared import lanes
 
 NAME = "matrix"
 SEVERITY = ("incomplete", "compile_fail", "run_fail", "disagreement")

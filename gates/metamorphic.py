@@ -72,7 +72,7 @@ from cxxgate.api import (
     codehash,
     why_failed,
 )
-from cxxgate.gates import lanes
+from cxxgate.gates.shared import lanes
 
 NAME = "metamorphic"
 SEVERITY = ("build_fail", "crash", "hang", "snapshot_mismatch", "relation")

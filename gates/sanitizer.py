@@ -44,7 +44,7 @@ from cxxgate.api import (
     program,
     why_failed,
 )
-from cxxgate.gates import lanes
+from cxxgate.gates.shared import lanes
 
 NAME = "sanitizer"
 SEVERITY = (

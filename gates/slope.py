@@ -100,7 +100,7 @@ from cxxgate.api import (
     toolquery,
     why_failed,
 )
-from cxxgate.gates import hunks, lanes
+from cxxgate.gates.shared import hunks, lanes
 
 NAME = "slope"
 SEVERITY = (

@@ -51,8 +51,8 @@ from cxxgate.api import (
     elf,
     why_failed,
 )
-from cxxgate.gates import surface
-from cxxgate.gates.project import configure_spec
+from cxxgate.gates.shared import surface
+from cxxgate.gates.shared.project import configure_spec
 
 NAME = "symbols"
 SEVERITY = (

@@ -108,7 +108,7 @@ def _tree_source_compiles(grade: Grade) -> Counter[tuple[str, ...]]:
     for line in layout.compiler_log.read_text().splitlines():
         _, key, phase, _ = line.split(maxsplit=3)  # a source may hold blanks
         if phase != "compile" or not layout.cell_result(key).exists():
-            continue  # a link; or a scan's compile (census: gates/survive.py), not a cell
+            continue  # a link; or a scan's compile (census: gates/census/survive.py), not a cell
         cell = CellResult.load(layout.cell_result(key))
         if cell.kind in ("syntax", "consumer", "cmake"):
             continue  # compiles of their own: a probe, a stranger, the project's build

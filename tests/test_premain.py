@@ -17,7 +17,7 @@ from conftest import SHIPPED, make_tree
 
 from cxxgate.cells import premain
 from cxxgate.cells.cell import build
-from cxxgate.gates.gcovjson import Counts
+from cxxgate.gates.coverage.gcovjson import Counts
 from cxxgate.host import process
 from cxxgate.runs.run import REPORT_FDS, RETURN_FDS, RunSpec, execute
 from cxxgate.store.layout import Layout

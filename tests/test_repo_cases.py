@@ -1,5 +1,5 @@
 """Repository cases: a CMake + GoogleTest project of our own, made a git repository by the
-test, graded by the real doit with the `tests` gate (gates/tests.py)."""
+test, graded by the real doit with the `tests` gate (gates/tests/tests.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""GoogleTest's reports as the `tests` gate reads them (gates/testreports.py), from
+"""GoogleTest's reports as the `tests` gate reads them (gates/tests/testreports.py), from
 real programs built with g++ against the system's GoogleTest, and the test units' flags
-(gates/testunits.py)."""
+(gates/tests/testunits.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cxxgate.gates import testreports, testunits
+from cxxgate.gates.tests import testreports, testunits
 
 pytestmark = pytest.mark.skipif(
     shutil.which("g++") is None or not Path("/usr/include/gtest/gtest.h").is_file(),

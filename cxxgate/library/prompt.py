@@ -211,7 +211,7 @@ def _numbers(text: str) -> list[str]:
 
 def number_value(spelt: str) -> str | None:
     """A number's value as one string (`0x6E4`, `1'764` and `1764.0` are `1764`). The
-    engine's own: the leak gate's parser (gates/cppsource.py) is a gate's."""
+    engine's own: the leak gate's parser (gates/shared/cppsource.py) is a gate's."""
     raw = spelt.replace("'", "").lower()
     sign, raw = ("-", raw[1:]) if raw.startswith("-") else ("", raw)
     try:

@@ -11,7 +11,7 @@ envelope's `id` (toolchain identity) into its params so that enters the key.
 
 A scan may also read what cells and runs stored (`cells`, `runs`: their keys, which enter
 its key; its task waits for them): it finds their result files under `params["results"]`
-(key -> path), e.g. gcov over a coverage run's counts (gates/gcovjson.py), so a tool that
+(key -> path), e.g. gcov over a coverage run's counts (gates/coverage/gcovjson.py), so a tool that
 reads a run's leftovers runs once per run, not once per classification.
 """
 

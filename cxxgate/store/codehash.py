@@ -15,6 +15,7 @@ from types import ModuleType
 
 PACKAGE = Path(__file__).resolve().parent.parent  # the engine's modules
 TEMPLATES = PACKAGE / "templates"
+BUILTIN_GATES = "cxxgate.gates"
 
 # Bump to invalidate every cached result after a change outside the hashed files
 # (e.g. a new system library that changes compiler output).
@@ -51,9 +52,17 @@ def module_and_sibling_files(name: str) -> list[Path]:
             other = value.__name__
         else:
             other = getattr(value, "__module__", "")
-        if isinstance(other, str) and other.rpartition(".")[0] == package and other in sys.modules:
+        if isinstance(other, str) and _beside(other, package) and other in sys.modules:
             files.add(_file_of(sys.modules[other]))
     return sorted(files)
+
+
+def _beside(other: str, package: str) -> bool:
+    """A built-in gate's helpers are in its own folder or in gates/shared/ (anywhere under
+    cxxgate.gates); another package's are the modules of the gate's own package."""
+    if package.startswith(BUILTIN_GATES):
+        return other.startswith(BUILTIN_GATES + ".")
+    return other.rpartition(".")[0] == package
 
 
 def _file_of(module: ModuleType) -> Path:

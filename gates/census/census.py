@@ -1,6 +1,6 @@
 """Gate `census`: the tests and assertions a patch removed, disabled or weakened.
 
-The witnesses of the reference tree and of the patched tree (gates/witness.py:
+The witnesses of the reference tree and of the patched tree (gates/census/witness.py:
 GoogleTest and Catch2 tests, `ASSERT_*`/`EXPECT_*`/`REQUIRE*`/`CHECK*`, `static_assert`,
 `assert(`, and the case's own prefixes), read by a C++ parser in the case's `files` and in
 every tree file their preprocessing read, asked of the preprocessor with the case's
@@ -29,7 +29,7 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | helper specialised or overloaded), or the linker binds it       |
 |                    | elsewhere (a strong definition replacing the test objects'      |
 |                    | inline copy; a runtime function such as `__assert_fail` defined |
-|                    | in the tree): gates/linked.py                           |
+|                    | in the tree): gates/census/linked.py                           |
 | witness_unexecuted | the reference's ran in the test program and this one did not    |
 |                    | (`sizeof(CHECK(..))`, `cond && CHECK(..)`, a member nobody      |
 |                    | calls): seen by a marker that records it when it is evaluated   |
@@ -73,10 +73,11 @@ from cxxgate.api import (
     Strict,
     codehash,
 )
-from cxxgate.gates import executed, ledger, linked, survive, witness
-from cxxgate.gates.callees import UNPARSED
-from cxxgate.gates.cppsource import parser_id
-from cxxgate.gates.witness_data import Witness
+from cxxgate.gates.census import executed, linked, survive, witness
+from cxxgate.gates.census.callees import UNPARSED
+from cxxgate.gates.census.witness_data import Witness
+from cxxgate.gates.ledger import ledger
+from cxxgate.gates.shared.cppsource import parser_id
 
 NAME = "census"
 SEVERITY = (
@@ -98,7 +99,7 @@ class Allow(Strict):
 
 
 class Program(Strict):
-    """The test program whose run proves each witness executed (gates/executed.py):
+    """The test program whose run proves each witness executed (gates/census/executed.py):
     these units of the tree (one holds `main`; gitignore-style globs, so a test the patch
     adds is in) and the case's `sources`, built from marked copies."""
 

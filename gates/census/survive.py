@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cxxgate.gates import cppsource
+from cxxgate.gates.shared import cppsource
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import diagnostics, toolcall
 from cxxgate.toolchain.cellspec import CellSpec, Step
@@ -75,7 +75,7 @@ def envelope_from(params: dict[str, Any]) -> Envelope:
 class Spot:
     """Where one witness's markers go (byte offsets): `start` and `end` bound its own text
     (what the preprocessor makes of it is compared with the reference's), `mark` is first
-    in its arguments or its body (liveness, and execution: gates/executed.py),
+    in its arguments or its body (liveness, and execution: gates/census/executed.py),
     `close` ends a check's first argument (-1: none)."""
 
     start: int

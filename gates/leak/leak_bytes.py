@@ -21,7 +21,7 @@ import struct
 from collections.abc import Iterator
 from typing import Literal
 
-from cxxgate.gates import cppsource
+from cxxgate.gates.shared import cppsource
 
 WIDTHS = (2, 4, 8)
 ORDERS: tuple[Literal["little", "big"], ...] = ("little", "big")

@@ -30,7 +30,8 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate.gates import cppsource, leak_bytes
+from cxxgate.gates.leak import leak_bytes
+from cxxgate.gates.shared import cppsource
 from cxxgate.host.sandbox import NEUTRAL_TREE
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain.cellspec import CellResult

@@ -77,7 +77,8 @@ from cxxgate.api import (
     program,
     why_failed,
 )
-from cxxgate.gates import cppsource, lanes, leak_gimple, literals
+from cxxgate.gates.leak import leak_gimple, literals
+from cxxgate.gates.shared import cppsource, lanes
 
 NAME = "leak"
 SEVERITY = ("hidden_oracle_fail", "literal_leak")

@@ -28,18 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cxxgate.gates import cppsource, linked, survive
+from cxxgate.gates.census import linked, survive
+from cxxgate.gates.shared import cppsource
 from cxxgate.host.process import Caps
 from cxxgate.runs.run import RunSpec, execute_built
+from cxxgate.store import codehash
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import diagnostics, toolcall
 from cxxgate.toolchain.cellspec import CellSpec
 from cxxgate.toolchain.envelope import Envelope
 
 if TYPE_CHECKING:
-    from cxxgate.gates.witness_data import FileInventory, Witness
+    from cxxgate.gates.census.witness_data import FileInventory, Witness
 
-REPORT_UNIT = Path(__file__).parent.parent / "templates" / "metamorphic" / "report.cpp"
+REPORT_UNIT = codehash.TEMPLATES / "metamorphic" / "report.cpp"
 
 
 @dataclass

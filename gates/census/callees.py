@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import clang.cindex as ci
 
-from cxxgate.gates import cppsource
-from cxxgate.gates.ledger_ast import clang_args, qualified
+from cxxgate.gates.ledger.ledger_ast import clang_args, qualified
+from cxxgate.gates.shared import cppsource
 
 if TYPE_CHECKING:
-    from cxxgate.gates.witness_data import FileInventory
+    from cxxgate.gates.census.witness_data import FileInventory
 
 UNITS = frozenset({".cpp", ".cc", ".cxx", ".c++"})
 UNPARSED = "?"  # a unit libclang could not parse: its witnesses' bindings are not told

@@ -28,7 +28,7 @@ from typing import Any
 
 import clang.cindex as ci
 
-from cxxgate.gates import ledger_flow, ledger_rules
+from cxxgate.gates.ledger import ledger_flow, ledger_rules
 
 MUTEX_TYPES = frozenset(
     {

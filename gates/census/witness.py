@@ -23,8 +23,9 @@ from typing import Any
 
 from tree_sitter import Node
 
-from cxxgate.gates import callees, cppsource, executed, survive
-from cxxgate.gates.witness_data import FileInventory, Macro, Miss, Witness
+from cxxgate.gates.census import callees, executed, survive
+from cxxgate.gates.census.witness_data import FileInventory, Macro, Miss, Witness
+from cxxgate.gates.shared import cppsource
 from cxxgate.store import codehash
 from cxxgate.toolchain.envelope import Envelope
 

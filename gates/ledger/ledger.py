@@ -55,8 +55,7 @@ from cxxgate.api import (
     toolquery,
     why_failed,
 )
-from cxxgate.gates import (
-    lanes,
+from cxxgate.gates.ledger import (
     ledger_ast,
     # ledger_ast's data-flow pass, imported so that the gate's code hash and the grader
     # pin (codehash.module_and_sibling_files reads this module's imports) cover it.
@@ -64,6 +63,7 @@ from cxxgate.gates import (
     ledger_objects,
     ledger_rules,
 )
+from cxxgate.gates.shared import lanes
 
 NAME = "ledger"
 OBJECTS = "objects"  # plan name of the oracle's library objects (ledger_objects.py)

@@ -1,13 +1,13 @@
 """Gate `coverage`: lines a patch added that none of the case's tests executes.
 
 The added lines come from the patch's hunks, new-file line numbers as gcc numbers lines
-(gates/hunks.py, a scan: the applied tree against the base tree; a form feed or
+(gates/shared/hunks.py, a scan: the applied tree against the base tree; a form feed or
 U+2028 ends no line). The case's tests
 (grader-owned programs linked with the tree's sources, like the runtime lanes') are built
 in a coverage envelope (`--coverage -O0 -fno-inline -fkeep-inline-functions`: inline and
 header code kept, so an uncalled inline function counts as unexecuted rather than absent)
 and run one per run task; each run leaves its .gcda counts in its kept folder
-(GCOV_PREFIX, cxxgate/runs/run.py `keep`), which gcov's JSON reads (gates/gcovjson.py).
+(GCOV_PREFIX, cxxgate/runs/run.py `keep`), which gcov's JSON reads (gates/coverage/gcovjson.py).
 Counts of every test are summed, then joined to the hunks by tree-relative path (gcov's
 names normalised: `src/../src/x.hpp` is `src/x.hpp`), headers included.
 
@@ -35,7 +35,7 @@ default argument with a branch: gcc counts its code at each caller's line. gcov 
 macro's code where it expands: every line of a file the tests' compiles read, and of the
 grader's test units, that names a macro the patch defines (transitively) is scored as an
 added line. An untaken branch on a reworded line is excused when its hunk removed a line of
-the same code (gates/addedcode.py `canonical`) whose run on the base tree left the
+the same code (gates/shared/addedcode.py `canonical`) whose run on the base tree left the
 same branches untaken.
 
 Policy: strict. Every branch an added line holds must be taken by the case's tests,
@@ -104,7 +104,8 @@ from cxxgate.api import (
     program,
     why_failed,
 )
-from cxxgate.gates import gcovjson, hunks, lanes
+from cxxgate.gates.coverage import gcovjson
+from cxxgate.gates.shared import hunks, lanes
 
 NAME = "coverage"
 SEVERITY = (

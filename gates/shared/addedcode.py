@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from cxxgate.gates import cppsource
+from cxxgate.gates.shared import cppsource
 
 Range = tuple[int, int, int, int]  # first line, first column, last line, end column (1-based)
 

@@ -2,7 +2,7 @@
 per tree, cached by its key).
 
 The applied tree is compared with the case's base tree; each changed file's lines (as gcc
-numbers them: gates/addedcode.py `source_lines`) are compared with `difflib`, and
+numbers them: gates/shared/addedcode.py `source_lines`) are compared with `difflib`, and
 its added lines kept by their new-file line numbers. Every
 changed file is read this way, whatever its name: which of them count is decided by the
 gate from what the tests' compiles read (their dependency files) and what gcov counted, so
@@ -12,7 +12,7 @@ a file is scored even when no compile read it). A file whose C++ tokens did not 
 coverage exclusion marker, or a construct that hides lines from gcov (a `#line`
 directive or a GNU linemarker `# 12 "name"`, an attribute or pragma that turns
 instrumentation off, a call into libgcov), are listed as tampering. What the added lines
-are as C++ (gates/addedcode.py: the definitions and statements holding them, their
+are as C++ (gates/shared/addedcode.py: the definitions and statements holding them, their
 default arguments, whether they can bear code at all) is listed beside them.
 
 gcov counts a macro's code at the line that expands it. A patch that adds or changes a
@@ -32,7 +32,7 @@ from typing import Any
 from pygments.lexers import CppLexer
 from pygments.token import Comment, String, Text, _TokenType, is_token_subtype
 
-from cxxgate.gates import addedcode
+from cxxgate.gates.shared import addedcode
 
 CODE_SUFFIXES = frozenset(
     {

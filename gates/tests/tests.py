@@ -15,9 +15,9 @@ runs as a candidate program (cxxgate/cells/ctest.py): sandboxed, capped, as a ui
 
 A pass needs more than ctest's word. The test units (the compile database's units in the
 test folders) must compile with no preprocessor flag the reference's build lacks, and see
-the framework's macros as the reference's units do (cxxgate/gates/testunits.py); and
+the framework's macros as the reference's units do (cxxgate/gates/tests/testunits.py); and
 GoogleTest's own report of the run must show the test's cases run and passed, matched by
-`Suite.Name` or by program (cxxgate/gates/testreports.py). Where the reference's run wrote
+`Suite.Name` or by program (cxxgate/gates/tests/testreports.py). Where the reference's run wrote
 no report for a program either (not a GoogleTest program), its exit status is the proof,
 and the check says so.
 
@@ -61,8 +61,8 @@ from pydantic import Field, model_validator
 
 from cxxgate.cells import ctest
 from cxxgate.contract.gate import Context, Gate, Outputs, Plan
-from cxxgate.gates import testreports, testunits
-from cxxgate.gates.project import build_spec, project_build
+from cxxgate.gates.shared.project import build_spec, project_build
+from cxxgate.gates.tests import testreports, testunits
 from cxxgate.intake.tree import guard
 from cxxgate.results.result import Check, GateResult
 from cxxgate.runs.scan import ScanSpec

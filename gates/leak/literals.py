@@ -11,7 +11,8 @@ from typing import Any
 
 import pathspec
 
-from cxxgate.gates import cppsource, leak_bytes
+from cxxgate.gates.leak import leak_bytes
+from cxxgate.gates.shared import cppsource
 
 PLACES = 3  # oracle places kept per value: enough to find it, short enough to read
 TEXT_SHOWN = 60
