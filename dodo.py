@@ -1,2 +1,2 @@
 """cxxgate's own eval repository: the shipped case library in cases/ (see README)."""
-from cxxgate.tasks import *  # noqa: F403
+from cxxgate.graph.tasks import *  # noqa: F403

@@ -1,5 +1,5 @@
 """A nightly-style batch: N candidate patches for one case that edit only a library
-source, graded cold twice in one run, with cell reuse (cxxgate/reuse.py) and without
+source, graded cold twice in one run, with cell reuse (cxxgate/cells/reuse.py) and without
 (CXXGATE_REUSE=0). Prints seconds and compiler invocations, and the ratios.
 
     python bench/batch_bench.py            # 40 candidates, -n 2

@@ -48,7 +48,7 @@ def freeze(project: Path, out: Path) -> None:
 def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="cxxgate-bench-") as tmp:
         project = Path(tmp) / "project"
-        for name in ("cxxgate", "cases", "cxxgate.egg-info"):  # egg-info: the entry points
+        for name in ("cxxgate", "cases"):  # the links cxxgate/gates, cxxgate/templates followed
             if (PROJECT / name).exists():
                 shutil.copytree(PROJECT / name, project / name,
                                 ignore=shutil.ignore_patterns("__pycache__"))

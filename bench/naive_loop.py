@@ -8,7 +8,7 @@ What "everything that gate needs" is comes from cxxgate's own planner (the same 
 library sources, envelopes' flags, runs, stdin, arguments, limits), so both sides do the
 same kind of work; only the execution is naive. Compiles call the compiler directly
 (no sandbox, no JSON diagnostics, no prefix maps, no harness entry); runs go through
-cxxgate/process.py `bounded` with the case's caps, because shipped patches fork, spin
+cxxgate/host/process.py `bounded` with the case's caps, because shipped patches fork, spin
 and flood. The source gates' scans (tree-sitter, libclang, the census's preprocessor)
 are not replayed: this loop is slower than a naive harness would be by that much less.
 It classifies nothing.
@@ -34,13 +34,13 @@ from benchlib import PROJECT
 
 sys.path.insert(0, str(PROJECT))
 
-from cxxgate.cellspec import CellSpec
-from cxxgate.gate import Plan
-from cxxgate.library import Library
-from cxxgate.process import bounded
-from cxxgate.rows import Row
-from cxxgate.run import RunSpec
-from cxxgate.settings import Settings
+from cxxgate.contract.gate import Plan
+from cxxgate.graph.library import Library
+from cxxgate.host.process import bounded
+from cxxgate.library.rows import Row
+from cxxgate.library.settings import Settings
+from cxxgate.runs.run import RunSpec
+from cxxgate.toolchain.cellspec import CellSpec
 
 CXX = (".cpp", ".cc", ".cxx", ".c++")
 SEED = 12345  # the metamorphic gate's relation run needs one; any fixed value

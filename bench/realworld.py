@@ -27,7 +27,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from cxxgate.swe_import import case_id  # noqa: E402
+from cxxgate.library.swe_import import case_id  # noqa: E402
 
 
 def doit(work: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -28,7 +28,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from cxxgate.swe_import import case_id, options_of, parse_record  # noqa: E402
+from cxxgate.library.swe_import import case_id, options_of, parse_record  # noqa: E402
 
 
 def sh(argv: list[str], cwd: Path, timeout: float = 7200) -> subprocess.CompletedProcess[str]:

@@ -50,10 +50,11 @@ from benchlib import (
     write_jsonl,
 )
 
-from cxxgate.cellspec import ENTRY_UNIT
+from cxxgate.toolchain.cellspec import ENTRY_UNIT
 
 WORKERS = 2
-# Cells whose results repeat the compile steps of the object cells they link (cxxgate/cell.py).
+# Cells whose results repeat the compile steps of the object cells they link
+# (cxxgate/cells/cell.py).
 LINKING = {"exe", "archive", "shared", "objects"}
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from cxxgate.layout import Layout
+from cxxgate.store.layout import Layout
 
 PROJECT = Path(__file__).resolve().parent.parent
 SHIPPED = PROJECT / "cases"
@@ -129,9 +129,9 @@ def project_copy(tmp_path: Path, *, locked: bool = False) -> Path:
     Tests edit cases and gate code in it, so its library is unpinned (no identity.lock)
     unless `locked`."""
     dest = tmp_path / "project"
-    # cxxgate.egg-info (written by `pip install -e .`) lists the gates' entry points: beside
-    # the copy it wins over whatever checkout the global install points to.
-    for name in ("cxxgate", "cases", "cxxgate.egg-info"):
+    # The built-in gates are loaded from the copy's cxxgate.gates (registry.BUILTIN); gates/
+    # and templates/ come along through the package's links.
+    for name in ("cxxgate", "cases"):
         if (PROJECT / name).exists():
             ignore = shutil.ignore_patterns("__pycache__")
             shutil.copytree(PROJECT / name, dest / name, ignore=ignore)

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import Grade
 
-from cxxgate.gates import coverage, gcovjson, hunks, slope
-from cxxgate.run import RunSpec, _keep
+from cxxgate.gates import slope
+from cxxgate.gates.coverage import coverage, gcovjson
+from cxxgate.gates.shared import hunks
+from cxxgate.runs.run import RunSpec, _keep
 
 REACHED = {
     ("dedupe/reference", "slope"): "accept",

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, case_library, run_grade
 
-from cxxgate import registry
-from cxxgate.case import load_case
-from cxxgate.envelope import Envelopes
-from cxxgate.gate import Context
+from cxxgate.contract import registry
+from cxxgate.contract.gate import Context
 from cxxgate.gates.negcomp import GATE as NEGCOMP
-from cxxgate.yamlfile import InputError
+from cxxgate.library.case import load_case
+from cxxgate.toolchain.envelope import Envelopes
+from cxxgate.util.yamlfile import InputError
 
 
 @pytest.fixture
@@ -177,7 +177,7 @@ def test_a_list_of_expected_classes_means_one_of(case_dir: Path) -> None:
 def test_every_intake_class_may_be_expected() -> None:
     from typing import get_args
 
-    from cxxgate.result import INTAKE_CLASSES
-    from cxxgate.tree import IntakeClass
+    from cxxgate.intake.tree import IntakeClass
+    from cxxgate.results.result import INTAKE_CLASSES
 
     assert set(get_args(IntakeClass)) - {"applied", "harness_error"} <= INTAKE_CLASSES

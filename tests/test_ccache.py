@@ -1,5 +1,5 @@
-"""ccache as the compiler launcher (cxxgate/ccache.py), on the real ccache, g++, bubblewrap
-and redis-server: a hit gives back this tree's paths, it never comes back for a tree that
+"""ccache as the compiler launcher (cxxgate/toolchain/ccache.py), on the real ccache, g++,
+bubblewrap and redis-server: a hit gives back this tree's paths, it never comes back for a tree that
 would compile differently, it changes no verdict, and build folders share a remote cache."""
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ import pytest
 import yaml
 from conftest import Grade, case_library, make_tree, run_doit
 
-from cxxgate import ccache, faults, reuse, sandbox
-from cxxgate.cell import build
-from cxxgate.cellspec import CellResult, CellSpec, Step, Unit
-from cxxgate.envelope import Envelopes
-from cxxgate.layout import Layout
+from cxxgate.cells import reuse
+from cxxgate.cells.cell import build
+from cxxgate.host import sandbox
+from cxxgate.results import faults
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain import ccache
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, Step, Unit
+from cxxgate.toolchain.envelope import Envelopes
 
 pytestmark = pytest.mark.skipif(ccache.binary() is None, reason="ccache is not installed")
 
@@ -97,7 +100,7 @@ def test_a_hit_in_another_tree_gives_back_this_trees_paths(layout: Layout, tmp_p
     assert _files(tree_step) == {f"{second}/src/a.cpp"}
     assert "unused variable" in b.compile_steps()[0].output
     # Dependency files: this tree's paths only.
-    # A program's compiles are its object cells' (cxxgate/cell.py): their folders hold them.
+    # A program's compiles are its object cells' (cxxgate/cells/cell.py): their folders hold them.
     deps = {
         p
         for part in b.parts
@@ -167,7 +170,7 @@ def test_without_bubblewrap_a_tree_keeps_its_own_paths_and_misses(
 
 def test_a_failing_ccache_is_the_machines_fault(layout: Layout, tmp_path: Path) -> None:
     """ccache that cannot work (its temporary folder is a file) fails the compile with
-    its own error line: a harness fault (retried next run, cxxgate/guard.py), never the
+    its own error line: a harness fault (retried next run, cxxgate/verdicts/guard.py), never the
     candidate's compile_error."""
     manifest = _manifest(tmp_path)
     make_tree(layout, "t1" * 12, {"include/x.hpp": HEADER, "src/a.cpp": SOURCE})
@@ -297,7 +300,7 @@ def test_two_build_folders_share_compiles_through_redis(tmp_path: Path, redis_ur
 
 def test_remote_storage_from_pyproject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """[tool.cxxgate] ccache_remote reaches the compiles; the environment's value wins."""
-    from cxxgate.settings import Settings
+    from cxxgate.library.settings import Settings
 
     (tmp_path / "pyproject.toml").write_text('[tool.cxxgate]\nccache_remote = "redis://h:1"\n')
     monkeypatch.delenv(ccache.REMOTE, raising=False)

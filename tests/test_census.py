@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT, SHIPPED, Grade, exclusive
 
-from cxxgate.envelope import Envelope, identify
-from cxxgate.gates import census, cppsource, survive, witness
-from cxxgate.gates.census import Allow
-from cxxgate.gates.witness_data import FileInventory
-from cxxgate.scan import ScanResult
+from cxxgate.gates.census import census, survive, witness
+from cxxgate.gates.census.census import Allow
+from cxxgate.gates.census.witness_data import FileInventory
+from cxxgate.gates.shared import cppsource
+from cxxgate.runs.scan import ScanResult
+from cxxgate.toolchain.envelope import Envelope, identify
 
 # Every class of the gate, each reached by a shipped patch of `witness`.
 REACHED = {
@@ -338,8 +339,11 @@ def test_weakened_in_place() -> None:
 
 def test_census_module_has_no_line_patterns() -> None:
     """The gate reads C++ with a parser: none of its modules compiles a regex."""
-    for module in ("census", "witness", "survive", "cppsource", "callees", "executed"):
-        text = (PROJECT / "cxxgate" / "gates" / f"{module}.py").read_text()
+    for module in (
+        "census/census", "census/witness", "census/survive", "shared/cppsource",
+        "census/callees", "census/executed",
+    ):  # fmt: skip
+        text = (PROJECT / "gates" / f"{module}.py").read_text()
         assert "import re\n" not in text, module
 
 
@@ -599,7 +603,7 @@ VARIANTS: dict[str, tuple[dict[str, str], list[str]]] = {
 
 
 def _small_params() -> dict[str, object]:
-    from cxxgate.gates import ledger
+    from cxxgate.gates.ledger import ledger
 
     tc = identify("gcc", "g++", "gcc")
     env = Envelope("gcc", tc, "c++20", ("-O0", "-Wall", "-Werror"), (), (), ())
@@ -858,7 +862,7 @@ def link_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict
 def test_what_the_linker_bound(
     link_reference: tuple[Path, dict[str, object]], variant: str
 ) -> None:
-    from cxxgate.gates import linked
+    from cxxgate.gates.census import linked
 
     root, ref = link_reference
     assert ref["link"]["held"]["_Z5twicei"] == "comdat"  # type: ignore[index]

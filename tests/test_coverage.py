@@ -1,4 +1,4 @@
-"""The coverage gate's joins and rules (cxxgate/gates/coverage.py, gcovjson.py, hunks.py):
+"""The coverage gate's joins and rules (gates/coverage/coverage.py, gcovjson.py, hunks.py):
 gcov's JSON as gcov 12 prints it, the scan on real files, and a real doit grade of a copy
 of cases/port with the branch rule relaxed by the case."""
 
@@ -14,8 +14,9 @@ import yaml
 from conftest import SHIPPED, case_library, run_grade
 from pydantic import ValidationError
 
-from cxxgate.gates import addedcode, coverage, gcovjson, hunks
-from cxxgate.program import Program
+from cxxgate.contract.program import Program
+from cxxgate.gates.coverage import coverage, gcovjson
+from cxxgate.gates.shared import addedcode, hunks
 
 
 def _line(

@@ -25,11 +25,11 @@ import pytest
 import yaml
 from conftest import PROJECT, Grade, case_library, compiler_calls, run_grade
 
-from cxxgate.cell import build
-from cxxgate.cellspec import CellSpec, Unit
-from cxxgate.envelope import Envelopes
-from cxxgate.layout import Layout
-from cxxgate.tree import materialise
+from cxxgate.cells.cell import build
+from cxxgate.intake.tree import materialise
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelopes
 
 KEPT_PATCHES = {"token_handle": ["good_valid_reset", "public_ctor", "broken_build"]}
 # What a row is, for comparing two grades: verdict, class, and each gate's class.
@@ -137,7 +137,7 @@ def test_killed_at_four_points_and_resumed_gives_the_undisturbed_verdicts(
     compiles (serial), at about 60% of the next run's (two threads), and as the first gate
     classifies; then one run to the end. Its verdicts.jsonl is the undisturbed one, row for
     row and field for field (these gates put no timing in a row). doit's records are saved
-    every 5 s (cxxgate/checkpoint.py): each run meets tasks its predecessor finished and
+    every 5 s (cxxgate/graph/checkpoint.py): each run meets tasks its predecessor finished and
     recorded, and results it finished in its last seconds but never recorded."""
     out = tmp_path / "out"
     total = undisturbed.calls
@@ -172,7 +172,7 @@ import os, signal, sys
 from pathlib import Path
 from doit.cmd_base import ModuleTaskLoader
 from doit.doit_cmd import DoitMain
-from cxxgate.progress import GradeProgress
+from cxxgate.graph.progress import GradeProgress
 
 FOLDER, KILL_AT, SAVE = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 
@@ -202,7 +202,7 @@ sys.exit(DoitMain(loader).run(["-o", str(FOLDER / "log.txt")]))
 def test_a_killed_run_resumes_after_the_tasks_it_finished(
     tmp_path: Path, save: float, resumed_from: int
 ) -> None:
-    """With doit's records saved as tasks end (cxxgate/checkpoint.py), a run killed in task
+    """With doit's records saved as tasks end (cxxgate/graph/checkpoint.py), a run killed in task
     25 is resumed there; saved only at exit, as doit does by itself, everything runs again."""
     script = tmp_path / "resumable.py"
     script.write_text(RESUMABLE)
@@ -538,9 +538,9 @@ def test_a_patch_git_cannot_write_on_a_full_disk_is_not_patch_does_not_apply(
 # Each writer, run in a child that the kernel kills (SIGXFSZ) once it has written 64 KiB:
 # a kill in the middle of writing a result file, at a known point.
 KILLED_MID_WRITE = {
-    "gate result": "from cxxgate.result import GateResult\n"
+    "gate result": "from cxxgate.results.result import GateResult\n"
     "GateResult('negcomp', 'accept', 'accept', BIG).write(TARGET)\n",
-    "run result": "from cxxgate.run import RunResult, _write\n"
+    "run result": "from cxxgate.runs.run import RunResult, _write\n"
     "_write(LAYOUT, RunResult.without_run(KEY, 'label', 'ok', BIG))\n",
 }
 
@@ -554,7 +554,7 @@ def test_a_result_file_killed_mid_write_keeps_its_old_contents(writer: str, tmp_
     target.write_text('{"old": true}\n')
     child = (
         "import resource, signal, sys\nfrom pathlib import Path\n"
-        "from cxxgate.layout import Layout\n"
+        "from cxxgate.store.layout import Layout\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it: die as C would\n"
         "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, resource.RLIM_INFINITY))\n"
         f"TARGET, KEY = Path({str(target)!r}), {key!r}\n"

@@ -1,9 +1,9 @@
 """Catch2, doctest and plain executables in a repository case: per-test proof from the
 framework's own XML report, asked of each named test's command by the harness
-(cxxgate/testframeworks.py, cxxgate/gates/frameworkreports.py), and the exit status named
-as the only proof of a plain program. One CMake project of our own (Catch2 v2 registered
-per program and by catch_discover_tests, doctest by doctest_discover_tests, a plain
-program), graded once by the real doit."""
+(cxxgate/cells/testframeworks.py, cxxgate/gates/tests/frameworkreports.py), and the exit
+status named as the only proof of a plain program. One CMake project of our own (Catch2
+v2 registered per program and by catch_discover_tests, doctest by doctest_discover_tests,
+a plain program), graded once by the real doit."""
 
 from __future__ import annotations
 

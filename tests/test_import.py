@@ -15,9 +15,9 @@ from conftest import SHIPPED, run_doit
 from jinja2 import StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
-from cxxgate import swe_import
-from cxxgate.layout import Layout
-from cxxgate.rows import batch_rows
+from cxxgate.library import swe_import
+from cxxgate.library.rows import batch_rows
+from cxxgate.store.layout import Layout
 
 DURATION = SHIPPED / "duration"
 BUNDLE = DURATION / "repo.bundle"
@@ -75,7 +75,7 @@ def write_jsonl(path: Path, lines: list[object]) -> Path:
 
 
 def render(template: str) -> str:
-    """As cxxgate/prompt.py renders a case's prompt.md.j2."""
+    """As cxxgate/library/prompt.py renders a case's prompt.md.j2."""
     env = SandboxedEnvironment(
         undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Grade
 
-from cxxgate.layout import Layout
+from cxxgate.store.layout import Layout
 
 # (row, gate) -> class: every class of the three gates, each reached by a shipped patch.
 REACHED = {
@@ -117,7 +117,7 @@ def test_cells_shared_across_gates_are_built_once(lanes: Grade) -> None:
         tree = next(e for e in lanes.rows[row]["evidence"] if e.startswith("trees/"))  # type: ignore[union-attr]
         key = tree.split("/", 1)[1]
         results = [json.loads(p.read_text()) for p in (lanes.out / "cells").glob("*/*/result.json")]
-        # The objects they link are cells too (cxxgate/cell.py), counted apart.
+        # The objects they link are cells too (cxxgate/cells/cell.py), counted apart.
         return sum(
             r["tree_root"].endswith(key) and r["kind"] not in ("object", "objects")
             for r in results

@@ -1,4 +1,5 @@
-"""Two layers: the engine (cxxgate/) never imports a gate; gates (cxxgate/gates/, or any
+"""The engine's packages are layered (LAYERS), and the engine (cxxgate/) never imports a
+gate; gates (cxxgate/gates/, or any
 installed package) are found through the `cxxgate.gates` entry points; an eval repository
 needs only a two-line dodo.py and [tool.cxxgate]."""
 
@@ -12,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT, SHIPPED, Grade, run_doit
+from conftest import PROJECT, SHIPPED, Grade, project_copy, run_doit, run_grade
 
 ENGINE = PROJECT / "cxxgate"
 
@@ -25,7 +26,9 @@ def _module_name(path: Path) -> str:
 def _imports() -> dict[str, set[str]]:
     """Every cxxgate module and the cxxgate modules it imports, anywhere in its body
     (function-level and TYPE_CHECKING imports are arrows too)."""
-    modules = {_module_name(p): p for p in ENGINE.rglob("*.py")}
+    # gates/ is linked into the package (cxxgate/gates): followed like the import follows it.
+    files = [Path(top, n) for top, _, names in os.walk(ENGINE, followlinks=True) for n in names]
+    modules = {_module_name(p): p for p in files if p.suffix == ".py"}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
         for node in ast.walk(ast.parse(path.read_text())):
@@ -45,6 +48,67 @@ def test_the_engine_never_imports_a_gate() -> None:
     engine = [m for m in graph if not m.startswith("cxxgate.gates")]
     offenders = {m: sorted(t for t in graph[m] if t.startswith("cxxgate.gates")) for m in engine}
     assert {m: t for m, t in offenders.items() if t} == {}
+
+
+# The engine's packages, lowest layer first: a module imports from its own package or a
+# package earlier in this list, never a later one. Gates come last: nothing imports them.
+LAYERS = (
+    "util",
+    "store",
+    "results",
+    "host",
+    "intake",
+    "toolchain",
+    "runs",
+    "cells",
+    "library",
+    "contract",
+    "api",
+    "verdicts",
+    "reports",
+    "batch",
+    "graph",
+    "gates",
+)
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) < 3:  # cxxgate itself, or a package's __init__
+        return -1 if len(parts) == 1 else LAYERS.index(parts[1])
+    assert parts[1] in LAYERS, f"{module}: its package is not in LAYERS"
+    return LAYERS.index(parts[1])
+
+
+def test_every_engine_module_lives_in_a_layer() -> None:
+    loose = [m for m in _imports() if m.count(".") == 1 and m.split(".")[1] not in LAYERS]
+    assert loose == []
+
+
+def test_no_import_from_a_higher_layer() -> None:
+    graph = _imports()
+    upward = {
+        f"{m} -> {t}": (LAYERS[_layer(m)], LAYERS[_layer(t)])
+        for m, targets in graph.items()
+        for t in targets
+        if _layer(t) > _layer(m)
+    }
+    assert upward == {}
+
+
+def test_gates_import_the_engine_only_through_the_api() -> None:
+    """A gate module (one exporting GATE) imports cxxgate.api and its own helpers; the
+    helpers may use the engine directly."""
+    from cxxgate.contract import registry
+
+    graph = _imports()
+    modules = {name: gate.classify.__module__ for name, gate in registry.gates().items()}
+    gates = [modules[name] for name in registry.BUILTIN]
+    engine = {
+        g: sorted(t for t in graph[g] if not t.startswith(("cxxgate.gates", "cxxgate.api")))
+        for g in gates
+    }
+    assert {g: t for g, t in engine.items() if t} == {}
 
 
 def test_no_import_cycles() -> None:
@@ -69,15 +133,24 @@ def test_no_import_cycles() -> None:
             assert visit(module) is None
 
 
-def test_builtin_gates_are_entry_points() -> None:
-    from cxxgate import registry
+def test_builtin_gates_come_first_in_precedence_order() -> None:
+    from cxxgate.contract import registry
 
     gates = registry.gates()
+    # The order the `order=` integers gave before BUILTIN replaced them.
     assert list(gates) == [
         "negcomp", "tests", "consumer", "headers", "symbols", "sanitizer", "matrix", "budget",
         "census", "leak", "slope", "metamorphic", "coverage", "ledger",
     ]
     assert all(g.plan.__module__.startswith("cxxgate.gates.") for g in gates.values())
+    assert tuple(gates) == registry.BUILTIN
+
+
+def test_builtin_gates_are_not_entry_points() -> None:
+    """Entry points are for third-party gates; a built-in gate is found by its name alone."""
+    text = (PROJECT / "pyproject.toml").read_text()
+    assert '[project.entry-points."cxxgate.gates"]' not in text
+    assert ":GATE" not in text
 
 
 # ---- an eval repository of its own -------------------------------------------------------
@@ -144,7 +217,7 @@ def test_an_eval_repository_with_two_line_dodo(tmp_path: Path) -> None:
     _write(
         repo,
         {
-            "dodo.py": "from cxxgate.tasks import *  # noqa: F403\n",
+            "dodo.py": "from cxxgate.graph.tasks import *  # noqa: F403\n",
             "pyproject.toml": """\
                 [tool.cxxgate]
                 cases = "mycases"
@@ -193,51 +266,15 @@ def test_an_eval_repository_with_two_line_dodo(tmp_path: Path) -> None:
 
 # ---- a gate from another package --------------------------------------------------------
 
-PLUGIN = '''\
-"""Gate `compiles`: each listed unit compiles against the patched tree (-fsyntax-only)."""
-
-from pathlib import Path
-
-from cxxgate.cellspec import CellSpec, Unit
-from cxxgate.gate import Context, Gate, Outputs, Plan
-from cxxgate.result import Check, GateResult
-from cxxgate.yamlfile import Strict
-
-SEVERITY = ("does_not_compile",)
+def _readme_gate() -> str:
+    """The example gate of the README's "Writing a gate": what a gate author copies."""
+    text = (PROJECT / "README.md").read_text()
+    section = text[text.index("## Writing a gate") :]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start : section.index("\n```", start)] + "\n"
 
 
-class Config(Strict):
-    units: list[str]
-
-
-def plan(ctx: Context) -> Plan:
-    cfg = ctx.case.gate_config("compiles")
-    out = Plan()
-    for i, rel in enumerate(cfg.units):
-        text = ctx.case.oracle_text(rel, f"gates.compiles.units[{i}]")
-        out.cells[f"unit{i}"] = CellSpec(
-            kind="syntax",
-            tree_key=ctx.tree_key,
-            units=(Unit(Path(rel).name, text),),
-            tree_sources=(),
-            include_dirs=tuple(ctx.case.spec.include_dirs),
-            envelope=ctx.gate_envelope("compiles", None),
-            compile_seconds=ctx.case.spec.limits.compile_seconds,
-            label=f"compiles {rel}",
-        )
-    return out
-
-
-def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
-    checks = [
-        Check(name, cell.status == "ok", "accept" if cell.status == "ok" else "does_not_compile")
-        for name, cell in outputs.cells.items()
-    ]
-    return GateResult.from_checks("compiles", checks, SEVERITY, [])
-
-
-GATE = Gate("compiles", "each listed unit compiles", Config, SEVERITY, plan, classify)
-'''
+PLUGIN = _readme_gate()
 
 
 @pytest.fixture
@@ -312,3 +349,19 @@ def test_a_gate_from_another_package_is_picked_up(tmp_path: Path, plugin: Path) 
     assert graded.returncode == 0, graded.output
     assert graded.gate("meters/reference", "compiles")["class"] == "accept"
     assert graded.rows["meters/drop_value"]["class"] == "does_not_compile"
+
+
+@pytest.mark.slow
+def test_a_template_change_re_keys_only_the_gates_that_render_it(tmp_path: Path) -> None:
+    """A gate's key holds its own templates (templates/<gate>/), not every template: an edit
+    to the headers gate's probe leaves saturating's negcomp and matrix results standing."""
+    project = project_copy(tmp_path)
+    out = tmp_path / "out"
+    assert run_grade(out, "case=saturating", project=project).returncode == 0
+    template = project / "cxxgate/templates/headers/twice.cpp.j2"
+    template.write_text(template.read_text() + "// an edit no saturating gate renders\n")
+    again = run_grade(out, "-v", "2", "case=saturating", project=project)  # names tasks
+    assert again.returncode == 0, again.output
+    assert "-- negcomp:saturating/reference" in again.output
+    assert ".  negcomp:saturating/" not in again.output
+    assert ".  matrix:saturating/" not in again.output

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from conftest import SHIPPED, Grade, case_library, run_grade
 
-from cxxgate.gates import cppsource, leak, leak_bytes, leak_gimple, literals
-from cxxgate.library import Library
-from cxxgate.settings import Settings
+from cxxgate.gates.leak import leak, leak_bytes, leak_gimple, literals
+from cxxgate.gates.shared import cppsource
+from cxxgate.graph.library import Library
+from cxxgate.library.settings import Settings
 
 REACHED = {
     ("answer_key/reference", "leak"): "accept",

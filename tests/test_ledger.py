@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from conftest import SHIPPED, Grade, compiler_calls, run_grade
 
-from cxxgate.gates import ledger_ast, ledger_objects, ledger_rules
-from cxxgate.gates.ledger import system_dirs
-from cxxgate.yamlfile import InputError, load_model
+from cxxgate.gates.ledger import ledger_ast, ledger_objects, ledger_rules
+from cxxgate.gates.ledger.ledger import system_dirs
+from cxxgate.util.yamlfile import InputError, load_model
 
 CASE = "size_cache"
 # row -> the ledger's class: every class and every rule, each trick its own patch.

@@ -10,15 +10,16 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, SHIPPED, run_grade
 
-from cxxgate import registry, sandbox
-from cxxgate.case import Limits, load_case
-from cxxgate.cell import build
-from cxxgate.cellspec import CellSpec, Unit
-from cxxgate.envelope import Envelopes
-from cxxgate.layout import Layout
-from cxxgate.process import Caps, bounded
-from cxxgate.run import RunResult, RunSpec, execute
-from cxxgate.yamlfile import InputError
+from cxxgate.cells.cell import build
+from cxxgate.contract import registry
+from cxxgate.host import sandbox
+from cxxgate.host.process import Caps, bounded
+from cxxgate.library.case import Limits, load_case
+from cxxgate.runs.run import RunResult, RunSpec, execute
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelopes
+from cxxgate.util.yamlfile import InputError
 
 ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 
@@ -40,7 +41,7 @@ def test_hostile_must_build_units_are_classified(tmp_path: Path) -> None:
     summaries = {k: r["gates"]["negcomp"]["summary"] for k, r in grade.rows.items()}
     assert "address-space limit" in summaries["limits/hog"]
     assert "file size limit (SIGXFSZ)" in summaries["limits/bigfile"]
-    if sandbox.drop_uid():  # only a root harness sets the process cap (cxxgate/process.py)
+    if sandbox.drop_uid():  # only a root harness sets the process cap (cxxgate/host/process.py)
         assert "process limit" in summaries["limits/forks"]
     # A run's folder keeps its evidence only: the 64 MiB the spill reached is gone.
     assert not list((grade.out / "runs").glob("*/*/work*"))
@@ -77,7 +78,7 @@ def test_stdin_env_and_rusage_are_the_childs_own(tmp_path: Path) -> None:
     assert out.max_rss_kib > 0 and out.cpu_seconds >= 0
 
 
-# ---- resource caps on candidate runs (cxxgate/process.py Caps) --------------------------
+# ---- resource caps on candidate runs (cxxgate/host/process.py Caps) --------------------------
 
 
 def _program(layout: Layout, text: str, envelope: str = "dbg") -> CellSpec:

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT, SHIPPED, Grade, case_library, compiler_calls, make_tree, run_grade
 
-from cxxgate.cell import build
-from cxxgate.cellspec import CellSpec, Unit
-from cxxgate.envelope import Envelopes
+from cxxgate.cells.cell import build
 from cxxgate.gates.metamorphic import Failure, parse_report
-from cxxgate.layout import Layout
-from cxxgate.run import RunSpec, execute
+from cxxgate.runs.run import RunSpec, execute
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelopes
 
 CASE = "intervals"
 # Every class of the gate, each reached by a shipped patch.

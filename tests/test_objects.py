@@ -1,5 +1,5 @@
 """Programs link objects: each translation unit is compiled once per (what it reads,
-envelope, flags), whichever gate or unit links it (cxxgate/cell.py)."""
+envelope, flags), whichever gate or unit links it (cxxgate/cells/cell.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 from conftest import SHIPPED, Grade, make_tree
 
-from cxxgate.cell import build
-from cxxgate.cellspec import CellResult, CellSpec, Unit
-from cxxgate.envelope import Envelopes
-from cxxgate.layout import Layout
+from cxxgate.cells.cell import build
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelopes
 
 ENVELOPES = Envelopes(SHIPPED / "envelopes.yaml")
 TREE = {
@@ -108,7 +108,7 @@ def _tree_source_compiles(grade: Grade) -> Counter[tuple[str, ...]]:
     for line in layout.compiler_log.read_text().splitlines():
         _, key, phase, _ = line.split(maxsplit=3)  # a source may hold blanks
         if phase != "compile" or not layout.cell_result(key).exists():
-            continue  # a link; or a scan's compile (census: gates/survive.py), not a cell
+            continue  # a link; or a scan's compile (census: gates/census/survive.py), not a cell
         cell = CellResult.load(layout.cell_result(key))
         if cell.kind in ("syntax", "consumer", "cmake"):
             continue  # compiles of their own: a probe, a stranger, the project's build

@@ -1,5 +1,5 @@
-"""Code that runs before the harness's own (cxxgate/premain.py), and where the nonces are
-(cxxgate/run.py, templates/entry/entry.cpp): real g++ objects and programs, real runs.
+"""Code that runs before the harness's own (cxxgate/cells/premain.py), and where the nonces are
+(cxxgate/runs/run.py, templates/entry/entry.cpp): real g++ objects and programs, real runs.
 
 The shipped rows: cases/port (`preinit_hook`, `ifunc_thief`, `early_ctor` on
 premain_hook; `nonce_thief` on suite_red), cases/intervals (`ifunc_forge` on premain_hook).
@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, make_tree
 
-from cxxgate import premain, process
-from cxxgate.cell import build
-from cxxgate.cellspec import ENTRY_SOURCE, CellSpec, Unit
-from cxxgate.envelope import Envelopes
-from cxxgate.gates.gcovjson import Counts
-from cxxgate.layout import Layout
-from cxxgate.run import REPORT_FDS, RETURN_FDS, RunSpec, execute
+from cxxgate.cells import premain
+from cxxgate.cells.cell import build
+from cxxgate.gates.coverage.gcovjson import Counts
+from cxxgate.host import process
+from cxxgate.runs.run import REPORT_FDS, RETURN_FDS, RunSpec, execute
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import ENTRY_SOURCE, CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelopes
 
 ENVELOPES = Envelopes(SHIPPED / "envelopes.yaml")
 STEAL = """

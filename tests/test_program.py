@@ -1,4 +1,4 @@
-"""The one program model (cxxgate/program.py): its case-file shape and errors, stdin from a
+"""The one program model (cxxgate/contract/program.py): its case-file shape and errors, stdin from a
 file, stdout from the reference's run, units from the tree, and fail_to_pass on a program.
 
 The shipped case `saturating` carries a matrix section with the project's own test (a tree
@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, Grade, case_library, run_grade
 
-from cxxgate import program
-from cxxgate.layout import Layout
-from cxxgate.library import Library
-from cxxgate.result import BASELINE_RED, Check, GateResult
-from cxxgate.run import RunResult
-from cxxgate.settings import Settings
-from cxxgate.tree import Stamp
-from cxxgate.verdict import Reference, reference_problems
+from cxxgate.contract import program
+from cxxgate.graph.library import Library
+from cxxgate.intake.tree import Stamp
+from cxxgate.library.settings import Settings
+from cxxgate.results.result import BASELINE_RED, Check, GateResult
+from cxxgate.runs.run import RunResult
+from cxxgate.store.layout import Layout
+from cxxgate.verdicts.verdict import Reference, reference_problems
 
 TABLE = "      - {units: [probes/add_table.cpp], stdin_file: inputs/add_table.txt, stdout_of: reference, fail_to_pass: true}\n"  # noqa: E501
 TREE_TEST = "      - {units: [{tree: tests/test_saturating.cpp}]}\n"

@@ -1,4 +1,4 @@
-"""The grade's progress display (cxxgate/progress.py): a live display on a terminal, a few
+"""The grade's progress display (cxxgate/graph/progress.py): a live display on a terminal, a few
 plain lines in a log, every task at verbosity 2; the grade's own summary after them.
 
 The terminal is a real pseudo-terminal around a real cold grade of `discarded` trimmed to
@@ -26,8 +26,8 @@ from doit import doit_cmd
 from doit.cmd_base import ModuleTaskLoader
 from doit.doit_cmd import DoitMain
 
-from cxxgate.progress import GradeProgress
-from cxxgate.settings import Settings, SettingsError
+from cxxgate.graph.progress import GradeProgress
+from cxxgate.library.settings import Settings, SettingsError
 
 CASE = "discarded"
 CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -40,7 +40,7 @@ TASK_LINE = re.compile(r"^(\.  |-- )\S+:")
 
 def cell_tasks(out: Path) -> list[Path]:
     """The cells' result files, but the objects' (built by the cells that link them, not
-    tasks of their own: cxxgate/cell.py)."""
+    tasks of their own: cxxgate/cells/cell.py)."""
     results = out.glob("cells/*/*/result.json")
     return [p for p in results if json.loads(p.read_text())["kind"] != "object"]
 

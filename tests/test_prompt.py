@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED
 
-from cxxgate import lock, registry
-from cxxgate.case import Case, load_case
-from cxxgate.envelope import Envelopes
-from cxxgate.library import Library
-from cxxgate.prompt import PromptError, _secret_in, render
-from cxxgate.settings import Settings
+from cxxgate.contract import registry
+from cxxgate.graph.library import Library
+from cxxgate.library import identity
+from cxxgate.library.case import Case, load_case
+from cxxgate.library.prompt import PromptError, _secret_in, render
+from cxxgate.library.settings import Settings
+from cxxgate.toolchain.envelope import Envelopes
 
 
 def _case(tmp_path: Path, name: str = "token_handle", template: str | None = None) -> Case:
@@ -154,23 +155,23 @@ def test_a_renamed_golden_moves_the_oracle_pin_and_names_both_paths(tmp_path: Pa
     envelopes = Envelopes(SHIPPED / "envelopes.yaml")
     gcc = envelopes.get("gcc")
     files: dict[str, list[Path]] = {g: [] for g in case.enabled_gates()}
-    before = lock.pins(case, "prompt", files, [gcc])
+    before = identity.pins(case, "prompt", files, [gcc])
     probe = case.dir / "probes/pos_describe.cpp"
     probe.rename(case.dir / "probes/pos_describe2.cpp")
-    after = lock.pins(case, "prompt", files, [gcc])
+    after = identity.pins(case, "prompt", files, [gcc])
     assert before.oracles != after.oracles
     assert (before.prompt, before.grader, before.toolchains) == (
         after.prompt,
         after.grader,
         after.toolchains,
     )
-    pinned = lock.Lock({case.id: lock.entry(before)}, before.grader_files)
-    (line,) = lock.moved(case.id, pinned, after)
+    pinned = identity.Lock({case.id: identity.entry(before)}, before.grader_files)
+    (line,) = identity.moved(case.id, pinned, after)
     assert "oracles pin moved" in line
     assert "probes/pos_describe.cpp (removed)" in line
     assert "probes/pos_describe2.cpp (added)" in line
     # Another envelope flag vector is another toolchain pin.
-    other = lock.pins(case, "prompt", files, [gcc.with_std("c++17")])
+    other = identity.pins(case, "prompt", files, [gcc.with_std("c++17")])
     assert other.toolchains != before.toolchains
 
 

@@ -1,5 +1,5 @@
 """Repository cases: a CMake + GoogleTest project of our own, made a git repository by the
-test, graded by the real doit with the `tests` gate (cxxgate/gates/tests.py)."""
+test, graded by the real doit with the `tests` gate (gates/tests/tests.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from cxxgate.projectflags import _kept
-from cxxgate.repo import RepoSpec, base_tree
-from cxxgate.yamlfile import InputError
+from cxxgate.intake.repo import RepoSpec, base_tree
+from cxxgate.toolchain.projectflags import _kept
+from cxxgate.util.yamlfile import InputError
 from tests.conftest import SHIPPED, Grade, run_doit, run_grade
 
 CASE = "calc"

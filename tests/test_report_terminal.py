@@ -1,4 +1,4 @@
-"""What the terminal gets at the end of a grade (cxxgate/report_terminal.py): counts, the
+"""What the terminal gets at the end of a grade (cxxgate/reports/report_terminal.py): counts, the
 rows to act on with their deciding gate and first finding, and where the reports are;
 the whole table only in table.txt, unless `table=1`.
 
@@ -13,9 +13,9 @@ import pytest
 import yaml
 from conftest import SHIPPED, Grade, case_library, run_grade
 
-from cxxgate import report_terminal
-from cxxgate.evidence import Evidence
-from cxxgate.layout import Layout
+from cxxgate.reports import report_terminal
+from cxxgate.store.layout import Layout
+from cxxgate.verdicts.evidence import Evidence
 
 CASE = "discarded"
 

@@ -25,11 +25,11 @@ import jsonschema
 import pytest
 from conftest import FIXTURES, PROJECT, Grade
 
-from cxxgate.diagnostics import Diagnostic, in_tree
-from cxxgate.evidence import Evidence
-from cxxgate.history import Flip
-from cxxgate.report_html import render as render_html
-from cxxgate.report_md import render as render_md
+from cxxgate.reports.report_html import render as render_html
+from cxxgate.reports.report_md import render as render_md
+from cxxgate.store.history import Flip
+from cxxgate.toolchain.diagnostics import Diagnostic, in_tree
+from cxxgate.verdicts.evidence import Evidence
 
 GOLDENS = FIXTURES / "reports"
 SCHEMA = FIXTURES / "sarif-schema-2.1.0.json"
@@ -55,7 +55,7 @@ _VARYING = [
     (re.compile(r"stdout=[0-9a-f]{12}\b"), "stdout=<sha>"),
     (re.compile(r"\b\d{8,}\b"), "<n>"),  # a salted patch's checksums, the batch seed
     # A sanitizer names a tree file as its compile saw it: at the tree's own path, or at
-    # the neutral one where ccache's launch shows it there (cxxgate/ccache.py).
+    # the neutral one where ccache's launch shows it there (cxxgate/toolchain/ccache.py).
     (re.compile(r"<out>/trees/<key>/"), "/src/project/"),
 ]
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, Grade, make_tree, run_grade
 
-from cxxgate.cell import build
-from cxxgate.cellspec import CellResult, CellSpec, Unit
-from cxxgate.envelope import Envelopes
-from cxxgate.layout import Layout
-from cxxgate.reuse import parse_depfile
+from cxxgate.cells.cell import build
+from cxxgate.cells.reuse import parse_depfile
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelopes
 
 PROBE = Unit("probe.cpp", '#include "lib.hpp"\nint main() { return answer() - 42; }\n')
 

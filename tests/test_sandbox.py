@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED, case_library, run_grade
 
-from cxxgate import sandbox
-from cxxgate.cell import build
-from cxxgate.cellspec import CellSpec, Unit
-from cxxgate.envelope import Envelopes
-from cxxgate.layout import Layout
-from cxxgate.yamlfile import InputError
+from cxxgate.cells.cell import build
+from cxxgate.host import sandbox
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelopes
+from cxxgate.util.yamlfile import InputError
 
 pytestmark = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT, SHIPPED, Grade, case_library, run_doit, run_grade
 
-from cxxgate import merge
-from cxxgate.layout import Layout
+from cxxgate.batch import merge
+from cxxgate.store.layout import Layout
 
 REPORTS = ("verdicts.jsonl", "table.txt", "junit.xml", "cells.txt", "report.md", "findings.sarif")
 
@@ -98,7 +98,7 @@ def test_a_local_dask_cluster_grades_like_one_machine(
         [
             sys.executable,
             "-m",
-            "cxxgate.dask_grade",
+            "cxxgate.batch.dask_grade",
             "shards=2",
             f"project={PROJECT}",
             f"cases={library}",

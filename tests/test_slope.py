@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import case_library, run_grade
 
-from cxxgate import probe
+from cxxgate.contract import probe
 from cxxgate.gates import slope
 
 HIDDEN = {

@@ -181,7 +181,7 @@ def test_report_reads_stored_check_classes() -> None:
     """The gate result on disk spells a check's class `class` (cxxgate/result.py): a test
     the framework's report does not show is NONE, not FAIL, and the gate's own path check
     is not reported as a test."""
-    from cxxgate.swe_report import _status
+    from cxxgate.reports.swe_report import _status
 
     assert _status({"ok": False, "class": "test_missing", "detail": "absent"}) == "NONE"
     assert _status({"ok": False, "class": "test_missing", "detail": "skipped"}) == "SKIP"
@@ -213,7 +213,7 @@ def test_lowercased_test_names_find_their_ctest_tests(world: World) -> None:
     cmake = textwrap.dedent(FILES["CMakeLists.txt"])
     (folder / "lookalike.diff").write_text(
         "--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n"
-        f"@@ -9,3 +9,4 @@\n"
+        "@@ -9,3 +9,4 @@\n"
         + "".join(f" {line}\n" for line in cmake.splitlines()[8:11])
         + "+add_test(NAME parse.empty COMMAND true)\n"
     )

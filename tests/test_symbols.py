@@ -10,13 +10,13 @@ import pytest
 import yaml
 from conftest import SHIPPED, Grade, case_library, run_grade
 
-from cxxgate import libcell
-from cxxgate.cell import build as build_cell
-from cxxgate.cellspec import CellSpec
-from cxxgate.elf import dynamic_exports
-from cxxgate.envelope import Envelopes
+from cxxgate.cells import libcell
+from cxxgate.cells.cell import build as build_cell
 from cxxgate.gates import symbols
-from cxxgate.layout import Layout
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain.cellspec import CellSpec
+from cxxgate.toolchain.elf import dynamic_exports
+from cxxgate.toolchain.envelope import Envelopes
 
 CASE = "loader"
 FROM_FILE = "_ZN6loader6Loader9from_fileERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"

@@ -1,6 +1,6 @@
-"""GoogleTest's reports as the `tests` gate reads them (cxxgate/gates/testreports.py), from
+"""GoogleTest's reports as the `tests` gate reads them (gates/tests/testreports.py), from
 real programs built with g++ against the system's GoogleTest, and the test units' flags
-(cxxgate/gates/testunits.py)."""
+(gates/tests/testunits.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cxxgate.gates import testreports, testunits
+from cxxgate.gates.tests import testreports, testunits
 
 pytestmark = pytest.mark.skipif(
     shutil.which("g++") is None or not Path("/usr/include/gtest/gtest.h").is_file(),
@@ -177,7 +177,7 @@ def test_library_objects_that_reach_into_googletest(tmp_path: Path) -> None:
     """A library unit that installs a fake result reporter names GoogleTest's symbols,
     which the reference's library object does not: framework_tamper. A test unit's own
     template instances (a changed API) do not count; what it binds to GoogleTest does."""
-    from cxxgate.ctest import gtest_symbols
+    from cxxgate.cells.ctest import gtest_symbols
 
     plain = gtest_symbols(_object(tmp_path, "plain", "int parse() { return 1; }\n"))
     spi = gtest_symbols(_object(tmp_path, "spi", SPI))
@@ -229,8 +229,8 @@ def test_test_units_and_links_against_the_reference() -> None:
 
 def test_ccache_listing_keeps_executable_files(tmp_path: Path) -> None:
     """An executable header in the build folder is in ccache's namespace listing
-    (cxxgate/cmake.py), with its mode: the red team's cc_b was served cc_a's object."""
-    from cxxgate.cmake import _names
+    (cxxgate/cells/cmake.py), with its mode: the red team's cc_b was served cc_a's object."""
+    from cxxgate.cells.cmake import _names
 
     (tmp_path / "generated" / "duration").mkdir(parents=True)
     before = _names(tmp_path, products=True)

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import case_library, run_grade
 
-from cxxgate import libcell, patchtext
-from cxxgate.layout import Layout
-from cxxgate.tree import copy_tree, guard, materialise
+from cxxgate.cells import libcell
+from cxxgate.intake import patchtext
+from cxxgate.intake.tree import copy_tree, guard, materialise
+from cxxgate.store.layout import Layout
 
 WRITABLE = ["include/lib.hpp", "src/**"]
 HEADER_EDIT = b"""\
@@ -268,8 +269,8 @@ def test_a_link_in_the_applied_tree_is_refused_even_past_the_header_check(
 ) -> None:
     # The header scan is the first layer; the tree walk after applying is the second and
     # must hold on its own, for a spelling a future git reads that the scan does not.
-    monkeypatch.setattr("cxxgate.tree.header_problem", lambda text: "")
-    monkeypatch.setattr("cxxgate.tree.mode_problem", lambda mode: "")
+    monkeypatch.setattr("cxxgate.intake.tree.header_problem", lambda text: "")
+    monkeypatch.setattr("cxxgate.intake.tree.mode_problem", lambda mode: "")
     status, detail, tree = _apply(base, tmp_path, HEADER_TO_SYMLINK)
     assert (status, "include/lib.hpp (symlink)" in detail) == ("malformed_patch", True), detail
     assert not tree.exists()
@@ -514,13 +515,13 @@ _GCC = "toolchains:\n  gcc: {command: g++, family: gcc}\nenvelopes:\n  w: {toolc
 
 
 def _cell(tmp_path: Path, tree: Path, key: str, probe: str = "") -> object:
-    """A real syntax cell (cxxgate/cell.py, g++ through toolcall) on `tree` materialised
+    """A real syntax cell (cxxgate/cells/cell.py, g++ through toolcall) on `tree` materialised
     as tree `key`: the library sources, and a harness probe unit if given."""
     import json
 
-    from cxxgate import cell
-    from cxxgate.cellspec import CellSpec, Unit
-    from cxxgate.envelope import Envelopes
+    from cxxgate.cells import cell
+    from cxxgate.toolchain.cellspec import CellSpec, Unit
+    from cxxgate.toolchain.envelope import Envelopes
 
     manifest = tmp_path / "envelopes.yaml"
     manifest.write_text(_GCC)
@@ -544,7 +545,7 @@ def _controls(
 ) -> list[str]:
     """preprocessed.added for the same cell on the base tree and on a tree whose
     src/lib.cpp (include/lib.hpp, other files) the patch rewrote."""
-    from cxxgate import preprocessed
+    from cxxgate.cells import preprocessed
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     tree = tmp_path / "patched"
@@ -654,7 +655,7 @@ def test_a_removed_pop_is_control(base: Path, tmp_path: Path) -> None:
 def test_a_typed_line_marker_is_found_in_the_text() -> None:
     """A forged include entry looks like a real one in -E output; the directive itself is
     text (no macro makes a directive), in every spelling."""
-    from cxxgate import pragmas
+    from cxxgate.intake import pragmas
 
     for marker in ('# 1 "/usr/include/c++/12/utility" 1 3', '%: 7 "x.hpp"', "#line 4", "# \\\n 2"):
         source = f"int a;\n{marker}\nint b;\n".encode()
@@ -703,7 +704,7 @@ def test_a_marker_inside_a_raw_string_is_text_in_the_preprocessed_output(
     )
     found = _controls(tmp_path, base, '#include "lib.hpp"\n', header=header)
     assert any(f.startswith("include/lib.hpp:8: #pragma GCC diagnostic ign") for f in found), found
-    from cxxgate import pragmas
+    from cxxgate.intake import pragmas
 
     texts = [d.text for d in pragmas.directives(header.encode())]
     assert any(t.startswith("#pragma GCC diagnostic ignored") for t in texts), texts
@@ -712,7 +713,7 @@ def test_a_marker_inside_a_raw_string_is_text_in_the_preprocessed_output(
 def test_raw_strings_are_emptied_line_for_line() -> None:
     """Only raw strings span lines in -E output; a digit separator or an ordinary string
     holding `R"(` opens none, and an unterminated one is reported, not trusted."""
-    from cxxgate.preprocessed import blank_raw_strings
+    from cxxgate.cells.preprocessed import blank_raw_strings
 
     text = f"int a = 1'000; const char* s = \"R\\\"(\";\nauto r = u8R\"d(\n{FAKE_ENTRY}\n)d\";\n"
     blanked, open_end = blank_raw_strings(text)
@@ -747,7 +748,7 @@ def test_header_names_and_raw_strings_in_the_source_text() -> None:
     """A header name is one token (`<R"x(>`, `</*>` open nothing); pragma text inside a raw
     string is not a directive, but a typed line marker is found even there (a mode without
     raw strings, C++03 with `#define R`, reads it as a directive)."""
-    from cxxgate import pragmas
+    from cxxgate.intake import pragmas
 
     pragma = '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
     for opener in ('#include <R"x(>\n', '#if __has_include( /**/ </*>)\n#endif\n'):

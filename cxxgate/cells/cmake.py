@@ -1,0 +1,352 @@
+"""A project's own CMake build and test suite as cells (kinds `cmake` and `ctest`).
+
+A `cmake` cell copies its tree into the cell folder (`trees/src`), applies the harness's
+test patch there when its spec carries one (a unit named `test.patch`), then configures
+(Ninja, compile_commands.json exported) and builds. A `ctest` cell runs the suite of the
+`cmake` cell it needs, as a candidate run (cxxgate/cells/ctest.py).
+
+Every tool runs through cxxgate/toolchain/toolcall.py. Under bubblewrap the tree is seen read-only
+at NEUTRAL_TREE and the build folder at NEUTRAL_BUILD, so a build folder does not depend on
+where its cell lives: a `cmake` cell that needs another (the reference's build of the same
+spec) starts from a copy of that build folder, and Ninja rebuilds what differs. Ninja
+decides by mtimes, so before building, every file of this tree gets the seed tree's mtime
+when its bytes equal the seed's, and a time newer than every seed output when they
+differ; a file the seed's tree lacks means no seed (a new header can shadow one that
+unchanged units found elsewhere, include/gtest/gtest.h, and no dependency file knows it).
+The incremental build is then the full build, never less. Without a sandbox the paths
+are real and every cell configures from scratch.
+
+The compiler runs behind a launcher (CMAKE_CXX_COMPILER_LAUNCHER, a shell script in the
+build folder) that notes each object it is asked for; after the build each is written to
+the compiler log as a `compile` line, so counts include every compile inside a build,
+failed ones too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import time
+from pathlib import Path
+
+from cxxgate.cells import ctest
+from cxxgate.host import sandbox
+from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
+from cxxgate.intake.tree import materialise
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain import ccache, toolcall
+from cxxgate.toolchain.cellspec import (
+    CellSpec,
+    CellStatus,
+    Phase,
+    Step,
+)
+from cxxgate.toolchain.cellspec import result_path as cell_result
+from cxxgate.toolchain.projectflags import COMPILE_DB, paths
+from cxxgate.toolchain.tools import tool_path
+
+TEST_PATCH = "test.patch"
+# As the only target: configure (compile_commands.json) and build nothing; no CMake
+# target can be called this.
+CONFIGURE_ONLY = "cxxgate:configure-only"
+LAUNCHER = ".cxxgate-launch"
+NOTED = ".cxxgate-compiles"
+STATS = ".cxxgate-ccache"  # one ccache stats log per compiled object
+# Notes the object (-o) of each compile, then runs the compiler, through ccache when the
+# cell has it (CCACHE_* set by the lines _launcher_text adds): `launcher compiler args`.
+_LAUNCHER_HEAD = """#!/bin/sh
+d=$(dirname "$0")
+prev=
+obj=
+for a in "$@"; do
+  if [ "$prev" = -o ]; then obj=$a; fi
+  prev=$a
+done
+if [ -n "$obj" ]; then printf '%s\\n' "$obj" >> "$d/.cxxgate-compiles"; fi
+"""
+_LAUNCHER_CCACHE = """if [ -n "$obj" ]; then
+  CCACHE_STATSLOG="$d/.cxxgate-ccache/$(printf '%s' "$obj" | tr / _).log"
+  export CCACHE_STATSLOG
+  exec {ccache} "$@"
+fi
+"""
+# The project's flags are its own: of an envelope, a project build takes what a case asks
+# for (sanitizers, instrumentation, defines, the compiler) and leaves out the warning
+# policy (for the harness's probe units, not someone else's build: -Werror made a line of
+# fmt's own test patch an error), the optimisation and debug levels (the build type's)
+# and the language standard (the project's, unless the case names one: `std:`).
+_NOT_FOR_PROJECTS = ("-W", "-pedantic", "-O", "-g", "-std=")
+_PASS_THROUGH = ("-Wl,", "-Wa,", "-Wp,")  # options for the linker and assembler, not warnings
+
+
+# gtest_discover_tests lists a test program's tests by running it: at ctest time, inside
+# the suite's capped run (cxxgate/cells/ctest.py), not during the build.
+DISCOVERY = ("-DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST",)
+
+Built = tuple[CellStatus, str, list[Step], str | None]
+
+
+def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+    if spec.kind == "ctest":
+        return ctest.run_suite(spec, layout, out)
+    return _cmake(spec, layout, tree, out)
+
+
+def _binds(out: Path) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    if not sandbox.available():
+        return (), ()
+    return ((str(out / "trees" / "src"), NEUTRAL_TREE),), ((str(out / "build"), NEUTRAL_BUILD),)
+
+
+def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+    cmake = tool_path("cmake")
+    if cmake is None or tool_path("ninja") is None:
+        return "toolchain_missing", "cmake and ninja must be installed", [], None
+    shutil.rmtree(out / "trees", ignore_errors=True)
+    shutil.rmtree(out / "build", ignore_errors=True)
+    patch = out / TEST_PATCH if any(u.name == TEST_PATCH for u in spec.units) else None
+    stamp = materialise(tree, patch, ["**"], "src", Layout(out), allow_diagnostic_pragmas=True)
+    if not stamp.applied:
+        said = f"the test patch does not apply: {stamp.status}: {stamp.detail}"
+        step = Step("configure", TEST_PATCH, ["git", "apply"], 1, False, 0.0, said)
+        return "compile_error", said, [step], None
+    src = out / "trees" / "src"
+    build_dir = out / "build"
+    seeded = _seed(spec, layout, src, build_dir)
+    build_dir.mkdir(exist_ok=True)
+    views, mounts = _binds(out)
+    src_at, build_at = paths(out)
+    steps: list[Step] = []
+
+    def call(phase: Phase, argv: list[str]) -> Step:
+        step = toolcall.tool_call(
+            layout, spec, phase, argv[0], argv, out, read=[], mounts=mounts, views=views
+        )
+        steps.append(step)
+        return step
+
+    launcher = build_dir / LAUNCHER
+    launcher.write_text(_LAUNCHER_HEAD)
+    launcher.chmod(0o755)
+    if not seeded:
+        step = call("configure", configure_argv(spec, cmake, src_at, build_at))
+        if step.exit != 0 or step.timed_out:
+            return _failed(steps, "cmake could not configure the project", spec)
+    if spec.targets == (CONFIGURE_ONLY,):
+        if (build_dir / COMPILE_DB).is_file():
+            shutil.copy2(build_dir / COMPILE_DB, out / COMPILE_DB)
+        return "ok", "configured", steps, str(build_dir)
+    if seeded and ccache.enabled():
+        # A changed CMakeLists.txt would re-run configure inside the build, after ccache's
+        # namespace was listed: the files configure writes (a header on an include
+        # path) must be in that listing, so configure runs first.
+        step = call("configure", configure_argv(spec, cmake, src_at, build_at))
+        if step.exit != 0 or step.timed_out:
+            return _failed(steps, "cmake could not configure the project", spec)
+    (build_dir / NOTED).write_text("")  # this build's compiles, not the seed's or configure's
+    store = _through_ccache(spec, layout, src, build_dir)
+    if store is not None:
+        mounts = (*mounts, (str(store), str(store)))  # the cache, writable in the sandbox
+    targets = [a for t in spec.targets for a in ("--target", t)]
+    step = call("build", [cmake, "--build", build_at, "-j", "2", *targets])
+    steps += _compiles(layout, spec.key, build_dir)
+    if (build_dir / COMPILE_DB).is_file():
+        shutil.copy2(build_dir / COMPILE_DB, out / COMPILE_DB)
+    if step.exit != 0 or step.timed_out:
+        return _failed(steps, "the build failed", spec, step)
+    return "ok", "seeded" if seeded else "", steps, str(build_dir)
+
+
+def case_options(build_type: str | None, std: str | None) -> tuple[str, ...]:
+    """The configure options a case adds to its `build.options`: its build type and its
+    language standard, each only when it names one (else the project's own)."""
+    options = [f"-DCMAKE_BUILD_TYPE={build_type}"] if build_type else []
+    if std is not None:
+        options.append(f"-DCMAKE_CXX_STANDARD={std.rpartition('+')[2]}")
+        options.append(f"-DCMAKE_CXX_EXTENSIONS={'ON' if std.startswith('gnu') else 'OFF'}")
+    return tuple(options)
+
+
+def build_flags(flags: tuple[str, ...], defines: tuple[str, ...]) -> list[str]:
+    """An envelope's flags as a project build takes them (see _NOT_FOR_PROJECTS)."""
+    kept = [f for f in flags if f.startswith(_PASS_THROUGH) or not f.startswith(_NOT_FOR_PROJECTS)]
+    return [*kept, *(f"-D{d}" for d in defines)]
+
+
+def configure_argv(spec: CellSpec, cmake: str, src_at: str, build_at: str) -> list[str]:
+    """`cmake` configuring the project with its own flags: the envelope gives the compiler
+    and what build_flags keeps; the case's options (build type, standard) come last."""
+    env = spec.envelope
+    assert env.toolchain.path is not None
+    flags = build_flags(env.flags, env.defines)
+    return [
+        cmake,
+        "-S",
+        src_at,
+        "-B",
+        build_at,
+        "-G",
+        "Ninja",
+        f"-DCMAKE_CXX_COMPILER={env.toolchain.path}",
+        *([f"-DCMAKE_CXX_FLAGS={' '.join(flags)}"] if flags else []),
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        f"-DCMAKE_CXX_COMPILER_LAUNCHER={build_at}/{LAUNCHER}",
+        *DISCOVERY,
+        *spec.extra_flags,
+    ]
+
+
+def _failed(steps: list[Step], what: str, spec: CellSpec, last: Step | None = None) -> Built:
+    last = last or steps[-1]
+    if last.timed_out:
+        # Not a compiler's word but the limit's: said so, never "the build failed".
+        said = f"timeout: the build ran past limits.build_seconds ({spec.compile_seconds:g} s)"
+        return "timeout", said, steps, None
+    return "compile_error", f"{what}: {first_diagnostic(last.output)}", steps, None
+
+
+def first_diagnostic(output: str) -> str:
+    """The first line a compiler or CMake marked as an error, for the gate's summary."""
+    lines = output.splitlines()
+    for line in lines:
+        if ": error:" in line or line.startswith("CMake Error"):
+            return line.strip()
+    return next((x.strip() for x in lines if x.startswith("FAILED:")), "no diagnostic")
+
+
+def _seed(spec: CellSpec, layout: Layout, src: Path, build_dir: Path) -> bool:
+    """Start from the needed cell's build folder when there is one to start from."""
+    if not spec.needs or not sandbox.available():
+        return False
+    seed = layout.cell(spec.needs[0])
+    seed_build = seed / "build"
+    if not (seed_build / "build.ninja").is_file() or not cell_result(layout, seed.name).is_file():
+        return False
+    seed_src = seed / "trees" / "src"
+    if any(not (seed_src / p.relative_to(src)).exists() for p in src.rglob("*") if p.is_file()):
+        # A new file may stand in for a header that unchanged units found elsewhere
+        # (include/gtest/gtest.h): Ninja's dependencies do not know it. Build afresh.
+        return False
+    # Testing/ is the seed's ctest cell's, possibly being written right now.
+    shutil.copytree(seed_build, build_dir, symlinks=True, ignore=shutil.ignore_patterns("Testing"))
+    newest = max((p.stat().st_mtime for p in build_dir.rglob("*") if p.is_file()), default=0.0)
+    _align(src, seed_src, max(time.time(), newest + 2.0))
+    return True
+
+
+def _align(src: Path, seed_src: Path, fresh: float) -> None:
+    """Same bytes as the seed's tree: the seed's mtime; other bytes: `fresh`."""
+    for path in src.rglob("*"):
+        if not path.is_file():
+            continue
+        twin = seed_src / path.relative_to(src)
+        if twin.is_file() and _same(path, twin):
+            st = twin.stat()
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        else:
+            os.utime(path, (fresh, fresh))
+
+
+def _same(a: Path, b: Path) -> bool:
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    return hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
+
+
+def _through_ccache(spec: CellSpec, layout: Layout, src: Path, build_dir: Path) -> Path | None:
+    """Make the launcher run each compile through the grade's ccache (cxxgate/toolchain/ccache.py)
+    and return the cache's folder; None when compiles do not go through it.
+
+    Keyed as the harness's own compiles are: depend mode (Ninja's compiles carry -MD),
+    ccache's hash of the whole argv, `compiler_check` the toolchain's identity, and a
+    namespace that is the listing of what an include could find (the tree's names and
+    the build folder's files, its products aside): a new header that shadows an include
+    in one tree never takes another tree's result. Under bubblewrap the tree and build
+    folder sit at /src/project and /src/build, so the same unit in two trees (or two
+    build folders) runs the same argv and hits."""
+    tc = spec.envelope.toolchain
+    ccache_bin = ccache.binary()
+    stats = build_dir / STATS
+    shutil.rmtree(stats, ignore_errors=True)
+    if not ccache.enabled() or ccache_bin is None or tc.path is None:
+        return None
+    stats.mkdir()
+    store = ccache.folder(layout.root)
+    (store / "tmp").mkdir(parents=True, exist_ok=True)
+    config = store / "ccache.conf"
+    if not config.exists():
+        config.write_text("")  # ours: no host configuration is read
+    names = hashlib.sha256(_names(src, products=False).encode())
+    names.update(b"\0" + _names(build_dir, products=True).encode())
+    env = {
+        "HOME": str(store),
+        "CCACHE_CONFIGPATH": str(config),
+        "CCACHE_DIR": str(store),
+        "CCACHE_TEMPDIR": str(store / "tmp"),
+        "CCACHE_COMPILERCHECK": f"string:{tc.version_sha}",
+        "CCACHE_DEPEND": "1",
+        "CCACHE_NAMESPACE": names.hexdigest()[:24],
+    }
+    exports = "".join(f"{k}={shlex.quote(v)}\nexport {k}\n" for k, v in env.items())
+    launcher = build_dir / LAUNCHER
+    launcher.write_text(
+        _LAUNCHER_HEAD
+        + exports
+        + _LAUNCHER_CCACHE.format(ccache=shlex.quote(ccache_bin))
+        + 'exec "$@"\n'
+    )
+    return store
+
+
+def _names(root: Path, *, products: bool) -> str:
+    """The files (and, in a tree, folders) under `root`; with `products`, a build folder's
+    outputs left out by name (CMake's own folders, objects, libraries, Ninja's logs, the
+    harness's notes): a seeded build folder holds the seed's, a fresh one none. Programs
+    stay in (a seeded folder's listing differs from a fresh one's: fewer hits, never a
+    wrong one)."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        rel = Path(folder).relative_to(root)
+        if products:
+            dirs[:] = [d for d in dirs if d not in {"CMakeFiles", "Testing"} and d != STATS]
+        else:
+            found += [(rel / d).as_posix() + "/" for d in dirs]
+        for name in files:
+            path = Path(folder, name)
+            if products and (
+                name.startswith((".cxxgate", ".ninja")) or path.suffix in {".o", ".d", ".a", ".so"}
+            ):
+                continue
+            # With its execute bit: a file's mode is no sign of a product (an executable
+            # header on an include path was left out of the listing, so a build where
+            # it shadowed an include was served another tree's object).
+            mark = "*" if products and os.access(path, os.X_OK) else ""
+            found.append((rel / name).as_posix() + mark)
+    return "\n".join(sorted(found))
+
+
+def _compiles(layout: Layout, key: str, build_dir: Path) -> list[Step]:
+    """One compiler-log line and one `compile` step per object the launcher saw compiled
+    in this build, with ccache's word on it (hit or miss) when it went through ccache."""
+    noted = build_dir / NOTED
+    objects = noted.read_text(errors="replace").splitlines() if noted.is_file() else []
+    steps = []
+    with layout.compiler_log.open("a") as log:
+        for obj in sorted(set(objects)):
+            log.write(f"{time.time():.3f} {key} compile {Path(obj).name}\n")
+            stats = build_dir / STATS / (obj.replace("/", "_") + ".log")
+            try:
+                lines = stats.read_text(errors="replace").splitlines()
+            except OSError:
+                lines = []
+            counters = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+            cached = ccache.outcome(counters) if counters else ""
+            failed = "compile_failed" in counters
+            # argv names the cell: two trees' builds of one object are two compiles.
+            argv = [LAUNCHER, key, obj]
+            steps.append(
+                Step("compile", obj, argv, 1 if failed else 0, False, 0.0, "", cache=cached)
+            )
+    return steps

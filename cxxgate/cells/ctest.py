@@ -1,0 +1,509 @@
+"""A project's test suite as a cell (kind `ctest`): ctest run like any candidate program.
+
+The suite's processes are the candidate's code, so they run as cxxgate/runs/run.py runs a
+candidate binary: the run sandbox (system directories read-only, own pid/net/ipc/uts
+namespaces), a uid of the run's own when the harness is root, the case's caps set at exec
+by prlimit (address space, file size, processes; they hold ctest and every test process
+it starts), the suite's wall limit, and the work folder deleted afterwards. The build
+cell is never written: the suite runs in a copy of its build folder (hard links the run's
+uid cannot write through, or a real copy when runs keep the harness's uid), seen at
+NEUTRAL_BUILD, the tree read-only at NEUTRAL_TREE. What stays in this cell is what the
+gate names: ctest's JUnit file, the GoogleTest reports (`GTEST_OUTPUT`, one file per test
+process), the suite's tests and their commands (`ctest --show-only=json-v1`), and the
+compile commands and framework macros of each test unit.
+
+Test units: the units of the build under a test folder, with the commands Ninja runs for
+them (`ninja -t compdb`, which keeps a compiler launcher the project may set; CMake's
+compile_commands.json leaves launchers out). Each is preprocessed with its own command
+plus `-E -dM` (through cxxgate/toolchain/toolcall.py, in the compile sandbox), and the definitions
+of the test frameworks' macros are kept (`macros.json`): a header that redefines
+`EXPECT_EQ`, however it is reached, shows there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import stat
+import time
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from cxxgate.cells import testframeworks
+from cxxgate.host import sandbox
+from cxxgate.host.process import Caps, bounded
+from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
+from cxxgate.runs import run
+from cxxgate.store.layout import Layout
+from cxxgate.toolchain import toolcall
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, CellStatus, Step
+from cxxgate.toolchain.cellspec import result_path as cell_result
+from cxxgate.toolchain.projectflags import paths
+from cxxgate.toolchain.tools import tool_path
+
+JUNIT = "junit.xml"
+GTEST_DIR = "gtest"
+FRAMEWORK_DIR = testframeworks.FRAMEWORK_DIR  # Catch2 / doctest reports (their records:
+FRAMEWORKS_JSON = testframeworks.FRAMEWORKS_JSON  # cxxgate/cells/testframeworks.py)
+TESTS_JSON = "tests.json"  # ctest --show-only=json-v1
+MACROS_JSON = "macros.json"  # source path -> {macro: definition}
+COMMANDS_JSON = "commands.json"  # the test units' commands as Ninja runs them
+# The build's graph as Ninja runs it: every compile (object -> source), every link and
+# archive command, and the GoogleTest symbols each compiled object names (see _graph).
+GRAPH_JSON = "graph.json"
+# Units of the spec, written by the gate (cxxgate/gates/tests.py): the caps of the run
+# (json of process.Caps) and the tree folders whose units are test units (one a line).
+CAPS_UNIT = "caps.json"
+TEST_DIRS_UNIT = "test-dirs"
+REPORTS = "/reports"  # where the run writes its reports, inside the sandbox
+# The test frameworks' macros a header could redefine (GoogleTest, Catch2, doctest).
+FRAMEWORK_MACRO = re.compile(
+    r"(EXPECT|ASSERT|GTEST|TEST|TYPED_TEST|REQUIRE|CHECK|CATCH|DOCTEST|SUCCEED|FAIL)\w*"
+)
+_MIB = 1 << 20
+
+Built = tuple[CellStatus, str, list[Step], str | None]
+
+
+def caps_unit(caps: Caps) -> str:
+    return json.dumps(
+        {"memory_mib": caps.memory_mib, "file_mib": caps.file_mib,
+         "processes": caps.processes, "resident": caps.resident},
+        sort_keys=True,
+    )  # fmt: skip
+
+
+def _unit(spec: CellSpec, name: str) -> str:
+    return next((u.text for u in spec.units if u.name == name), "")
+
+
+def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
+    ctest = tool_path("ctest")
+    if ctest is None:
+        return "toolchain_missing", "ctest (cmake) must be installed", [], None
+    built = CellResult.load(cell_result(layout, spec.needs[0]))
+    if built.status != "ok" or built.binary is None:
+        return "needs_failed", f"the build did not succeed: {built.status}", [], None
+    caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
+    for stale in (JUNIT, TESTS_JSON, MACROS_JSON, COMMANDS_JSON, GRAPH_JSON, FRAMEWORKS_JSON):
+        (out / stale).unlink(missing_ok=True)
+    run.remove_work(out / GTEST_DIR)
+    run.remove_work(out / FRAMEWORK_DIR)
+    work = out / "work"
+    run.remove_work(work)
+    work.mkdir()
+    cell = layout.cell(spec.needs[0])
+    try:
+        with run.run_uid() as uid:
+            copy = _copy_build(Path(built.binary), work / "build", uid)
+            reports = work / "reports"
+            reports.mkdir()
+            if uid is not None:
+                os.chown(reports, uid, uid)
+            units, steps = _commands(spec, layout, cell, copy, out)
+            steps += _macros(spec, layout, cell, copy, out, units)
+            listed = _ctest(spec, layout, out, cell, work, uid, caps,
+                            [ctest, "--show-only=json-v1"], "ctest-list")  # fmt: skip
+            steps.append(listed)
+            if listed.exit == 0:
+                (out / TESTS_JSON).write_text(listed.output)
+            junit = f"{REPORTS}/{JUNIT}" if sandbox.available() else str(reports / JUNIT)
+            argv = [ctest, "--output-junit", junit, *spec.extra_flags]
+            step = _ctest(spec, layout, out, cell, work, uid, caps, argv)
+            steps.append(step)
+            records: dict[str, testframeworks.Record] = {}
+            if not step.timed_out:
+                more, records = _framework_pass(spec, layout, cell, work, uid, caps, listed.output)
+                steps += more
+            _keep_reports(reports, out, records)
+    finally:
+        run.remove_work(work)
+    if step.timed_out:
+        return "timeout", "ctest did not finish in time", steps, None
+    if not (out / JUNIT).is_file():
+        why = f"ctest wrote no JUnit file: {_cap_hit(step.output, caps)}{step.output[-400:]}"
+        return "compile_error", why, steps, None
+    return "ok", "", steps, str(out / JUNIT)
+
+
+def _cap_hit(output: str, caps: Caps) -> str:
+    """Which run cap a test process (or test discovery) died at, as ctest reported it."""
+    if "SIGXFSZ" in output or "File size limit" in output:
+        return f"a test process reached the {caps.file_mib} MiB file cap (SIGXFSZ); "
+    if "Resource temporarily unavailable" in output:
+        return f"a test process reached the cap of {caps.processes} processes; "
+    return ""
+
+
+def _copy_build(build: Path, dest: Path, uid: int | None) -> Path:
+    """The build folder for this run: hard links when the run's uid cannot write through
+    them (the build cell's files are the harness's, 0644/0755), a copy otherwise; every
+    folder the run's own, so ctest and the tests can add files beside them."""
+
+    def link(src: str, dst: str) -> None:
+        # A file the build made writable by group or others (file(CHMOD) in a hostile
+        # CMakeLists.txt) would let the run write the build cell through the link: copied.
+        if os.lstat(src).st_mode & 0o022:
+            shutil.copy2(src, dst)
+            return
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    ignore = shutil.ignore_patterns("Testing")  # the last run's logs and cost data
+    copy = link if uid is not None else shutil.copy2
+    shutil.copytree(build, dest, symlinks=True, ignore=ignore, copy_function=copy)
+    if uid is not None:
+        for root, dirs, _ in os.walk(dest):
+            os.chown(root, uid, uid)
+            for name in dirs:
+                os.chown(Path(root, name), uid, uid, follow_symlinks=False)
+    return dest
+
+
+def _ctest(
+    spec: CellSpec,
+    layout: Layout,
+    out: Path,
+    cell: Path,
+    work: Path,
+    uid: int | None,
+    caps: Caps,
+    argv: list[str],
+    what: str = "ctest",
+) -> Step:
+    """One ctest command over the copied build folder, sandboxed, capped and bounded as a
+    candidate run (cxxgate/runs/run.py); `what` names it in compiler-calls.log."""
+    return _boxed(spec, layout, cell, work, uid, caps, argv, what)
+
+
+def _boxed(
+    spec: CellSpec,
+    layout: Layout,
+    cell: Path,
+    work: Path,
+    uid: int | None,
+    caps: Caps,
+    argv: list[str],
+    what: str,
+    test: tuple[str, dict[str, str], float] | None = None,
+) -> Step:
+    """A ctest command (test None), or one test's own command (`test`: its working folder
+    as the run sees it, its environment, its timeout), in the run sandbox."""
+    reports = work / "reports"
+    tree = cell / "trees" / "src"
+    env = {**run.BASE_ENV, "GTEST_OUTPUT": f"xml:{REPORTS}/{GTEST_DIR}/"}
+    timeout = spec.compile_seconds
+    if test is not None:
+        env = {**run.BASE_ENV, **test[1]}
+        timeout = test[2]
+    if sandbox.available():
+        prelude = sandbox.run_args(caps.file_mib * _MIB) if uid is not None else []
+        prelude = prelude or sandbox.base_args(caps.file_mib * _MIB)
+        binds = [a for s, d in spec.envelope.toolchain.binds for a in ("--ro-bind", s, d)]
+        argv = [
+            *prelude, *binds,
+            # bwrap makes missing parents 0700 (root's): the run's uid must pass through.
+            "--perms", "0755", "--dir", str(Path(NEUTRAL_TREE).parent),
+            "--ro-bind", str(tree), NEUTRAL_TREE,
+            "--bind", str(work / "build"), NEUTRAL_BUILD,
+            "--bind", str(reports), REPORTS,
+            "--chdir", test[0] if test else NEUTRAL_BUILD,
+            *(sandbox.drop_args(uid) if uid is not None else []),
+            *(argv if test else [argv[0], "--test-dir", NEUTRAL_BUILD, *argv[1:]]),
+        ]  # fmt: skip
+        box = "bwrap"
+    else:
+        if test is None:
+            env["GTEST_OUTPUT"] = f"xml:{reports / GTEST_DIR}/"
+            argv = [argv[0], "--test-dir", str(work / "build"), *argv[1:]]
+        box = "none"
+    with layout.compiler_log.open("a") as log:
+        log.write(f"{time.time():.3f} {spec.key} test {what}\n")
+    cwd = Path(test[0]) if test and box == "none" and Path(test[0]).is_dir() else work
+    outcome = bounded(
+        argv,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        output_cap=toolcall.OUTPUT_CAP,
+        caps=caps,
+    )
+    text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
+    return Step("test", what, argv, outcome.exit, outcome.timed_out,
+                round(outcome.wall_seconds, 3), text, box)  # fmt: skip
+
+
+def _framework_pass(
+    spec: CellSpec,
+    layout: Layout,
+    cell: Path,
+    work: Path,
+    uid: int | None,
+    caps: Caps,
+    listing: str,
+) -> tuple[list[Step], dict[str, testframeworks.Record]]:
+    """Each named Catch2 or doctest test's command again, with its framework's XML
+    reporter writing to a name the harness chose (cxxgate/cells/testframeworks.py); the
+    records (kept by _keep_reports in FRAMEWORKS_JSON, with the reports)."""
+    named = [t for t in _unit(spec, testframeworks.NAMED_UNIT).splitlines() if t]
+    folder = work / "reports" / FRAMEWORK_DIR
+    folder.mkdir()
+    if uid is not None:
+        os.chown(folder, uid, uid)
+    boxed = sandbox.available()
+    copy = work / "build"
+    flags = list(spec.extra_flags)
+    per_test = float(flags[flags.index("--timeout") + 1]) if "--timeout" in flags else 0.0
+    per_test = min(per_test or spec.compile_seconds, spec.compile_seconds)
+    steps: list[Step] = []
+
+    def host_path(seen: str) -> Path | None:
+        if boxed:
+            if not PurePosixPath(seen).is_relative_to(NEUTRAL_BUILD):
+                return None
+            return copy / PurePosixPath(seen).relative_to(NEUTRAL_BUILD)
+        return Path(seen) if Path(seen).is_file() else None
+
+    def report_at(name: str) -> str:
+        return f"{REPORTS}/{FRAMEWORK_DIR}/{name}" if boxed else str(folder / name)
+
+    def run_one(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[int | None, bool]:
+        step = _boxed(spec, layout, cell, work, uid, caps, argv, "framework-report",
+                      (cwd, env, per_test))  # fmt: skip
+        steps.append(replace(step, output=step.output[-2000:]))
+        return step.exit, step.timed_out
+
+    records = testframeworks.report_pass(listing, named, host_path, report_at, folder, run_one)
+    return steps, records
+
+
+def _keep_reports(reports: Path, out: Path, records: dict[str, testframeworks.Record]) -> None:
+    """ctest's JUnit file, GoogleTest's reports and the Catch2 / doctest reports the
+    harness asked for (only the names it gave), regular files only (the run wrote them
+    and may have left links instead), up to the file cap each."""
+    (out / GTEST_DIR).mkdir()
+    (out / FRAMEWORK_DIR).mkdir()
+    wanted = [(reports / JUNIT, out / JUNIT)]
+    if (reports / GTEST_DIR).is_dir() and not (reports / GTEST_DIR).is_symlink():
+        wanted += [(p, out / GTEST_DIR / p.name) for p in sorted((reports / GTEST_DIR).iterdir())]
+    if records:
+        testframeworks.write_records(records, out / FRAMEWORKS_JSON)
+    for record in records.values():
+        if record.report:
+            found = reports / FRAMEWORK_DIR / record.report
+            wanted.append((found, out / FRAMEWORK_DIR / record.report))
+    for src, dst in wanted:
+        data = _regular(src)
+        if data is not None:
+            dst.write_bytes(data)
+
+
+def _regular(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        return f.read(64 * _MIB)
+
+
+def test_units(
+    db: list[dict[str, object]], test_dirs: list[str], tree_at: str
+) -> list[dict[str, object]]:
+    """The compile database's entries whose source lies in one of the test folders."""
+    found = []
+    for entry in db:
+        source = PurePosixPath(str(entry.get("file", "")))
+        if not source.is_relative_to(tree_at):
+            continue
+        rel = source.relative_to(tree_at)
+        if any(rel.is_relative_to(d) for d in test_dirs):
+            found.append(entry)
+    return found
+
+
+def entry_argv(entry: dict[str, object]) -> list[str]:
+    """A compile database entry's argv (its `arguments`, or its `command` split)."""
+    args = entry.get("arguments")
+    if isinstance(args, list):
+        return [str(a) for a in args]
+    return shlex.split(str(entry.get("command", "")))
+
+
+def _commands(
+    spec: CellSpec, layout: Layout, cell: Path, copy: Path, out: Path
+) -> tuple[list[dict[str, object]], list[Step]]:
+    """The test units' compile commands as Ninja runs them (`ninja -t compdb`: a compiler
+    launcher in front included, which compile_commands.json leaves out), in
+    commands.json with the tree and build paths they are spelt with."""
+    test_dirs = [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+    ninja = tool_path("ninja")
+    if not test_dirs or ninja is None:
+        return [], []
+    tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
+    views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
+    mounts = ((str(copy), NEUTRAL_BUILD),) if sandbox.available() else ()
+    argv = [ninja, "-C", build_at, "-t", "compdb"]
+    step = toolcall.tool_call(
+        layout, spec, "inspect", "build.ninja", argv, copy, read=[], mounts=mounts, views=views
+    )
+    try:
+        db = json.loads(step.output) if step.exit == 0 else []
+    except ValueError:
+        db = []
+    units = sorted(test_units(db, test_dirs, tree_at), key=lambda e: str(e.get("file")))
+    listing = {"tree": tree_at, "build": build_at, "commands": units}
+    (out / COMMANDS_JSON).write_text(json.dumps(listing, indent=1) + "\n")
+    graph = _graph(db, tree_at, build_at, copy)
+    (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
+    return units, [replace(step, output=step.output[-2000:])]
+
+
+# A GoogleTest name in a mangled symbol: the namespace `testing` (N7testing...E), or a
+# template argument or type of it.
+_GTEST_SYMBOL = re.compile(r"_Z.*7testing")
+
+
+def spell(text: str, tree_at: str, build_at: str) -> str:
+    """A path or command with a cell's own tree and build folders spelt <tree>, <build>
+    (they differ between cells without a sandbox)."""
+    return text.replace(tree_at, "<tree>").replace(build_at, "<build>")
+
+
+def _graph(
+    db: list[dict[str, object]], tree_at: str, build_at: str, copy: Path
+) -> dict[str, object]:
+    """What the build compiled and linked, read before any of its programs runs: per
+    compile, object (build-relative) -> source (spelt) and the GoogleTest symbols the
+    object names (defined or undefined, pyelftools); per other command with an output
+    (links, archives), output -> its words (spelt). Ninja's own commands, not the
+    project's word: the objects are those Ninja made."""
+    compiles: dict[str, str] = {}
+    symbols: dict[str, list[str]] = {}
+    links: dict[str, list[str]] = {}
+    for entry in db:
+        output, command = str(entry.get("output", "")), str(entry.get("command", ""))
+        if not output or not command:
+            continue
+        directory = str(entry.get("directory", build_at))
+        if " -c " in f" {command} " and output.endswith((".o", ".obj")):
+            source = spell(str(entry.get("file", "")), tree_at, build_at)
+            compiles[output] = source
+            symbols[source] = sorted(gtest_symbols(_inside(copy, build_at, directory) / output))
+        elif "--regenerate-during-build" not in command:
+            try:
+                words = shlex.split(command)
+            except ValueError:
+                words = command.split()
+            links[output] = [spell(w, tree_at, build_at) for w in words]
+    return {"compiles": compiles, "symbols": symbols, "links": links}
+
+
+def _inside(copy: Path, build_at: str, directory: str) -> Path:
+    if directory.startswith(build_at):
+        return copy / Path(directory).relative_to(build_at)
+    return copy
+
+
+def gtest_symbols(obj: Path) -> set[str]:
+    """The mangled GoogleTest names an object's symbol table holds, each `U name` (bound
+    elsewhere: GoogleTest's library) or `D name` (defined here: a template instantiated
+    with the unit's own types); an object that is not there or not ELF: one marker name,
+    so it never reads as clean."""
+    try:
+        with obj.open("rb") as f:
+            elf = ELFFile(f)
+            found = set()
+            for section in elf.iter_sections():
+                if isinstance(section, SymbolTableSection):
+                    found |= {
+                        ("U " if s["st_shndx"] == "SHN_UNDEF" else "D ") + s.name
+                        for s in section.iter_symbols()
+                        if _GTEST_SYMBOL.match(s.name)
+                    }
+            return found
+    except (OSError, ELFError):
+        return {"(not an ELF object)"}
+
+
+def _macros(
+    spec: CellSpec,
+    layout: Layout,
+    cell: Path,
+    copy: Path,
+    out: Path,
+    units: list[dict[str, object]],
+) -> list[Step]:
+    """`-E -dM` of each test unit with its own compile command: the framework macros it
+    sees, per source path (relative to the tree), in macros.json."""
+    tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
+    scratch = copy / ".cxxgate-macros"
+    scratch.mkdir()
+    views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
+    mounts = ((str(copy), NEUTRAL_BUILD),) if sandbox.available() else ()
+    steps: list[Step] = []
+    found: dict[str, dict[str, str]] = {}
+    for i, entry in enumerate(units):
+        rel = str(PurePosixPath(str(entry["file"])).relative_to(tree_at))
+        argv = _dm_argv(_compiler_on(entry_argv(entry)), f"{build_at}/.cxxgate-macros/{i}.h")
+        directory = str(entry.get("directory", build_at))
+        inside = directory.startswith(build_at)
+        cwd = copy / Path(directory).relative_to(build_at) if inside else copy
+        step = toolcall.tool_call(
+            layout, spec, "inspect", rel, argv, cwd, read=[], mounts=mounts, views=views
+        )
+        steps.append(replace(step, output=step.output[-2000:]))
+        defined = scratch / f"{i}.h"
+        text = defined.read_text(errors="replace") if step.exit == 0 and defined.is_file() else ""
+        found[rel] = framework_macros(text) if step.exit == 0 else {"": "did not preprocess"}
+    (out / MACROS_JSON).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    shutil.rmtree(scratch, ignore_errors=True)
+    return steps
+
+
+def _compiler_on(argv: list[str]) -> list[str]:
+    """The command from its compiler on: a launcher in front (the harness's, or one the
+    project set, which the gate reports by itself) is not run for the macros."""
+    first = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
+    return argv[max(first - 1, 0) :]
+
+
+def _dm_argv(argv: list[str], output: str) -> list[str]:
+    """The compile command made a `-E -dM` of the same unit into `output`."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("-o", "-MF", "-MT", "-MQ"):
+            skip = True
+            continue
+        if arg in ("-c", "-MD", "-MMD") or arg.startswith(("-o", "-MF")):
+            continue
+        kept.append(arg)
+    return [*kept, "-E", "-dM", "-o", output]
+
+
+def framework_macros(defines: str) -> dict[str, str]:
+    """name -> definition of the test frameworks' macros in `-dM` output."""
+    found: dict[str, str] = {}
+    for line in defines.splitlines():
+        if not line.startswith("#define "):
+            continue
+        head, _, body = line[8:].partition(" ")
+        name = head.split("(", 1)[0]
+        if FRAMEWORK_MACRO.fullmatch(name):
+            found[name] = f"{head} {body}".strip()
+    return found

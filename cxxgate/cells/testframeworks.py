@@ -1,0 +1,173 @@
+"""Which test framework a ctest test's program uses, and the framework report the harness
+asks of it (Catch2, doctest), run after ctest's own run.
+
+GoogleTest takes its report's place from the environment (`GTEST_OUTPUT`); Catch2 and
+doctest have no such variable (Catch2 v3 honours Bazel's `XML_OUTPUT_FILE` under
+`BAZEL_TEST`, one file per process, overwritten by the next; v2 and doctest nothing). So
+the design is a second pass: for each ctest test the case names (fail-to-pass,
+pass-to-pass) whose program is a Catch2 or doctest program, the harness runs the test's
+own command as ctest lists it (`--show-only=json-v1`: command, `WORKING_DIRECTORY`,
+`ENVIRONMENT`), in the same sandbox, caps and per-test timeout as the ctest run, with the
+framework's XML reporter appended (`--reporter xml --out <path>`, doctest
+`--reporters=xml --out=<path>`: both read the last occurrence, so a reporter the project's
+command already names is overridden). The path is a fresh random name in a folder the
+harness made for the run; only that file is kept (a regular file, capped), what the
+program prints is never read. ctest's verdict and this report must both say passed; the
+report is read by cxxgate/gates/tests/frameworkreports.py. The named tests run twice.
+
+The framework is decided from the program itself, never from the project's text: the
+mangled names its symbol table holds (`Catch::`, `doctest::`, `testing::`, pyelftools),
+as the build linked it. A program with GoogleTest symbols keeps GoogleTest's own report
+(cxxgate/ctest.py); one with none of them (a plain executable, a script, a launcher in
+front of the program) has only its exit status, and the gate says so. A candidate's
+program that lost its framework (stripped, relinked) where the reference's had one has
+no report: the gate compares with the reference's run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Callable, Collection
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+Framework = Literal["gtest", "catch2", "doctest"]
+FRAMEWORK_DIR = "frameworks"  # the reports kept, one per named test (<n>.xml)
+FRAMEWORKS_JSON = "frameworks.json"  # ctest name -> Record
+NAMED_UNIT = "named-tests"  # the tests the case names, one a line (a unit of the cell)
+# A namespace in a mangled name (`N5Catch`, `N7doctest`, `N7testing`), not the tail of a
+# longer length (`15Catch...`).
+_SYMBOL = {
+    "catch2": re.compile(r"_Z.*(?<!\d)5Catch"),
+    "doctest": re.compile(r"_Z.*(?<!\d)7doctest"),
+    "gtest": re.compile(r"_Z.*(?<!\d)7testing"),
+}
+
+
+@dataclass(frozen=True)
+class Record:
+    """The report pass of one ctest test."""
+
+    framework: str  # catch2 | doctest | gtest | "" (no framework's symbols)
+    program: str  # the program's file name
+    report: str | None = None  # the kept report's file name under FRAMEWORK_DIR
+    exit: int | None = None
+    timed_out: bool = False
+
+
+def framework_of(program: Path) -> Framework | None:
+    """The framework whose mangled names the program's symbol tables hold (GoogleTest
+    first: its own report, cxxgate/ctest.py), or None (not ELF, no framework)."""
+    found: set[str] = set()
+    try:
+        with program.open("rb") as f:
+            for section in ELFFile(f).iter_sections():
+                if not isinstance(section, SymbolTableSection):
+                    continue
+                for symbol in section.iter_symbols():
+                    name = symbol.name
+                    for kind, rx in _SYMBOL.items():
+                        if kind not in found and name.startswith("_Z") and rx.match(name):
+                            found.add(kind)
+                if "gtest" in found:
+                    break
+    except (OSError, ELFError):
+        return None
+    order: tuple[Framework, ...] = ("gtest", "catch2", "doctest")
+    for kind in order:
+        if kind in found:
+            return kind
+    return None
+
+
+def reporter_args(framework: Framework, out: str) -> list[str]:
+    if framework == "catch2":
+        return ["--reporter", "xml", "--out", out]
+    return ["--reporters=xml", f"--out={out}"]
+
+
+def properties(test: dict[str, object]) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for prop in test.get("properties") or []:  # type: ignore[attr-defined]
+        if isinstance(prop, dict) and "name" in prop:
+            found[str(prop["name"])] = prop.get("value")
+    return found
+
+
+# (argv, working folder as the run sees it, extra environment, report path as the run
+# sees it) -> (exit, timed out); the caller (cxxgate/ctest.py) runs it sandboxed.
+Runner = Callable[[list[str], str, dict[str, str]], tuple[int | None, bool]]
+
+
+def ctest_name(listed: str, names: Collection[str]) -> str:
+    """The ctest name a listed test stands for among `names`: itself, else the one name
+    equal to it but for case. Multi-SWE-bench lowercases every log line before it reads
+    test names (Catch2's `RunTests` is listed as `runtests`); two names differing only in
+    case match neither."""
+    if listed in names:
+        return listed
+    folded = [name for name in names if name.casefold() == listed.casefold()]
+    return folded[0] if len(folded) == 1 else listed
+
+
+def report_pass(
+    listing: str,
+    named: list[str],
+    host_path: Callable[[str], Path | None],
+    report_at: Callable[[str], str],
+    reports: Path,
+    run: Runner,
+) -> dict[str, Record]:
+    """Run each named test's command with its framework's reporter. `host_path` maps a
+    path as the run sees it to the harness's view (None: outside the build); `report_at`
+    gives the path the run writes a report name to; `reports` is that folder on the
+    harness's side. Returns the records; the reports stay in `reports`, each under its
+    random name (Record.report)."""
+    try:
+        tests = {str(t.get("name")): t for t in json.loads(listing).get("tests", [])}
+    except (ValueError, AttributeError):
+        return {}
+    records: dict[str, Record] = {}
+    kinds: dict[Path, Framework | None] = {}  # many discovered tests share one program
+    for listed in named:
+        name = ctest_name(listed, tests)
+        test = tests.get(name)
+        command = [str(w) for w in (test or {}).get("command") or []]
+        if not command:
+            continue
+        host = host_path(command[0])
+        if host is not None and host not in kinds:
+            kinds[host] = framework_of(host)
+        kind = kinds[host] if host is not None else None
+        program = PurePosixPath(command[0]).name
+        if kind in (None, "gtest"):
+            records[name] = Record(kind or "", program)
+            continue
+        props = properties(test or {})
+        env = dict(str(e).partition("=")[::2] for e in props.get("ENVIRONMENT") or [])  # type: ignore[attr-defined]
+        cwd = str(props.get("WORKING_DIRECTORY") or PurePosixPath(command[0]).parent)
+        file = f"{secrets.token_hex(12)}.xml"
+        exit, timed_out = run([*command, *reporter_args(kind, report_at(file))], cwd, env)
+        kept = file if (reports / file).exists() else None
+        records[name] = Record(kind, program, kept, exit, timed_out)
+    return records
+
+
+def write_records(records: dict[str, Record], path: Path) -> None:
+    data = {name: asdict(r) for name, r in sorted(records.items())}
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def read_records(path: Path) -> dict[str, Record]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): Record(**v) for k, v in data.items() if isinstance(v, dict)}

@@ -1,0 +1,244 @@
+"""What each witness's calls bind to, from libclang's AST of its unit.
+
+A patch can leave every witness's text and expansion alone and still make every
+comparison true: an explicit specialisation of the test's own comparison helper
+(`template <> bool eq<double, double>(...) { return true; }`), an overload that is a
+better match, declared in a test file or a public header. The calls a witness makes are the
+calls whose location is within its text (macro expansions are located at their use); each
+is keyed by what it binds to, through the canonical (first) declaration:
+
+- a call written in the witness's arguments (the code under test, `mean` in
+  `EXPECT_EQ(mean(v), 2.5)`; libclang locates it there): its qualified name and the tree
+  file that declares it, so a patch may change the library's signatures;
+- a call the witness macro's body brings in (located at the macro's name: the comparison
+  helper): its USR, declaring file and the tokens of that declaration (a definition's
+  body included), so a specialisation, a new overload or an edited helper is a change,
+  even in the helper's own file.
+
+Declarations outside the tree (the standard library) are left out: a patch cannot edit
+them. Only the calls of the witness's own expansion are seen: a call the helper's body makes
+(resolved where it is instantiated) is not.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import clang.cindex as ci
+
+from cxxgate.gates.ledger.ledger_ast import clang_args, qualified
+from cxxgate.gates.shared import cppsource
+
+if TYPE_CHECKING:
+    from cxxgate.gates.census.witness_data import FileInventory
+
+UNITS = frozenset({".cpp", ".cc", ".cxx", ".c++"})
+UNPARSED = "?"  # a unit libclang could not parse: its witnesses' bindings are not told
+
+
+@dataclass
+class Bound:
+    detail: str = ""  # the first unit libclang could not parse, and why
+    callees: dict[str, list[list[str]]] = field(default_factory=dict)  # per file, per witness
+    # The variables a check reads, each keyed by its declaration (initialiser included) and
+    # the statements of the check's function that name it: the fixture data it checks.
+    data: dict[str, list[list[str]]] = field(default_factory=dict)
+
+
+def bind(tree: Path, params: dict[str, Any], inventories: dict[str, FileInventory]) -> Bound:
+    """Each unit (a source, or a file holding witnesses) is parsed; the calls located in
+    any file's witnesses are gathered over every unit that reads that file, so a header's
+    check is bound as each unit including it sees it (a specialisation declared above the
+    `#include` in one unit)."""
+    out = Bound()
+    args = clang_args(params["clang"], tree)
+    index = ci.Index.create()
+    root = tree.resolve()
+    spans = {
+        rel: [(w.start, w.end) for w in inv.witnesses]
+        for rel, inv in inventories.items()
+        if inv.witnesses
+    }
+    found: dict[str, list[set[str]]] = {rel: [set() for _ in s] for rel, s in spans.items()}
+    data: dict[str, list[set[str]]] = {rel: [set() for _ in s] for rel, s in spans.items()}
+    unparsed: set[str] = set()
+    parsed = sorted(r for r, inv in inventories.items() if inv.witnesses or Path(r).suffix in UNITS)
+    for rel in parsed:
+        path = root / rel
+        lang = [] if path.suffix in UNITS else ["-x", "c++"]
+        try:
+            tu = index.parse(str(path), args=[*lang, *args])
+        except ci.TranslationUnitLoadError as exc:
+            out.detail = out.detail or f"libclang cannot parse {rel}: {exc}"
+            unparsed.add(rel)
+            continue
+        errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+        if errors:
+            out.detail = out.detail or f"libclang cannot parse {rel}: {errors[0].spelling}"
+            unparsed.add(rel)
+            continue
+        reads: list[tuple[str, int, ci.Cursor, int]] = []  # (file, witness, var, function)
+        writes: dict[tuple[str, int], set[str]] = defaultdict(set)  # (var, function) -> stmts
+        for cursor, stmt, func in _walk(tu.cursor, root):
+            loc = cursor.location
+            if loc.file is None:
+                continue
+            file = _relative(Path(loc.file.name), root)
+            if cursor.kind == ci.CursorKind.DECL_REF_EXPR:
+                var = cursor.referenced
+                if var is None or var.kind != ci.CursorKind.VAR_DECL or _in_tree(var, root) is None:
+                    continue
+                i = _innermost(spans[file], loc.offset) if file in spans else None
+                if (
+                    file is not None
+                    and i is not None
+                    and inventories[file].witnesses[i].kind != "test"
+                ):
+                    reads.append((file, i, var, func))
+                elif stmt is not None:
+                    shape = cppsource.fingerprint([t.spelling for t in stmt.get_tokens()])
+                    writes[var.get_usr(), func].add(shape)
+                continue
+            if cursor.kind != ci.CursorKind.CALL_EXPR:
+                continue
+            if file is None or file not in spans:
+                continue
+            i = _innermost(spans[file], loc.offset)
+            target = cursor.referenced
+            if i is None or target is None:
+                continue
+            w = inventories[file].witnesses[i]
+            spelled = _spelling(cursor, root)
+            # Written in the witness's arguments: spelt there, not in a macro's body (the
+            # expansion location of both is the witness's macro name).
+            in_arguments = spelled[0] == file and w.mark <= spelled[1] < w.end
+            key = _key(target, in_arguments, root)
+            if key is not None:
+                found[file][i].add(key)
+        for file, i, var, func in reads:
+            said = [t.spelling for t in var.get_tokens()]
+            # Its function's statements, and file-scope ones (a static initialiser).
+            said += sorted(
+                writes.get((var.get_usr(), func), set()) | writes.get((var.get_usr(), 0), set())
+            )
+            data[file][i].add(f"data {var.spelling} #{cppsource.fingerprint(said)}")
+    for rel, sets in found.items():
+        out.callees[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in sets]
+        out.data[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in data[rel]]
+    return out
+
+
+FUNCTIONS = frozenset(
+    {
+        ci.CursorKind.FUNCTION_DECL,
+        ci.CursorKind.CXX_METHOD,
+        ci.CursorKind.CONSTRUCTOR,
+        ci.CursorKind.DESTRUCTOR,
+        ci.CursorKind.FUNCTION_TEMPLATE,
+        ci.CursorKind.LAMBDA_EXPR,
+    }
+)
+
+
+# What holds statements and declarations: a block, or a file or namespace scope.
+SCOPES = frozenset(
+    {
+        ci.CursorKind.COMPOUND_STMT,
+        ci.CursorKind.TRANSLATION_UNIT,
+        ci.CursorKind.NAMESPACE,
+        ci.CursorKind.LINKAGE_SPEC,
+    }
+)
+
+
+_OUTER = frozenset(
+    {ci.CursorKind.TRANSLATION_UNIT, ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC}
+)
+
+
+def _walk(top: ci.Cursor, root: Path) -> Iterator[tuple[ci.Cursor, ci.Cursor | None, int]]:
+    """Each cursor of the tree's own code, with the statement holding it (a child of a
+    block, or of a file or namespace scope) and the function holding it (its cursor's
+    hash; 0 at file scope). A declaration at file or namespace scope that lies outside the
+    tree (the standard library, the framework's headers) is not entered: nothing a witness
+    binds to is decided inside it, and walking it is most of a unit's cursors.
+    Iterative: expressions nest deep."""
+    stack: list[tuple[ci.Cursor, ci.Cursor | None, int]] = [(top, None, 0)]
+    while stack:
+        cursor, stmt, func = stack.pop()
+        yield cursor, stmt, func
+        inner = cursor.hash if cursor.kind in FUNCTIONS else func
+        block = cursor.kind in SCOPES
+        outer = cursor.kind in _OUTER
+        for child in reversed(list(cursor.get_children())):
+            where = child.location.file if outer else None
+            if where is not None and _relative(Path(where.name), root) is None:
+                continue
+            stack.append((child, child if block else stmt, inner))
+
+
+def _key(target: ci.Cursor, in_arguments: bool, root: Path) -> str | None:
+    """What a call binds to. Weak (in the witness's arguments): the first declaration's
+    qualified name and file. Strong (brought in by the macro): the declaration bound itself
+    (an explicit specialisation's canonical one is the template's), with its tokens."""
+    if in_arguments:
+        first = target.canonical
+        file = _in_tree(first, root)
+        return None if file is None else f"{qualified(first)} @ {file}"
+    file = _in_tree(target, root)
+    if file is None:
+        return None
+    shape = cppsource.fingerprint([t.spelling for t in target.get_tokens()])
+    return f"{target.get_usr()} @ {file} #{shape}"
+
+
+def _spelling(cursor: ci.Cursor, root: Path) -> tuple[str | None, int]:
+    """Where a cursor's text is spelt (its tree file, and its offset):
+    for a call in a macro's argument, the argument; for one in a macro's body, the body."""
+    where = ci.c_object_p()
+    line, column, offset = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    ci.conf.lib.clang_getSpellingLocation(
+        cursor.location,
+        ctypes.byref(where),
+        ctypes.byref(line),
+        ctypes.byref(column),
+        ctypes.byref(offset),
+    )
+    if not where:
+        return None, -1
+    name = ci.conf.lib.clang_getFileName(ci.File(where))
+    return _relative(Path(str(name)), root), offset.value
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    return _relative_name(str(path), str(root))
+
+
+@cache
+def _relative_name(name: str, root: str) -> str | None:
+    """`name` as a path under the tree `root`, resolved once per process: libclang names
+    the same few files for every cursor, and resolving is a system call per component."""
+    resolved = Path(name).resolve()
+    return resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else None
+
+
+def _in_tree(cursor: ci.Cursor, root: Path) -> str | None:
+    """The tree file that declares `cursor`; None outside the tree (the standard library)."""
+    where = cursor.location.file
+    return None if where is None else _relative(Path(where.name), root)
+
+
+def _innermost(spans: list[tuple[int, int]], offset: int) -> int | None:
+    best: int | None = None
+    for i, (start, end) in enumerate(spans):
+        if start <= offset < end and (
+            best is None or end - start < spans[best][1] - spans[best][0]
+        ):
+            best = i
+    return best

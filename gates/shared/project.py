@@ -1,0 +1,70 @@
+"""The cmake cells of a repository case (cxxgate/cells/cmake.py), as the gates plan them: the
+`tests` gate's build of each tree (with the hidden test patch, seeded from the reference
+tree's build), and the configure-only cell whose compile database gives the probe gates
+(headers, symbols) the project's own include folders and defines
+(cxxgate/toolchain/projectflags.py)."""
+
+from __future__ import annotations
+
+from cxxgate.cells import cmake
+from cxxgate.contract.gate import Context
+from cxxgate.toolchain.cellspec import CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelope
+from cxxgate.util.yamlfile import InputError
+
+
+def build_spec(
+    ctx: Context,
+    tree_key: str,
+    env: Envelope,
+    test_patch: str | None,
+    seed: str | None,
+    gate: str = "tests",
+) -> CellSpec:
+    """The `cmake` cell of one tree: the case's build options in this envelope."""
+    build = ctx.case.spec.build
+    if build is None:
+        msg = f"{ctx.case.file}: gates.{gate}: the case has no `build:` section (build: cmake)"
+        raise InputError(msg)
+    options = (*build.options, *cmake.case_options(build.type_for(env.name), ctx.case.spec.std))
+    units = (Unit(cmake.TEST_PATCH, test_patch),) if test_patch is not None else ()
+    return CellSpec(
+        "cmake",
+        tree_key,
+        units,
+        (),
+        (),
+        env,
+        ctx.case.spec.limits.build_seconds,
+        label=f"cmake build ({'with test patch' if units else 'as is'})",
+        needs=(seed,) if seed else (),
+        extra_flags=options,
+        targets=tuple(build.targets),
+    )
+
+
+def project_build(ctx: Context, env: Envelope, test_patch: str | None) -> CellSpec:
+    """This tree's build, seeded from the reference tree's build of the same spec."""
+    ref = build_spec(ctx, ctx.reference_tree_key, env, test_patch, None)
+    if ctx.tree_key == ctx.reference_tree_key:
+        return ref
+    return build_spec(ctx, ctx.tree_key, env, test_patch, ref.key)
+
+
+def configure_spec(ctx: Context, tree_key: str, env: Envelope, gate: str) -> CellSpec | None:
+    """A tree configured (no build) when the case is built with CMake; else None."""
+    if ctx.case.spec.build is None:
+        return None
+    spec = build_spec(ctx, tree_key, env, None, None, gate)
+    return CellSpec(
+        "cmake",
+        spec.tree_key,
+        (),
+        (),
+        (),
+        env,
+        spec.compile_seconds,
+        label="cmake configure",
+        extra_flags=spec.extra_flags,
+        targets=(cmake.CONFIGURE_ONLY,),
+    )

@@ -1,0 +1,212 @@
+"""What the project's suite run left in its ctest cell (cxxgate/cells/ctest.py), read into
+the tests gate's checks: the units the cell is given, ctest's JUnit outcomes, the test
+units' flags and macros against the reference's, GoogleTest's and Catch2 / doctest's own
+reports, and CMake's configure checks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from junitparser import JUnitXml, TestSuite
+
+from cxxgate.cells import ctest, testframeworks
+from cxxgate.contract.gate import Outputs
+from cxxgate.gates.tests import frameworkreports, testreports, testunits
+from cxxgate.host.process import Caps
+from cxxgate.results.result import Check
+from cxxgate.toolchain.cellspec import CellResult, Unit
+
+
+def units(caps: Caps, dirs: list[str], named: list[str]) -> tuple[Unit, ...]:
+    """The ctest cell's units: its caps, the test folders, and the listed tests whose
+    Catch2 / doctest report the run asks for (cxxgate/cells/ctest.py)."""
+    return (
+        Unit(ctest.CAPS_UNIT, ctest.caps_unit(caps)),
+        Unit(ctest.TEST_DIRS_UNIT, "\n".join(dirs)),
+        Unit(testframeworks.NAMED_UNIT, "\n".join(named)),
+    )
+
+
+def outcomes(junit: Path) -> dict[str, tuple[str, float]]:
+    """Test name -> (passed | failed | skipped, seconds), from ctest's JUnit file."""
+    found: dict[str, tuple[str, float]] = {}
+    xml = JUnitXml.fromfile(str(junit))
+    suites = [s for s in xml if isinstance(s, TestSuite)] if isinstance(xml, JUnitXml) else [xml]
+    for suite in suites:
+        for case in suite:
+            word = "passed" if case.is_passed else "skipped" if case.is_skipped else "failed"
+            found[str(case.name)] = (word, float(case.time or 0.0))
+    return found
+
+
+def _cell(result: CellResult) -> Path | None:
+    """The cell folder of a ctest or cmake cell's result (its product lies in it)."""
+    if result.binary is None:
+        return None
+    product = Path(result.binary)
+    return product.parent
+
+
+def unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
+    """The test units' commands and framework macros, and the build's graph, against the
+    reference's."""
+    ref = outputs.cells.get("ref_suite")
+    suite, ref_suite = _cell(outputs.cells["suite"]), _cell(ref) if ref else None
+    if suite is None or ref_suite is None:
+        return []  # the reference itself, or a build that failed (its own check)
+    checks: list[Check] = []
+    for source, new in testunits.new_flags(suite, ref_suite).items():
+        why = f"{source} compiles with what the reference's build lacks: {' '.join(new)}"
+        checks.append(Check(f"flags:{source}", False, "test_flags_changed", why))
+    changed = testunits.redefined(suite / ctest.MACROS_JSON, ref_suite / ctest.MACROS_JSON)
+    for source, names in changed.items():
+        why = f"{source} sees framework macros defined otherwise: {', '.join(names[:8])}"
+        checks.append(Check(f"macros:{source}", False, "framework_redefined", why))
+    mine, ref_graph = testunits.graph(suite), testunits.graph(ref_suite)
+    if ref_graph:
+        # Not built at all is a missing test; built otherwise, a changed one.
+        for said in testunits.moved_units(mine, ref_graph, dirs):
+            klass = "test_missing" if said.endswith(testunits.ABSENT) else "test_flags_changed"
+            checks.append(Check("test_units", False, klass, said))
+        for said in testunits.new_link_words(mine, ref_graph, dirs):
+            klass = "test_missing" if said.endswith(testunits.ABSENT) else "test_flags_changed"
+            checks.append(Check("test_links", False, klass, said))
+        for source, names in testunits.tampered(mine, ref_graph, dirs).items():
+            why = f"{source} names GoogleTest symbols the reference's does not: "
+            checks.append(Check(f"gtest:{source}", False, "framework_tamper",
+                                why + ", ".join(names[:4])))  # fmt: skip
+    return checks
+
+
+def configure_checks(built: CellResult) -> dict[str, tuple[str, bool]]:
+    """CMake's configure checks (check_cxx_compiler_flag, check_cxx_source_compiles, ...),
+    by folded name: (name, passed), from the build's CMakeCache.txt, where each result is
+    an INTERNAL entry under the comment `//Test NAME`, 1 when it passed. Multi-SWE-bench
+    counts the configure log's `-- Performing Test NAME - Success` lines as passed tests,
+    so Catch2's `have_flag_-wdeprecated` is listed beside its ctest tests."""
+    if built.binary is None:
+        return {}
+    cache = Path(built.binary) / "CMakeCache.txt"
+    if not cache.is_file():
+        return {}
+    found: dict[str, tuple[str, bool]] = {}
+    comment = ""
+    for line in cache.read_text(errors="replace").splitlines():
+        name, internal, value = line.partition(":INTERNAL=")
+        if internal and comment == f"//Test {name}":
+            found[name.casefold()] = (name, value.strip() == "1")
+        comment = line
+    return found
+
+
+def test_checks(
+    listed: list[tuple[str, bool]],
+    gtest: bool,
+    suite: CellResult,
+    ref_suite: CellResult,
+    timeout: float,
+    built: CellResult,
+) -> list[Check]:
+    """One check per listed test (name, fail-to-pass?): ctest's word on the run, and what
+    the framework's own report adds (`gtest`: the case asks for that proof)."""
+    configured = configure_checks(built)
+    if suite.status == "timeout" or suite.binary is None:
+        klass = "hang" if suite.status == "timeout" else "test_missing"
+        why = suite.detail or suite.status
+        return [Check(t, False, klass, why, f2p) for t, f2p in listed]
+    ran = outcomes(Path(suite.binary))
+    # Listed names are resolved against the reference's run, which the patch cannot shape:
+    # a candidate that registers a look-alike (`runtests` beside `RunTests`) adds a test
+    # nobody asked about.
+    ref_ran = outcomes(Path(ref_suite.binary)) if ref_suite.binary else ran
+    cell = Path(suite.binary).parent
+    ref_cell = Path(ref_suite.binary).parent if ref_suite.binary else cell
+    cases = testreports.read_reports(cell / ctest.GTEST_DIR)
+    ref_cases = testreports.read_reports(ref_cell / ctest.GTEST_DIR)
+    programs = testreports.programs(cell / ctest.TESTS_JSON)
+    ref_programs = testreports.programs(ref_cell / ctest.TESTS_JSON)
+    records = testframeworks.read_records(cell / ctest.FRAMEWORKS_JSON)
+    ref_records = testframeworks.read_records(ref_cell / ctest.FRAMEWORKS_JSON)
+    checks = []
+    for listed_name, f2p in listed:
+        test = testframeworks.ctest_name(listed_name, ref_ran)
+        found: list[Check] = []
+        word, seconds = ran.get(test, ("missing", 0.0))
+        record, ref_record = records.get(test), ref_records.get(test)
+        # Catch2 or doctest when either program is one (the reference's cannot be shaped
+        # by the patch): its report, against the reference's.
+        other = {r.framework for r in (record, ref_record) if r} & set(frameworkreports.NAMES)
+        if word == "passed" and gtest and other:
+            ref_report = frameworkreports.of(ref_cell, ref_record)
+            said = frameworkreports.proof(
+                test, record, frameworkreports.of(cell, record), ref_report
+            )
+            ref_said = frameworkreports.proof(test, ref_record, ref_report, ref_report)
+            found.append(_proven(test, f2p, seconds, said, ref_said, _framework(other)))
+        elif word == "passed" and gtest:
+            program = programs.get(test)
+            said = testreports.proof(test, program, cases, ref_cases)
+            ref_said = testreports.proof(
+                test, ref_programs.get(test, program), ref_cases, ref_cases
+            )
+            found.append(_proven(test, f2p, seconds, said, ref_said))
+        elif word == "passed":
+            found.append(
+                Check(test, True, "accept", f"passed in {seconds:.2f} s (ctest's word)", f2p)
+            )
+        elif word == "missing" and test.casefold() in configured:
+            name, passed = configured[test.casefold()]
+            why = f"a CMake configure check, not a ctest test: {name} "
+            why += "passed (CMakeCache.txt)" if passed else "failed (CMakeCache.txt)"
+            klass = "accept" if passed else "f2p_fail" if f2p else "p2p_broken"
+            found.append(Check(test, passed, klass, why, f2p))
+        elif word == "missing":
+            found.append(Check(test, False, "test_missing", "not in ctest's JUnit output", f2p))
+        elif word == "skipped":
+            found.append(Check(test, False, "test_skipped", "ctest: skipped (not run)", f2p))
+        elif seconds >= timeout * 0.98:
+            found.append(Check(test, False, "hang", f"ran into the {timeout:g} s limit", f2p))
+        else:
+            klass = "f2p_fail" if f2p else "p2p_broken"
+            found.append(Check(test, False, klass, f"failed after {seconds:.2f} s", f2p))
+        # Named as the case lists it: the report and the base's checks pair by that name.
+        alias = f" (ctest: {test})" if test != listed_name else ""
+        checks += [replace(c, name=listed_name, detail=c.detail + alias) for c in found]
+    return checks
+
+
+def _framework(kinds: set[str]) -> str:
+    return " / ".join(frameworkreports.NAMES[k] for k in sorted(kinds))
+
+
+def _proven(
+    test: str,
+    f2p: bool,
+    seconds: float,
+    said: testreports.Proof,
+    ref: testreports.Proof,
+    framework: str = "GoogleTest",
+) -> Check:
+    """ctest says passed: what the framework's report of the run adds. The detail says
+    which proof there was: `proof: <framework> report` or `proof: exit status only`."""
+    if said.outcome == "passed":
+        why = f"passed in {seconds:.2f} s (proof: {framework} report: {said.why})"
+        return Check(test, True, "accept", why, f2p)
+    if said.outcome is None and ref.outcome is None:
+        why = f"passed in {seconds:.2f} s (proof: exit status only; no framework report,"
+        why += " none on the reference either)"
+        return Check(test, True, "accept", why, f2p)
+    if said.outcome is None:
+        why = f"ctest says passed, but {framework}'s own report has no run of it"
+        return Check(test, False, "test_missing", f"{why} ({said.why})", f2p)
+    if said.outcome == "failed":
+        klass = "f2p_fail" if f2p else "p2p_broken"
+        return Check(test, False, klass, f"ctest says passed; {said.why}", f2p)
+    return Check(
+        test,
+        False,
+        "test_skipped",
+        f"ctest says passed; {framework}: {said.outcome} ({said.why})",
+        f2p,
+    )

@@ -1,0 +1,62 @@
+"""Which files a test patch touches, and which test files a candidate's patch changed
+(from its intake stamp), for the tests gate (cxxgate/gates/tests/tests.py)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pathspec
+
+from cxxgate.intake.tree import guard
+from cxxgate.util.yamlfile import InputError
+
+
+@cache
+def touched_by(patch_text: str) -> list[str]:
+    stamp = guard(patch_text.encode(), ["**"])
+    if stamp.status != "applied":
+        msg = f"gates.tests.test_patch: not a patch the harness can apply: {stamp.detail}"
+        raise InputError(msg)
+    return ["/" + p for p in stamp.changed]  # anchored: that file, not any of its name
+
+
+def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
+    """The test files the patch of this tree changed, from its intake stamp; and the files
+    it added whose path ends in a system header's (include/gtest/gtest.h): found first on
+    a project include path, such a file stands in for the header the tests include."""
+    stamp = json.loads(tree.with_name(f"{tree.name}.json").read_text())
+    changed: list[str] = stamp.get("changed", [])
+    spec = pathspec.GitIgnoreSpec.from_lines(params["globs"])
+    base = Path(params["base"])
+    added = [p for p in changed if (tree / p).is_file() and not (base / p).exists()]
+    shadows = [p for p in added if _system_header(p)]
+    return {"touched": [p for p in changed if spec.match_file(p)], "shadows": shadows}
+
+
+# The system include folders of the Debian toolchains (GCC's and clang's search lists).
+_SYSTEM_INCLUDES = (
+    "/usr/include",
+    "/usr/local/include",
+    "/usr/include/c++/*",
+    "/usr/include/*-linux-gnu",
+    "/usr/include/*-linux-gnu/c++/*",
+)
+
+
+@cache
+def _system_folders() -> tuple[Path, ...]:
+    return tuple(p for g in _SYSTEM_INCLUDES for p in Path("/").glob(g.lstrip("/")) if p.is_dir())
+
+
+def _system_header(rel: str) -> str:
+    """The system header `rel` would shadow through some include folder, or ""."""
+    parts = PurePosixPath(rel).parts
+    for i in range(len(parts)):
+        tail = "/".join(parts[i:])
+        for folder in _system_folders():
+            if (folder / tail).is_file():
+                return str(folder / tail)
+    return ""

@@ -1,0 +1,228 @@
+"""What the test units of a CMake build see, compared with the reference's build.
+
+A test unit is a unit of the build whose source lies in a test
+folder (a folder holding a file the hidden test patch touches, or named by `test_files`).
+Two comparisons, each keyed by the unit's source path:
+
+- its compile command as Ninja runs it (cxxgate/cells/ctest.py): a program in front of the
+  compiler (a launcher) or a preprocessor flag the reference's command lacks (`-include`,
+  `-imacros`, `-D`, `-U`, an include folder, `-Wp,`/`-Xpreprocessor`, a response file) can
+  change what the test's text means without touching it (`add_compile_options(-include
+  src/quiet.h)`);
+- the framework macros it sees (`-E -dM` with its own command, cxxgate/cells/ctest.py): a macro
+  the reference's unit defines (EXPECT_EQ, TEST, REQUIRE, ...) that is defined otherwise,
+  or not at all, however the new definition was reached.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from cxxgate.cells.ctest import COMMANDS_JSON, GRAPH_JSON, entry_argv
+
+# Flags whose value is the next argument when not glued to the flag.
+_SEPARATE = ("-include", "-imacros", "--include", "-isystem", "-iquote", "-idirafter",
+             "-I", "-D", "-U", "-Xpreprocessor", "-iprefix", "-iwithprefix",
+             "-iwithprefixbefore", "--sysroot", "-isysroot")  # fmt: skip
+_GLUED = ("-I", "-D", "-U", "-isystem", "-iquote", "-idirafter", "-include", "-imacros",
+          "--include=", "--sysroot=", "-Wp,", "-nostdinc", "@")  # fmt: skip
+
+
+def test_dirs(globs: list[str]) -> list[str]:
+    """The folders of the test files' globs (`/tests/a_test.cpp` and `tests/**`: tests)."""
+    found: set[str] = set()
+    for glob in globs:
+        head = glob.lstrip("/")
+        cut = min((head.index(c) for c in "*?[" if c in head), default=len(head))
+        fixed = head[:cut]
+        found.add(str(PurePosixPath(fixed).parent) if cut == len(head) else fixed.rstrip("/"))
+    return sorted(d if d not in ("", ".") else "." for d in found)
+
+
+def preprocessor_flags(argv: list[str]) -> set[str]:
+    """The flags of a compile command that change what its unit's text means, spelt one
+    way (`-D X` as `-DX`)."""
+    found: set[str] = set()
+    args = iter(argv[1:])
+    for arg in args:
+        if arg in _SEPARATE:
+            found.add(f"{arg}{next(args, '')}")
+        elif arg.startswith(_GLUED):
+            found.add(arg)
+    return found
+
+
+def programs(argv: list[str]) -> set[str]:
+    """What runs the compile: the words before its first option (a launcher, the
+    compiler), spelt `run:<word>`."""
+    words = []
+    for arg in argv:
+        if arg.startswith("-"):
+            break
+        words.append(f"run:{arg}")
+    return set(words)
+
+
+def _units(suite: Path) -> dict[str, set[str]]:
+    """Test unit (tree path) -> the launcher, compiler and preprocessor flags of the
+    command Ninja runs for it (a ctest cell's commands.json), the cell's own tree and build
+    folders spelt <tree> and <build> (they differ between cells without a sandbox)."""
+    try:
+        listing = json.loads((suite / COMMANDS_JSON).read_text())
+    except (OSError, ValueError):
+        return {}
+    tree_at, build_at = str(listing["tree"]), str(listing["build"])
+    found: dict[str, set[str]] = {}
+    for entry in listing["commands"]:
+        argv = entry_argv(entry)
+        flags = preprocessor_flags(argv) | programs(argv)
+        spelt = {f.replace(tree_at, "<tree>").replace(build_at, "<build>") for f in flags}
+        found[str(PurePosixPath(str(entry["file"])).relative_to(tree_at))] = spelt
+    return found
+
+
+def new_flags(mine: Path, reference: Path) -> dict[str, list[str]]:
+    """Per test unit in both ctest cells, what the reference's command lacks: a
+    preprocessor flag, or another program in front of the compiler (a launcher that could
+    add flags no database shows)."""
+    here, ref = _units(mine), _units(reference)
+    return {
+        source: sorted(flags - ref[source])
+        for source, flags in sorted(here.items())
+        if source in ref and flags - ref[source]
+    }
+
+
+def redefined(mine: Path, reference: Path) -> dict[str, list[str]]:
+    """Per test unit, the framework macros the reference's unit defines that this one
+    defines otherwise or not at all (and a unit that no longer preprocesses)."""
+    try:
+        here, ref = json.loads(mine.read_text()), json.loads(reference.read_text())
+    except (OSError, ValueError):
+        return {}
+    found: dict[str, list[str]] = {}
+    for source, macros in sorted(ref.items()):
+        theirs = here.get(source)
+        if theirs is None:
+            continue  # not a unit of this build: the build or the suite says more
+        changed = sorted(
+            name or "(unit)" for name, text in macros.items() if theirs.get(name) != text
+        )
+        if "" in theirs:
+            changed = ["(the unit did not preprocess)"]
+        if changed:
+            found[source] = changed
+    return found
+
+
+# The build's graph (cxxgate/cells/ctest.py GRAPH_JSON): what Ninja compiled and linked.
+
+
+ABSENT = ": not built"
+
+
+def graph(cell: Path) -> dict[str, Any]:
+    try:
+        found = json.loads((cell / GRAPH_JSON).read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _in_dirs(source: str, test_dirs: list[str]) -> bool:
+    if not source.startswith("<tree>/"):
+        return False
+    rel = PurePosixPath(source.removeprefix("<tree>/"))
+    return any(d == "." or rel.is_relative_to(d) for d in test_dirs)
+
+
+def _feeds(g: dict[str, Any], obj: str) -> list[str]:
+    """The link and archive outputs whose commands name object `obj`."""
+    return sorted(out for out, words in g.get("links", {}).items() if obj in words)
+
+
+def _objects(g: dict[str, Any]) -> dict[str, str]:
+    """source -> object, of every compile."""
+    return {src: obj for obj, src in g.get("compiles", {}).items()}
+
+
+def test_programs(g: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """The outputs that link a test unit's object."""
+    return sorted(
+        {p for obj, src in g.get("compiles", {}).items() if _in_dirs(src, test_dirs)
+         for p in _feeds(g, obj)}
+    )  # fmt: skip
+
+
+def moved_units(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """Each test unit the reference's build compiled (its source in a test folder of the
+    tree) that this build does not compile from the same tree path into the same
+    programs: a copy made in the build folder, an edited twin, or none at all, would
+    otherwise stand in for it unseen (a unit missing from the build is not compared)."""
+    here, theirs = _objects(mine), _objects(ref)
+    found = []
+    for source, obj in sorted(theirs.items()):
+        if not _in_dirs(source, test_dirs):
+            continue
+        if source not in here:
+            found.append(f"{source}{ABSENT}")
+            continue
+        want, got = _feeds(ref, obj), _feeds(mine, here[source])
+        if got != want:
+            found.append(f"{source} is linked into {', '.join(got) or 'nothing'}, "
+                         f"not {', '.join(want)}")  # fmt: skip
+    return found
+
+
+def new_link_words(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """What each test program's link command has that the reference's lacks, beyond
+    objects compiled from tree sources and files the build itself made: an option
+    (`-Wl,--wrap=...`, a library), an object or archive from elsewhere (the build
+    folder's copy of a test source, a file the patch ships)."""
+    compiled_from_tree = {
+        obj for obj, src in mine.get("compiles", {}).items() if src.startswith("<tree>/")
+    }
+    made = set(mine.get("links", {}))
+    found = []
+    for program in test_programs(ref, test_dirs):
+        words = mine.get("links", {}).get(program)
+        if words is None:
+            found.append(f"{program}{ABSENT}")
+            continue
+        known = set(ref["links"][program])
+        new = [w for w in words if w not in known and w not in compiled_from_tree and w not in made]
+        if new:
+            found.append(f"{program} links with {' '.join(sorted(set(new))[:8])}")
+    return found
+
+
+_PRINTER = re.compile(r"_ZN7testing8internal\d+Print\w*")
+
+
+def tampered(
+    mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]
+) -> dict[str, list[str]]:
+    """Per compiled source, the GoogleTest symbols its object names that the reference's
+    object of the same source did not: code outside the tests that reaches into the
+    framework (a static initialiser installing a ScopedFakeTestPartResultReporter
+    swallows every assertion). A source the reference did not compile may name what the
+    reference's test units named when it lies in a test folder (a new test), nothing
+    otherwise. A test unit's own template instances (defined in it) do not count."""
+    theirs = ref.get("symbols", {})
+    tests_named = {n for src, names in theirs.items() if _in_dirs(src, test_dirs) for n in names}
+    found: dict[str, list[str]] = {}
+    for source, names in sorted(mine.get("symbols", {}).items()):
+        test = _in_dirs(source, test_dirs)
+        allowed = set(theirs[source]) if source in theirs else tests_named if test else set()
+        # A test unit instantiates GoogleTest's templates with the library's types (an
+        # API the patch may change): only what it binds to GoogleTest's library counts.
+        # Printing a value of a type with no printer binds GoogleTest's byte printer.
+        kept = {n for n in names if n.startswith("U ") and not _PRINTER.match(n[2:])}
+        kept = kept if test else set(names)
+        extra = sorted(n.partition(" ")[2] for n in kept - allowed)
+        if extra:
+            found[source] = extra
+    return found
