@@ -80,11 +80,9 @@ def build_one(
         return time.monotonic() - start, 0, "configure failed"
     built = sh(["cmake", "--build", "build"], where).returncode
     log = build / ".ninja_log"
-    compiles = (
-        sum(1 for ln in log.read_text().splitlines() if ln.rstrip().endswith(".o"))
-        if log.is_file()
-        else 0
-    )
+    # .ninja_log: "start end mtime target hash", tab-separated, after a "# ninja log" line.
+    fields = [ln.split("\t") for ln in log.read_text().splitlines()] if log.is_file() else []
+    compiles = sum(1 for f in fields if len(f) >= 4 and f[3].endswith(".o"))
     if built:
         return time.monotonic() - start, compiles, "build failed"
     tested = sh(["ctest", "--test-dir", "build", "--output-on-failure"], where)
