@@ -10,7 +10,7 @@ doit, told to `continue`, would print a traceback for each of them.
 A compiler missing when the grade is planned is another matter: its cells are
 `toolchain_missing`, and that is kept, because the toolchain's identity ("not installed")
 is part of every cell key and verdict identity; when the compiler returns, its identity
-changes and every row is graded afresh (tests/test_faults.py checks it).
+changes and every row is graded afresh (tests/store/test_faults.py checks it).
 """
 
 from __future__ import annotations

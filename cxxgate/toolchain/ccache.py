@@ -1,6 +1,6 @@
 """ccache as the compiler launcher of every cacheable compile (cxxgate/toolchain/toolcall.py).
 
-What makes a hit sound here, measured (tests/test_ccache.py):
+What makes a hit sound here, measured (tests/cells/test_ccache.py):
 
 - **depend mode, never the preprocessor mode.** ccache's preprocessor mode keys a result
   by the `-E` output, which drops whitespace and comments inside a line: a tree whose

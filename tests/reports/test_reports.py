@@ -6,7 +6,7 @@ normalising what varies between runs and machines (the build folder and checkout
 measured times and sizes, sanitizer pids and addresses). To regenerate the goldens after
 an intended change, run
 
-    CXXGATE_REGEN_GOLDENS=1 pytest tests/test_reports.py
+    CXXGATE_REGEN_GOLDENS=1 pytest tests/reports/test_reports.py
 
 and review the diff of tests/fixtures/reports/ before committing it.
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHIPPED, Grade, compiler_calls, run_grade
+from conftest import FIXTURES, SHIPPED, Grade, compiler_calls, run_grade
 
 from cxxgate.gates.ledger import ledger_ast, ledger_objects, ledger_rules
 from cxxgate.gates.ledger.ledger import system_dirs
@@ -806,7 +806,7 @@ def test_honest_standard_library_binds_nothing_unlisted(tmp_path: Path) -> None:
     shutil.copytree(SHIPPED / CASE, case)
     for old in case.glob("patches/*.diff"):
         old.unlink()
-    shutil.copy(Path(__file__).parent / "fixtures/ledger/honest_std.diff", case / "patches")
+    shutil.copy(FIXTURES / "ledger/honest_std.diff", case / "patches")
     text = (case / "case.yaml").read_text()
     head = text[: text.index("patches:")]
     row = "patches:\n  - {file: patches/honest_std.diff, expect: {verdict: accept}}\n"

@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import PROJECT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT
 sys.path.insert(0, str(ROOT / "bench"))
 
 import benchlib  # noqa: E402

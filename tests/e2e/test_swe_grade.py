@@ -3,7 +3,7 @@ envelopes.yaml), a project built with its own flags (a warning its test patch ca
 no error), builds and test runs under limits of their own (a build longer than
 compile_seconds is fine; one past build_seconds is a timeout, said so), project compiles
 through ccache, and the per-instance report in Multi-SWE-bench's shape. The project is
-a small CMake + GoogleTest repository made here (tests/test_repo_cases.py's)."""
+a small CMake + GoogleTest repository made here (tests/e2e/test_repo_cases.py's)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import Grade, run_doit
-from tests.test_repo_cases import FILES, PARSE_BODY, _diff, _git, _write
+from conftest import Grade, run_doit
+from repos import FILES, PARSE_BODY, diff, git, write
 
 INSTANCE = "calc__calc-7"
 CASE = INSTANCE
@@ -61,22 +60,22 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     root = tmp_path_factory.mktemp("swe_grade")
     repo = root / "calc.git"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _write(repo, FILES)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "base")
-    base = _git(repo, "rev-parse", "HEAD")
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, FILES)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
     source = (repo / "src/parse.cpp").read_text()
-    gold = _diff(
+    gold = diff(
         repo,
         "src/parse.cpp",
         source.replace(PARSE_BODY, "    if (text.empty()) return 0;\n" + PARSE_BODY),
     )
     tests = (repo / "tests/test_calc.cpp").read_text()
-    test_patch = _diff(repo, "tests/test_calc.cpp", tests + WARNED_TEST)
+    test_patch = diff(repo, "tests/test_calc.cpp", tests + WARNED_TEST)
     (repo / "CMakeLists.txt").write_text((repo / "CMakeLists.txt").read_text() + SLOW)
-    _git(repo, "commit", "-q", "-am", "slow")
-    world = World(root, repo, _git(repo, "rev-parse", "HEAD"), test_patch)
+    git(repo, "commit", "-q", "-am", "slow")
+    world = World(root, repo, git(repo, "rev-parse", "HEAD"), test_patch)
     records = root / "instances.jsonl"
     records.write_text(json.dumps(_record(base, gold, test_patch)) + "\n")
     # Multi-SWE-bench's patch file ({org, repo, number, fix_patch}), and its dataset record
@@ -235,8 +234,8 @@ def test_configure_checks_listed_as_tests(world: World) -> None:
         "check_cxx_compiler_flag(-Wall HAVE_FLAG_-WALL)\n"
         "check_cxx_compiler_flag(-fno-such-option-xyz HAVE_FLAG_-FNO_SUCH)\n"
     )
-    _git(world.repo, "commit", "-q", "-am", "configure checks")
-    head = _git(world.repo, "rev-parse", "HEAD")
+    git(world.repo, "commit", "-q", "-am", "configure checks")
+    head = git(world.repo, "rev-parse", "HEAD")
     for name, p2p in (
         ("checks_pass", "[Add.Small, have_flag_-wall]"),
         ("checks_fail", "[Add.Small, have_flag_-fno_such]"),
@@ -264,14 +263,14 @@ def test_a_fix_may_add_diagnostic_pragmas(world: World, tmp_path: Path) -> None:
     a gold patch adding `#pragma GCC diagnostic` lines, as real projects' fixes do
     (Catch2-1609), is the reference, not a diagnostic_control reject."""
     base = json.loads((world.root / "instances.jsonl").read_text())["base"]["sha"]
-    _git(world.repo, "checkout", "-q", base)
+    git(world.repo, "checkout", "-q", base)
     try:
         source = (world.repo / "src/parse.cpp").read_text()
         pragma = '#pragma GCC diagnostic ignored "-Wunused-parameter"\n'
         fixed = source.replace(PARSE_BODY, "    if (text.empty()) return 0;\n" + PARSE_BODY)
-        gold = _diff(world.repo, "src/parse.cpp", pragma + fixed)
+        gold = diff(world.repo, "src/parse.cpp", pragma + fixed)
     finally:
-        _git(world.repo, "checkout", "-q", "main")
+        git(world.repo, "checkout", "-q", "main")
     record = _record(base, gold, world.test_patch)
     record["number"] = 8
     records = tmp_path / "pragma.jsonl"

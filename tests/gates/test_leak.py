@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHIPPED, Grade, case_library, run_grade
+from conftest import FIXTURES, SHIPPED, Grade, case_library, run_grade
 
 from cxxgate.gates.leak import leak, leak_bytes, leak_gimple, literals
 from cxxgate.gates.shared import cppsource
@@ -379,7 +379,7 @@ def test_a_data_file_of_any_suffix_shows_its_values() -> None:
 
 # ---- a bug-fix case: a patch's values are what the base tree lacks ----------------------
 
-FIXTURE = Path(__file__).parent / "fixtures" / "leak_bugfix"
+FIXTURE = FIXTURES / "leak_bugfix"
 VARIANT_DIFF = "\n".join(
     [
         "diff --git a/src/triple.cpp b/src/triple.cpp",

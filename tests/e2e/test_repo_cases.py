@@ -6,80 +6,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import SHIPPED, Grade, run_doit, run_grade
+from repos import FILES, PARSE_BODY, diff, git, write
 
 from cxxgate.intake.repo import RepoSpec, base_tree
 from cxxgate.toolchain.projectflags import _kept
 from cxxgate.util.yamlfile import InputError
-from tests.conftest import SHIPPED, Grade, run_doit, run_grade
 
 CASE = "calc"
 
-FILES = {
-    "CMakeLists.txt": """\
-        cmake_minimum_required(VERSION 3.16)
-        project(calc CXX)
-        add_library(calc src/add.cpp src/mul.cpp src/parse.cpp)
-        target_include_directories(calc PUBLIC include)
-        target_compile_definitions(calc PUBLIC CALC_LIMIT=1000)
-        enable_testing()
-        find_package(GTest REQUIRED)
-        include(GoogleTest)
-        add_executable(calc_tests tests/test_calc.cpp)
-        target_link_libraries(calc_tests calc GTest::gtest_main)
-        gtest_discover_tests(calc_tests)
-        """,
-    "include/calc/calc.hpp": """\
-        #pragma once
-        #include <string>
-        #ifndef CALC_LIMIT  // the build defines it (CMakeLists.txt): probes need its flags
-        #error "CALC_LIMIT comes from the project's build"
-        #endif
-        #define CALC_API __attribute__((visibility("default")))
-        namespace calc {
-        CALC_API int add(int a, int b);
-        CALC_API int mul(int a, int b);
-        // The number in `text`; 0 for an empty text.
-        CALC_API int parse(const std::string& text);
-        }  // namespace calc
-        """,
-    "src/add.cpp": """\
-        #include "calc/calc.hpp"
-        namespace calc {
-        int add(int a, int b) { return a + b; }
-        }  // namespace calc
-        """,
-    "src/mul.cpp": """\
-        #include "calc/calc.hpp"
-        namespace calc {
-        int mul(int a, int b) { return a * b; }
-        }  // namespace calc
-        """,
-    "src/parse.cpp": """\
-        #include "calc/calc.hpp"
-        #include <cstdlib>
-        #include <fstream>
-        #include <iterator>
-        namespace calc {
-        int parse(const std::string& text) {
-            return std::stoi(text);
-        }
-        }  // namespace calc
-        """,
-    "tests/test_calc.cpp": """\
-        #include <gtest/gtest.h>
-        #include "calc/calc.hpp"
-        TEST(Add, Small) { EXPECT_EQ(calc::add(2, 3), 5); }
-        TEST(Mul, Small) { EXPECT_EQ(calc::mul(2, 3), 6); }
-        """,
-}
-
-PARSE_BODY = "    return std::stoi(text);\n"
-# Each candidate rewrites the body of parse(), except where it says otherwise.
 CANDIDATES = {
     "good": ("    return text.size() == 0 ? 0 : std::stoi(text);\n", "accept"),
     "f2p_red": ('    return text == " " ? 0 : std::stoi(text);\n', "f2p_fail:Parse.Empty"),
@@ -105,53 +44,20 @@ CANDIDATES = {
 }
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@e",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@e",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-    }
-    proc = subprocess.run(
-        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
-    )
-    return proc.stdout.strip()
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-
-def _diff(repo: Path, rel: str, new: str) -> str:
-    """A patch of one file of the base commit, made by git in the work tree."""
-    path = repo / rel
-    old = path.read_text()
-    path.write_text(new)
-    try:
-        return _git(repo, "diff", "--", rel) + "\n"
-    finally:
-        path.write_text(old)
-
-
 def make_repo(root: Path) -> tuple[Path, str, dict[str, str]]:
     """The project at a base commit (and a later commit the case must not see), and its
     patches: gold, the hidden test patch, the candidates."""
     repo = root / "calc.git"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _write(repo, FILES)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "base")
-    base = _git(repo, "rev-parse", "HEAD")
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, FILES)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
     parse = repo / "src/parse.cpp"
     source = parse.read_text()
     patches = {
-        "gold": _diff(
+        "gold": diff(
             repo,
             "src/parse.cpp",
             source.replace(PARSE_BODY, "    if (text.empty()) return 0;\n" + PARSE_BODY),
@@ -160,33 +66,33 @@ def make_repo(root: Path) -> tuple[Path, str, dict[str, str]]:
     tests = (repo / "tests/test_calc.cpp").read_text()
     added = 'TEST(Parse, Empty) { EXPECT_EQ(calc::parse(""), 0); }\n'
     added += 'TEST(Parse, Digits) { EXPECT_EQ(calc::parse("42"), 42); }\n'
-    patches["test"] = _diff(repo, "tests/test_calc.cpp", tests + added)
+    patches["test"] = diff(repo, "tests/test_calc.cpp", tests + added)
     for name, (body, _) in CANDIDATES.items():
-        patches[name] = _diff(repo, "src/parse.cpp", source.replace(PARSE_BODY, body))
+        patches[name] = diff(repo, "src/parse.cpp", source.replace(PARSE_BODY, body))
     # Fixes nothing; a gtest/gtest.h of its own, found first on the library's include path,
     # turns every EXPECT_EQ into nothing (GoogleTest's own report then says passed).
     shadow = "#pragma once\n#include_next <gtest/gtest.h>\n#undef EXPECT_EQ\n"
     shadow += "#define EXPECT_EQ(a, b) static_cast<void>(0)\n"
     (repo / "include/gtest").mkdir()
     (repo / "include/gtest/gtest.h").write_text(shadow)
-    _git(repo, "add", "-N", "include/gtest/gtest.h")
-    patches["shadows_gtest"] = _git(repo, "diff", "--", "include/gtest/gtest.h") + "\n"
-    _git(repo, "reset", "-q", "--", "include/gtest/gtest.h")
+    git(repo, "add", "-N", "include/gtest/gtest.h")
+    patches["shadows_gtest"] = git(repo, "diff", "--", "include/gtest/gtest.h") + "\n"
+    git(repo, "reset", "-q", "--", "include/gtest/gtest.h")
     shutil.rmtree(repo / "include/gtest")
     # Fixes parse() and deletes the failing test's neighbour: the tests are not the patch's.
-    fix = _diff(
+    fix = diff(
         repo,
         "src/parse.cpp",
         source.replace(PARSE_BODY, "    if (text.empty()) return 0;\n" + PARSE_BODY),
     )
-    patches["edits_tests"] = fix + _diff(
+    patches["edits_tests"] = fix + diff(
         repo,
         "tests/test_calc.cpp",
         tests.replace("TEST(Mul, Small) { EXPECT_EQ(calc::mul(2, 3), 6); }\n", ""),
     )
     # A later commit: the case grades the base commit, not the branch head.
     parse.write_text(source.replace("std::stoi", "  std::stoi"))
-    _git(repo, "commit", "-q", "-am", "later")
+    git(repo, "commit", "-q", "-am", "later")
     return repo, base, patches
 
 
@@ -385,7 +291,7 @@ def test_probes_compile_with_the_project_flags(graded: Graded) -> None:
 def test_bundle_and_bad_repos(tmp_path: Path) -> None:
     repo, base, _ = make_repo(tmp_path)
     bundle = tmp_path / "calc.bundle"
-    _git(repo, "bundle", "create", str(bundle), "--all")
+    git(repo, "bundle", "create", str(bundle), "--all")
     case_file = tmp_path / "case.yaml"
     tree, digest = base_tree(case_file, RepoSpec(path=str(bundle), commit=base), tmp_path / "c")
     assert (tree / "src/parse.cpp").read_text() == textwrap.dedent(FILES["src/parse.cpp"])
@@ -398,16 +304,16 @@ def test_bundle_and_bad_repos(tmp_path: Path) -> None:
     (repo / ".gitattributes").write_text(".gitignore export-ignore\nsrc/* export-subst\n")
     (repo / ".gitignore").write_text("build/\n")
     (repo / "src/version.cpp").write_text("// $Format:%H$\n")
-    _git(repo, "add", ".gitattributes", ".gitignore", "src/version.cpp")
-    _git(repo, "commit", "-q", "-m", "attributes")
-    head = _git(repo, "rev-parse", "HEAD")
+    git(repo, "add", ".gitattributes", ".gitignore", "src/version.cpp")
+    git(repo, "commit", "-q", "-m", "attributes")
+    head = git(repo, "rev-parse", "HEAD")
     tree, _ = base_tree(case_file, RepoSpec(path=str(repo), commit=head), tmp_path / "c")
     assert (tree / ".gitignore").read_text() == "build/\n"
     assert (tree / "src/version.cpp").read_text() == "// $Format:%H$\n"
     os.symlink("/etc/passwd", repo / "leak")
-    _git(repo, "add", "leak")
-    _git(repo, "commit", "-q", "-m", "link")
-    head = _git(repo, "rev-parse", "HEAD")
+    git(repo, "add", "leak")
+    git(repo, "commit", "-q", "-m", "link")
+    head = git(repo, "rev-parse", "HEAD")
     with pytest.raises(InputError, match="leak is a symlink"):
         base_tree(case_file, RepoSpec(path=str(repo), commit=head), tmp_path / "c")
 
@@ -459,21 +365,21 @@ def test_one_ctest_test_per_program(tmp_path: Path) -> None:
     says."""
     repo = tmp_path / "half.git"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _write(repo, PER_PROGRAM)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "base")
-    base = _git(repo, "rev-parse", "HEAD")
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, PER_PROGRAM)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
     source = (repo / "src/half.cpp").read_text()
     fixed = source.replace("return n / 2;", "return n >= 0 ? n / 2 : -((1 - n) / 2);")
     tests = (repo / "test/half-test.cpp").read_text()
     case = tmp_path / "cases" / "half"
     (case / "patches").mkdir(parents=True)
     shutil.copy(SHIPPED / "envelopes.yaml", case.parent)
-    (case / "gold.patch").write_text(_diff(repo, "src/half.cpp", fixed))
+    (case / "gold.patch").write_text(diff(repo, "src/half.cpp", fixed))
     odd = "TEST(Half, Negative) { EXPECT_EQ(half(-3), -2); }\n"
-    (case / "test.patch").write_text(_diff(repo, "test/half-test.cpp", tests + odd))
-    skipping = _diff(repo, "src/half.cpp", SKIP_ENV + fixed)
+    (case / "test.patch").write_text(diff(repo, "test/half-test.cpp", tests + odd))
+    skipping = diff(repo, "src/half.cpp", SKIP_ENV + fixed)
     (case / "patches/skips.patch").write_text(skipping)
     (case / "case.yaml").write_text(
         "summary: half rounds towards minus infinity\n"

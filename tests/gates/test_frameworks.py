@@ -12,9 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import SHIPPED, Grade, run_grade
-from tests.test_repo_cases import _diff, _git, _write
+from conftest import SHIPPED, Grade, run_grade
+from repos import diff, git, write
 
 pytestmark = pytest.mark.skipif(
     not Path("/usr/include/catch2/catch.hpp").is_file()
@@ -162,19 +161,19 @@ P2P = ["parse digits", "doc parse digits"]
 def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
     repo = root / "fw.git"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _write(repo, FILES)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "base")
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, FILES)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
     source = (repo / "src/parse.cpp").read_text()
 
     def body(text: str) -> str:
-        return _diff(repo, "src/parse.cpp", source.replace(BODY, text))
+        return diff(repo, "src/parse.cpp", source.replace(BODY, text))
 
     tests = ""
     for rel, added in (("tests/catch_parse.cpp", ADDED_CATCH), ("tests/doc_parse.cpp", ADDED_DOC)):
-        tests += _diff(repo, rel, (repo / rel).read_text() + added)
-    tests += _diff(repo, "tests/plain_parse.cpp", PLAIN)
+        tests += diff(repo, rel, (repo / rel).read_text() + added)
+    tests += diff(repo, "tests/plain_parse.cpp", PLAIN)
     cmake = (repo / "CMakeLists.txt").read_text()
     filtered = cmake.replace(
         "add_test(NAME catch_tests COMMAND catch_tests)",
@@ -190,9 +189,9 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         "static_exit": body(FIX + "}\n" + STATIC_EXIT + "int unused() {\n    return 0;\n"),
         "fake_stdout": body(BODY + "}\n" + FAKE_STDOUT + "int unused() {\n    return 0;\n"),
         "forged": body(BODY + "}\n" + FORGE + "int unused() {\n    return 0;\n"),
-        "filtered": body(FIX) + _diff(repo, "CMakeLists.txt", filtered),
+        "filtered": body(FIX) + diff(repo, "CMakeLists.txt", filtered),
     }
-    return repo, _git(repo, "rev-parse", "HEAD"), patches
+    return repo, git(repo, "rev-parse", "HEAD"), patches
 
 
 EXPECT = {

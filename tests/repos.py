@@ -1,0 +1,105 @@
+"""A small CMake + GoogleTest project of our own (calc), made a git repository by the
+tests that grade repository cases (tests/e2e/test_repo_cases.py, test_swe_grade.py,
+tests/gates/test_frameworks.py): its files and the git helpers that build it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+FILES = {
+    "CMakeLists.txt": """\
+        cmake_minimum_required(VERSION 3.16)
+        project(calc CXX)
+        add_library(calc src/add.cpp src/mul.cpp src/parse.cpp)
+        target_include_directories(calc PUBLIC include)
+        target_compile_definitions(calc PUBLIC CALC_LIMIT=1000)
+        enable_testing()
+        find_package(GTest REQUIRED)
+        include(GoogleTest)
+        add_executable(calc_tests tests/test_calc.cpp)
+        target_link_libraries(calc_tests calc GTest::gtest_main)
+        gtest_discover_tests(calc_tests)
+        """,
+    "include/calc/calc.hpp": """\
+        #pragma once
+        #include <string>
+        #ifndef CALC_LIMIT  // the build defines it (CMakeLists.txt): probes need its flags
+        #error "CALC_LIMIT comes from the project's build"
+        #endif
+        #define CALC_API __attribute__((visibility("default")))
+        namespace calc {
+        CALC_API int add(int a, int b);
+        CALC_API int mul(int a, int b);
+        // The number in `text`; 0 for an empty text.
+        CALC_API int parse(const std::string& text);
+        }  // namespace calc
+        """,
+    "src/add.cpp": """\
+        #include "calc/calc.hpp"
+        namespace calc {
+        int add(int a, int b) { return a + b; }
+        }  // namespace calc
+        """,
+    "src/mul.cpp": """\
+        #include "calc/calc.hpp"
+        namespace calc {
+        int mul(int a, int b) { return a * b; }
+        }  // namespace calc
+        """,
+    "src/parse.cpp": """\
+        #include "calc/calc.hpp"
+        #include <cstdlib>
+        #include <fstream>
+        #include <iterator>
+        namespace calc {
+        int parse(const std::string& text) {
+            return std::stoi(text);
+        }
+        }  // namespace calc
+        """,
+    "tests/test_calc.cpp": """\
+        #include <gtest/gtest.h>
+        #include "calc/calc.hpp"
+        TEST(Add, Small) { EXPECT_EQ(calc::add(2, 3), 5); }
+        TEST(Mul, Small) { EXPECT_EQ(calc::mul(2, 3), 6); }
+        """,
+}
+
+PARSE_BODY = "    return std::stoi(text);\n"
+# Each candidate rewrites the body of parse(), except where it says otherwise.
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    proc = subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
+    )
+    return proc.stdout.strip()
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def diff(repo: Path, rel: str, new: str) -> str:
+    """A patch of one file of the base commit, made by git in the work tree."""
+    path = repo / rel
+    old = path.read_text()
+    path.write_text(new)
+    try:
+        return git(repo, "diff", "--", rel) + "\n"
+    finally:
+        path.write_text(old)
