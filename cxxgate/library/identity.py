@@ -116,11 +116,16 @@ NOT_GRADING = frozenset(
 
 def _grader_files(gates: Iterable[str], gate_files: Mapping[str, Iterable[Path]]) -> dict[str, str]:
     root = codehash.PACKAGE.parent
+    # The engine's packages; a gate's files (anything under cxxgate/gates, a folder in a
+    # wheel or a copy, a link in a checkout) are pinned with the gate (gate_files), so a
+    # checkout, a copy and an install pin the same files.
     engine = {
         p
         for p in codehash.PACKAGE.rglob("*.py")
-        if p.stem not in NOT_GRADING and p.parent.name != "gates" and "__pycache__" not in p.parts
-    }  # the engine's packages; a gate's files are pinned with the gate (gate_files)
+        if p.stem not in NOT_GRADING
+        and p.relative_to(codehash.PACKAGE).parts[0] != "gates"
+        and "__pycache__" not in p.parts
+    }
     paths = engine | {p for p in codehash.TEMPLATES.rglob("*") if p.is_file()}
     for gate in gates:
         paths.update(gate_files[gate])

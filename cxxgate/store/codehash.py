@@ -116,7 +116,7 @@ def of_reports() -> str:
         "reports.report_md", "reports.report_html", "reports.sarif", "verdicts.evidence"
     )
     h = hashlib.sha256(code.encode())
-    for path in sorted((PACKAGE / "report_templates").rglob("*")):
+    for path in sorted((PACKAGE / "reports" / "report_templates").rglob("*")):
         if path.is_file():
             h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]

@@ -214,20 +214,25 @@ def test_ccache_off_grades_the_same_as_the_shipped_grade(shipped: Grade, tmp_pat
         return [re.sub(r" ccache=\S+", "", ln) for ln in lines if ln.startswith("discarded/")]
 
     assert records(off.out) == records(shipped.out)
-    # The same cells (a row's evidence lists them in plan order), compiled through ccache
-    # at neutral paths and bare at the real ones: different keys under bubblewrap (the
-    # view of the tree is in the key), the same object bytes (no sanitizer here names a
-    # source path).
+
+    # The same cells (paired by label: a row's evidence is sorted by key, and the keys
+    # differ), compiled through ccache at neutral paths and bare at the real ones:
+    # different keys under bubblewrap (the view of the tree is in the key), the same object
+    # bytes (no sanitizer here names a source path).
+    def cells(grade: Grade, evidence: object) -> dict[str, Path]:
+        assert isinstance(evidence, list)
+        found = [grade.out / e for e in evidence if e.startswith("cells/")]
+        return {json.loads((c / "result.json").read_text())["label"]: c for c in found}
+
     pairs = []
     for key, row in off.rows.items():
-        theirs = shipped.rows[key]["evidence"]
-        assert isinstance(theirs, list) and isinstance(row["evidence"], list)
-        for mine, other in zip(row["evidence"], theirs, strict=True):
-            if mine.startswith("cells/"):
-                assert (mine != other) == sandbox.available()
-                for obj in sorted((off.out / mine).glob("tu*.o")):
-                    if (shipped.out / other / obj.name).is_file():
-                        pairs.append((obj, shipped.out / other / obj.name))
+        mine, theirs = cells(off, row["evidence"]), cells(shipped, shipped.rows[key]["evidence"])
+        assert mine.keys() == theirs.keys()
+        for label, cell in mine.items():
+            assert (cell.name != theirs[label].name) == sandbox.available()
+            for obj in sorted(cell.glob("tu*.o")):
+                if (theirs[label] / obj.name).is_file():
+                    pairs.append((obj, theirs[label] / obj.name))
     assert pairs, "no object built in both grades"
     assert [a.read_bytes() == b.read_bytes() for a, b in pairs] == [True] * len(pairs)
     assert "ccache=off" in (off.out / "cells.txt").read_text()
