@@ -103,3 +103,13 @@ def diff(repo: Path, rel: str, new: str) -> str:
         return git(repo, "diff", "--", rel) + "\n"
     finally:
         path.write_text(old)
+
+
+def new_repo(repo: Path, files: dict[str, str]) -> str:
+    """A git repository at `repo` whose one commit holds `files`; that commit's sha."""
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, files)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    return git(repo, "rev-parse", "HEAD")

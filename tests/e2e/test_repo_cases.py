@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHIPPED, Grade, run_doit, run_grade
-from repos import FILES, PARSE_BODY, diff, git, write
+from repos import FILES, PARSE_BODY, diff, git, new_repo
 
 from cxxgate.intake.repo import RepoSpec, base_tree
 from cxxgate.toolchain.projectflags import _kept
@@ -48,12 +48,7 @@ def make_repo(root: Path) -> tuple[Path, str, dict[str, str]]:
     """The project at a base commit (and a later commit the case must not see), and its
     patches: gold, the hidden test patch, the candidates."""
     repo = root / "calc.git"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(repo, FILES)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
-    base = git(repo, "rev-parse", "HEAD")
+    base = new_repo(repo, FILES)
     parse = repo / "src/parse.cpp"
     source = parse.read_text()
     patches = {
@@ -364,12 +359,7 @@ def test_one_ctest_test_per_program(tmp_path: Path) -> None:
     reference's do not), and the plain program passes on its exit status, which its check
     says."""
     repo = tmp_path / "half.git"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(repo, PER_PROGRAM)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
-    base = git(repo, "rev-parse", "HEAD")
+    base = new_repo(repo, PER_PROGRAM)
     source = (repo / "src/half.cpp").read_text()
     fixed = source.replace("return n / 2;", "return n >= 0 ? n / 2 : -((1 - n) / 2);")
     tests = (repo / "test/half-test.cpp").read_text()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Grade, run_doit
-from repos import FILES, PARSE_BODY, diff, git, write
+from repos import FILES, PARSE_BODY, diff, git, new_repo
 
 INSTANCE = "calc__calc-7"
 CASE = INSTANCE
@@ -59,12 +59,7 @@ def _record(base: str, gold: str, test_patch: str) -> dict[str, object]:
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     root = tmp_path_factory.mktemp("swe_grade")
     repo = root / "calc.git"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(repo, FILES)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
-    base = git(repo, "rev-parse", "HEAD")
+    base = new_repo(repo, FILES)
     source = (repo / "src/parse.cpp").read_text()
     gold = diff(
         repo,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHIPPED, Grade, run_grade
-from repos import diff, git, write
+from repos import diff, git, new_repo
 
 pytestmark = pytest.mark.skipif(
     not Path("/usr/include/catch2/catch.hpp").is_file()
@@ -160,11 +160,7 @@ P2P = ["parse digits", "doc parse digits"]
 
 def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
     repo = root / "fw.git"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    write(repo, FILES)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "base")
+    new_repo(repo, FILES)
     source = (repo / "src/parse.cpp").read_text()
 
     def body(text: str) -> str:
