@@ -2,9 +2,10 @@
 -> per-case folds -> grade. dodo.py asks this module for each kind of task; what each task
 runs is in cxxgate/graph/actions.py.
 
-Every action that can meet a broken harness is wrapped by cxxgate/verdicts/guard.py, so one fault
-never loses the rest of a batch. doit does not hash actions: what shapes a result (code,
-configuration, keys) enters each task through its name, file_dep or config_changed.
+Every action that can meet a broken harness is wrapped by
+cxxgate/verdicts/harness_error.py, so one fault never loses the rest of a batch. doit does
+not hash actions: what shapes a result (code, configuration, keys) enters each task
+through its name, file_dep or config_changed.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from cxxgate.runs.scan import result_path as scan_result
 from cxxgate.store import codehash, history, prune
 from cxxgate.toolchain.cellspec import CellSpec
 from cxxgate.toolchain.cellspec import result_path as cell_result
-from cxxgate.verdicts.guard import (
+from cxxgate.verdicts.harness_error import (
     cell_error,
     gate_error,
     guarded,

@@ -3,9 +3,9 @@
 A compiler that cannot be executed, or a disk that is full, says nothing about a patch. If
 such a failure were recorded as the candidate's `compile_error` it would be cached, and the
 wrong verdict would outlive the fault. So a tool that cannot run raises `ToolUnavailable`
-(cxxgate/verdicts/guard.py turns it into a `harness_error` result, which the next run retries), and
-a full disk stops the whole grade with one message: every later task would meet it too, and
-doit, told to `continue`, would print a traceback for each of them.
+(cxxgate/verdicts/harness_error.py turns it into a `harness_error` result, which the next
+run retries), and a full disk stops the whole grade with one message: every later task
+would meet it too, and doit, told to `continue`, would print a traceback for each of them.
 
 A compiler missing when the grade is planned is another matter: its cells are
 `toolchain_missing`, and that is kept, because the toolchain's identity ("not installed")

@@ -170,8 +170,8 @@ def test_without_bubblewrap_a_tree_keeps_its_own_paths_and_misses(
 
 def test_a_failing_ccache_is_the_machines_fault(layout: Layout, tmp_path: Path) -> None:
     """ccache that cannot work (its temporary folder is a file) fails the compile with
-    its own error line: a harness fault (retried next run, cxxgate/verdicts/guard.py), never the
-    candidate's compile_error."""
+    its own error line: a harness fault (retried next run,
+    cxxgate/verdicts/harness_error.py), never the candidate's compile_error."""
     manifest = _manifest(tmp_path)
     make_tree(layout, "t1" * 12, {"include/x.hpp": HEADER, "src/a.cpp": SOURCE})
     ccache.folder(layout.root).mkdir(parents=True)
