@@ -73,14 +73,11 @@ def _catch(root: ET.Element) -> Report:
     totals = root.find("OverallResultsCases")
     asserts = root.find("OverallResults")
     if totals is None or asserts is None:
-        return Report(cases, 0, False, "no closing totals")
+        return _closed(cases, None, False)
     # Every case that has an outcome is counted once: successes, failures, expected
     # failures ([!shouldfail]) or, in v3, skips.
     counted = sum(_int(totals, k) for k in ("successes", "failures", "expectedFailures", "skips"))
-    whole = counted == sum(o != "not_run" for o in cases.values())
-    return Report(
-        cases, _int(asserts, "successes"), whole, "" if whole else "totals differ from its cases"
-    )
+    return _closed(cases, asserts, counted == sum(o != "not_run" for o in cases.values()))
 
 
 def _doctest(root: ET.Element) -> Report:
@@ -97,13 +94,19 @@ def _doctest(root: ET.Element) -> Report:
     totals = root.find("OverallResultsTestCases")
     asserts = root.find("OverallResultsAsserts")
     if totals is None or asserts is None:
-        return Report(cases, 0, False, "no closing totals")
+        return _closed(cases, None, False)
     counts = tuple(sum(o == w for o in cases.values()) for w in ("passed", "failed", "skipped"))
     said = (_int(totals, "successes"), _int(totals, "failures"), _int(totals, "skipped"))
-    whole = said == counts
-    return Report(
-        cases, _int(asserts, "successes"), whole, "" if whole else "totals differ from its cases"
-    )
+    return _closed(cases, asserts, said == counts)
+
+
+def _closed(cases: dict[str, Outcome], asserts: ET.Element | None, whole: bool) -> Report:
+    """The report of `cases` given its closing assertion totals (None: a run that died
+    before writing them) and whether its case totals agree with its cases."""
+    if asserts is None:
+        return Report(cases, 0, False, "no closing totals")
+    why = "" if whole else "totals differ from its cases"
+    return Report(cases, _int(asserts, "successes"), whole, why)
 
 
 def of(cell: Path, record: Record | None) -> Report | None:
