@@ -43,18 +43,33 @@ def of_module_and_siblings(name: str) -> str:
 
 
 def module_and_sibling_files(name: str) -> list[Path]:
-    """The files of_module_and_siblings hashes, sorted."""
-    module = sys.modules[name]
+    """The files of_module_and_siblings hashes, sorted: the module and, transitively, the
+    helpers it refers to (a gate's helper that reads the reports through another helper
+    is as much the gate's code as the one it names)."""
     package = name.rpartition(".")[0]
-    files = {_file_of(module)}
-    for value in vars(module).values():
-        if isinstance(value, ModuleType):
-            other = value.__name__
-        else:
-            other = getattr(value, "__module__", "")
-        if isinstance(other, str) and _beside(other, package) and other in sys.modules:
-            files.add(_file_of(sys.modules[other]))
-    return sorted(files)
+    folder = _file_of(sys.modules[name]).parent  # a top-level gate module's siblings
+    seen = {name}
+    todo = [name]
+    while todo:
+        module = sys.modules[todo.pop()]
+        for value in vars(module).values():
+            if isinstance(value, ModuleType):
+                other = value.__name__
+            else:
+                other = getattr(value, "__module__", "")
+            if (
+                isinstance(other, str)
+                and other not in seen
+                and _beside(other, package)
+                and other in sys.modules
+                and (
+                    package
+                    or Path(getattr(sys.modules[other], "__file__", "") or "/").parent == folder
+                )
+            ):
+                seen.add(other)
+                todo.append(other)
+    return sorted(_file_of(sys.modules[m]) for m in seen)
 
 
 def _beside(other: str, package: str) -> bool:
