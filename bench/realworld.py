@@ -3,6 +3,7 @@ and set our resolved/unresolved beside the benchmark's own labels.
 
     python bench/realworld.py --instances fmt.jsonl --predictions preds.jsonl \\
         --repo path/to/fmt (a clone or a bundle) [--labels results.json] [--work DIR]
+        [--options "-DX=ON ..."] [--data "DIR ..."]
 
 `--instances`: SWE-bench or Multi-SWE-bench records (jsonl); `--predictions`: the patches
 to grade (SWE-bench predictions or Multi-SWE-bench patch files `{org, repo, number,
@@ -55,11 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--labels", type=Path)
     ap.add_argument("--work", type=Path)
     ap.add_argument("--options", default="", help='CMake -D options for import ("-DX=ON ...")')
+    ap.add_argument("--data", default="", help='folders the builds read ("DIR ..."; build.data)')
     args = ap.parse_args(argv)
     work = (args.work or Path(tempfile.mkdtemp(prefix="cxxgate-realworld-"))).resolve()
     cases, out = work / "cases", work / "out"
     cases.mkdir(parents=True, exist_ok=True)
     extra = [f"options={args.options}"] if args.options else []
+    extra += [f"data={args.data}"] if args.data else []
     imported = doit(
         work,
         "import",

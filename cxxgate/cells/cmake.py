@@ -118,11 +118,12 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     build_dir.mkdir(exist_ok=True)
     views, mounts = _binds(out)
     src_at, build_at = paths(out)
+    data = [Path(folder) for folder, _ in spec.data]
     steps: list[Step] = []
 
     def call(phase: Phase, argv: list[str]) -> Step:
         step = toolcall.tool_call(
-            layout, spec, phase, argv[0], argv, out, read=[], mounts=mounts, views=views
+            layout, spec, phase, argv[0], argv, out, read=data, mounts=mounts, views=views
         )
         steps.append(step)
         return step

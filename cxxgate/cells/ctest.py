@@ -209,6 +209,7 @@ def _boxed(
         prelude = sandbox.run_args(caps.file_mib * _MIB) if uid is not None else []
         prelude = prelude or sandbox.base_args(caps.file_mib * _MIB)
         binds = [a for s, d in spec.envelope.toolchain.binds for a in ("--ro-bind", s, d)]
+        binds += _data_binds(spec)
         argv = [
             *prelude, *binds,
             # bwrap makes missing parents 0700 (root's): the run's uid must pass through.
@@ -240,6 +241,17 @@ def _boxed(
     text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
     return Step("test", what, argv, outcome.exit, outcome.timed_out,
                 round(outcome.wall_seconds, 3), text, box)  # fmt: skip
+
+
+def _data_binds(spec: CellSpec) -> list[str]:
+    """Each data folder read-only at its own path, the folders above it made passable:
+    bwrap makes missing parents 0700 (root's), closed to the run's dropped uid."""
+    args: list[str] = []
+    for folder, _ in spec.data:
+        for parent in reversed(PurePosixPath(folder).parents[:-1]):
+            args += ["--perms", "0755", "--dir", str(parent)]
+        args += ["--ro-bind", folder, folder]
+    return args
 
 
 def _framework_pass(

@@ -55,6 +55,12 @@ class BuildSpec(Strict):
     build_type: str | None = None
     # Per envelope name: another CMAKE_BUILD_TYPE for the builds in that envelope.
     build_types: dict[str, str] = Field(default_factory=dict)
+    # Folders the build and its tests read that the repository does not hold (test data
+    # a project downloads at build time: nlohmann/json's json_test_data), absolute or
+    # relative to the case folder. Each is seen read-only at its own absolute path, so an
+    # option names it (-DJSON_TestDataDirectory=/data/json_test_data); its files are part
+    # of the build's key (cxxgate/library/case.py: data_folders).
+    data: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

@@ -132,6 +132,7 @@ class Case:
     _oracles: dict[str, Path] = field(default_factory=dict, compare=False, repr=False)
     _texts: dict[Path, str] = field(default_factory=dict, compare=False, repr=False)
     base: Path | None = None  # a repository case's extracted commit (cxxgate/intake/repo.py)
+    data: tuple[tuple[str, str], ...] = ()  # its build.data: (absolute path, digest)
 
     @property
     def file(self) -> Path:
@@ -185,9 +186,10 @@ class Case:
         return header
 
 
-def tree_digest(tree: Path, file: Path) -> str:
-    """sha256 over the base tree's paths and bytes. A base tree holds folders and regular
-    files only: a symlink would hand a host file to every compile and every copy."""
+def tree_digest(tree: Path, file: Path, key: str = "tree/") -> str:
+    """sha256 over a folder's paths and bytes: a case's base tree, or a data folder
+    (`key`: build.data[i]). Either holds folders and regular files only: a symlink would
+    hand a host file to every compile and every copy, or point outside the sandbox's view."""
     h = hashlib.sha256()
     files: list[tuple[str, Path]] = []
     for folder, dirs, names in os.walk(tree):
@@ -199,12 +201,30 @@ def tree_digest(tree: Path, file: Path) -> str:
                     files.append((path.relative_to(tree).as_posix(), path))
                 continue
             kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
-            msg = f"{file}: tree/: {path.relative_to(tree)} is {kind}; a base tree holds files"
+            msg = f"{file}: {key}: {path.relative_to(tree)} is {kind}; it may hold files only"
             raise InputError(msg)
     for rel, path in sorted(files):
         h.update(rel.encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
+
+
+# Many cases of one project name the same data folder: its files are read once per process.
+_data_digests: dict[Path, str] = {}
+
+
+def data_folders(file: Path, build: BuildSpec) -> tuple[tuple[str, str], ...]:
+    """A repository case's `build.data` folders: (absolute path, digest of its files)."""
+    found = []
+    for i, entry in enumerate(build.data):
+        path = (Path(entry) if Path(entry).is_absolute() else file.parent / entry).resolve()
+        if not path.is_dir():
+            msg = f"{file}: build.data[{i}]: {entry!r} is not a folder"
+            raise InputError(msg)
+        if path not in _data_digests:
+            _data_digests[path] = tree_digest(path, file, f"build.data[{i}]")
+        found.append((str(path), _data_digests[path]))
+    return tuple(found)
 
 
 def load_case(case_dir: Path, gates: Mapping[str, GateSpec], repos: Path | None = None) -> Case:
@@ -220,7 +240,8 @@ def load_case(case_dir: Path, gates: Mapping[str, GateSpec], repos: Path | None 
             raise InputError(msg)
         cache = repos if repos is not None else Path(tempfile.gettempdir()) / "cxxgate-repos"
         tree, digest = base_tree(file, spec.repo, cache)
-        case = Case(case_dir.name, case_dir, spec, digest, tuple(gates), base=tree)
+        data = data_folders(file, spec.build) if spec.build is not None else ()
+        case = Case(case_dir.name, case_dir, spec, digest, tuple(gates), base=tree, data=data)
     elif not tree.is_dir():
         msg = f"{file}: the case has no tree/ folder (the base sources a patch applies to)"
         raise InputError(msg)

@@ -1,11 +1,13 @@
-"""`doit import instances=FILE.jsonl repo=PATH [cases=DIR] [options="-DX=ON ..."]`:
-SWE-bench and Multi-SWE-bench records -> case folders, one per instance.
+"""`doit import instances=FILE.jsonl repo=PATH [cases=DIR] [options="-DX=ON ..."]
+[data="DIR ..."]`: SWE-bench and Multi-SWE-bench records -> case folders, one per instance.
 
 Each case is a repository case (cxxgate/intake/repo.py) built with CMake and graded by gate
 `tests`: `repo: {path, commit}` names the repository given as `repo=` (a clone or a bundle
 holding every base commit) and the record's base commit; the gold patch is the case's
 `reference`, the hidden test patch and the FAIL_TO_PASS / PASS_TO_PASS lists go to
-`gates.tests`, and the problem statement becomes `prompt.md.j2`.
+`gates.tests`, and the problem statement becomes `prompt.md.j2`. `options` are the
+configure options (default -DBUILD_TESTING=ON); `data` the folders the build and its
+tests read besides the repository (`build.data`: test data a project would download).
 
 Field spellings (looked up, not guessed):
 - SWE-bench (princeton-nlp/SWE-bench dataset card): `instance_id`, `repo`, `base_commit`,
@@ -395,12 +397,24 @@ def repo_reference(repo: Path, case_dir: Path, library: Path) -> str:
     return str(repo)
 
 
-def case_yaml(inst: Instance, where: str, repo_path: str, commit: str, options: list[str]) -> str:
+@dataclass(frozen=True)
+class BuildChoice:
+    """What `doit import` writes under `build:` for every instance."""
+
+    options: tuple[str, ...] = ("-DBUILD_TESTING=ON",)
+    data: tuple[str, ...] = ()
+
+    def section(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"system": "cmake", "options": list(self.options)}
+        return found | ({"data": list(self.data)} if self.data else {})
+
+
+def case_yaml(inst: Instance, where: str, repo_path: str, commit: str, build: BuildChoice) -> str:
     first = next((_norm(line) for line in inst.problem.splitlines() if line.strip()), "")
     data = {
         "summary": f"{inst.instance_id}: {first[:100]}" if first else inst.instance_id,
         "repo": {"path": repo_path, "commit": commit},
-        "build": {"system": "cmake", "options": options},
+        "build": build.section(),
         "writable": ["**"],
         # The project builds with its own flags, never the envelope's -Werror: a fix may
         # add the diagnostic pragmas real projects carry (Catch2-1609's gold does).
@@ -452,10 +466,13 @@ class Report:
 
 
 def import_instances(
-    instances: Path, repo: Path, library: Path, options: list[str] | None = None
+    instances: Path, repo: Path, library: Path, build: BuildChoice | None = None
 ) -> Report:
     """Import every record of `instances` into `library`; print one line per record."""
-    options = options if options is not None else ["-DBUILD_TESTING=ON"]
+    build = build if build is not None else BuildChoice()
+    for folder in build.data:
+        if not Path(folder).is_absolute() or not Path(folder).is_dir():
+            raise ImportFailure(f"data={folder}: expected an absolute path of a folder")
     try:
         raw = instances.read_bytes()
     except OSError as exc:
@@ -477,7 +494,7 @@ def import_instances(
                     ident = record["instance_id"]
                 inst = parse_record(record)
                 ident = inst.instance_id
-                state = _import_one(inst, record, where, git, library, options, seen)
+                state = _import_one(inst, record, where, git, library, build, seen)
                 report.imported.append(inst.case_id)
                 print(f"{where}: {ident}: {state} {library / inst.case_id}")
             except RecordError as exc:
@@ -493,7 +510,7 @@ def _import_one(
     where: str,
     git: Repository,
     library: Path,
-    options: list[str],
+    build: BuildChoice,
     seen: dict[str, str],
 ) -> str:
     folder = library / inst.case_id
@@ -544,7 +561,7 @@ def _import_one(
         )
     files = {
         "case.yaml": case_yaml(
-            inst, where, repo_reference(git.source, folder, library), commit, options
+            inst, where, repo_reference(git.source, folder, library), commit, build
         ),
         "prompt.md.j2": template_text(statement),
         "gold.diff": _with_newline(inst.gold),
@@ -570,22 +587,27 @@ def _paths(diff: str) -> set[str]:
     return found
 
 
-def options_of(text: str) -> list[str]:
-    return shlex.split(text) if text else ["-DBUILD_TESTING=ON"]
+def build_of(options: str, data: str) -> BuildChoice:
+    """The `options=` and `data=` variables, each split as a shell would."""
+    default = BuildChoice()
+    return BuildChoice(
+        tuple(shlex.split(options)) if options else default.options,
+        tuple(str(Path(d).resolve()) for d in shlex.split(data)),
+    )
 
 
 def task(library: Path) -> dict[str, Any]:
     """The `import` task: its variables are read when dodo.py loads (doit's get_var)."""
     instances = get_var("instances", "") or ""
     repo = get_var("repo", "") or ""
-    options = options_of(get_var("options", "") or "")
+    build = build_of(get_var("options", "") or "", get_var("data", "") or "")
 
     def action() -> TaskFailed | None:
         if not instances or not repo:
             return TaskFailed("usage: doit import instances=FILE.jsonl repo=PATH [cases=DIR]")
         try:
             report = import_instances(
-                Path(instances).resolve(), Path(repo).resolve(), library, options
+                Path(instances).resolve(), Path(repo).resolve(), library, build
             )
         except ImportFailure as exc:
             return TaskFailed(str(exc))

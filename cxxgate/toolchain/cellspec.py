@@ -114,6 +114,9 @@ class CellSpec:
     entry: bool = False
     # cmake/ctest only: build targets (configure options are extra_flags; ctest's are too).
     targets: tuple[str, ...] = ()
+    # cmake/ctest only: folders seen read-only at their own paths, with their digests (a
+    # case's build.data, cxxgate/intake/repo.py).
+    data: tuple[tuple[str, str], ...] = ()
 
     @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
@@ -154,6 +157,8 @@ class CellSpec:
         if self.kind in PROJECT_KINDS:
             # The seed (needs) only saves work: an incremental build is the full build.
             blob["project"] = [self.extra_flags, self.targets, tools.tool_identities(self.kind)]
+            if self.data:  # absent, the keys of cases without data stay as they were
+                blob["data"] = self.data
             blob["code"] = codehash.of_modules(
                 *COMPILE_CODE,
                 "cells.cmake",

@@ -40,6 +40,7 @@ def build_spec(
         needs=(seed,) if seed else (),
         extra_flags=options,
         targets=tuple(build.targets),
+        data=ctx.case.data,
     )
 
 
@@ -67,4 +68,5 @@ def configure_spec(ctx: Context, tree_key: str, env: Envelope, gate: str) -> Cel
         label="cmake configure",
         extra_flags=spec.extra_flags,
         targets=(cmake.CONFIGURE_ONLY,),
+        data=spec.data,
     )

@@ -153,6 +153,7 @@ def _suite(
         label="ctest",
         needs=(built.key,),
         extra_flags=("--timeout", f"{limits.run_seconds:g}", "-j", "1"),
+        data=built.data,
     )
 
 

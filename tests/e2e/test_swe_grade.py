@@ -8,12 +8,15 @@ a small CMake + GoogleTest repository made here (tests/e2e/test_repo_cases.py's)
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import Grade, run_doit
 from repos import FILES, PARSE_BODY, diff, git, new_repo
+
+from cxxgate.host import sandbox
 
 INSTANCE = "calc__calc-7"
 CASE = INSTANCE
@@ -277,3 +280,57 @@ def test_a_fix_may_add_diagnostic_pragmas(world: World, tmp_path: Path) -> None:
     grade = run_doit(world.out, "grade", "case=calc__calc-8", library=world.library)
     assert grade.returncode == 0, grade.output[-3000:]
     assert grade.rows["calc__calc-8/reference"]["class"] == "accept"
+
+
+def test_data_folders_are_seen_and_keyed(world: World, tmp_path: Path) -> None:
+    """`doit import ... data=DIR`: a folder the tests read besides the repository
+    (nlohmann/json's json_test_data, which its build would download) is seen read-only at
+    its own path by the build and the tests, and its files are in the build's key: the
+    same path with other bytes is graded again, not taken from the cache."""
+    cmake = world.repo / "CMakeLists.txt"
+    cmake.write_text(
+        cmake.read_text()
+        + 'add_test(NAME data.read COMMAND grep -qx 42 "${CALC_DATA}/answer.txt")\n'
+    )
+    git(world.repo, "commit", "-q", "-am", "a test reading test data")
+    head = git(world.repo, "rev-parse", "HEAD")
+    data = tmp_path / "calc_data"
+    data.mkdir()
+    (data / "answer.txt").write_text("42\n")
+    gold = (world.library / CASE / "gold.diff").read_text()
+    record = _record(head, gold, world.test_patch)
+    record["number"] = 9
+    record["p2p_tests"] = {"data.read": {"run": "PASS", "test": "PASS", "fix": "PASS"}}
+    records = tmp_path / "data.jsonl"
+    records.write_text(json.dumps(record) + "\n")
+    done = run_doit(world.out, "import", f"instances={records}", f"repo={world.repo}",
+                    f"options=-DBUILD_TESTING=ON -DCALC_DATA={data}", f"data={data}",
+                    library=world.library)  # fmt: skip
+    assert done.returncode == 0, done.output
+    assert f"data:\n  - {data}" in (world.library / "calc__calc-9/case.yaml").read_text()
+    grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
+    assert grade.rows["calc__calc-9/reference"]["class"] == "accept", grade.output[-3000:]
+
+    (data / "answer.txt").write_text("41\n")
+    grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
+    tests = grade.gate("calc__calc-9/reference", "tests")
+    assert tests["class"] == "p2p_broken:data.read", tests
+
+    (data / "answer.txt").write_text("42\n")
+    case = world.library / "calc__calc-9/case.yaml"
+    if sandbox.available():
+        # Not named, the folder is not there for the tests: the bind is what shows it.
+        case.write_text(case.read_text().replace(f"  data:\n  - {data}\n", ""))
+        grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
+        tests = grade.gate("calc__calc-9/reference", "tests")
+        assert tests["class"] == "p2p_broken:data.read", tests
+    (data / "answer.txt").unlink()
+    (data / "answer.txt").symlink_to("/etc/hostname")
+    case.write_text(case.read_text().replace("build:\n", f"build:\n  data: [{data}]\n"))
+    grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
+    assert grade.returncode != 0
+    assert f"{case}: build.data[0]: answer.txt is a symlink" in grade.output
+    shutil.rmtree(data)
+    grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
+    assert f"{case}: build.data[0]: '{data}' is not a folder" in grade.output
+    shutil.rmtree(world.library / "calc__calc-9")
