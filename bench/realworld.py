@@ -10,8 +10,9 @@ to grade (SWE-bench predictions or Multi-SWE-bench patch files `{org, repo, numb
 fix_patch}`: the dataset file itself grades each instance's gold patch); `--labels`: the
 benchmark's results.json (`resolved_ids` / `unresolved_ids`). The case library and the
 build folder go under `--work` (default: a new folder under /tmp), cold: the first grade
-there builds everything. Prints one line per instance (ours, the label, match), the cold
-grade's seconds, its compiles and ccache's line, and exits 1 when a label disagrees.
+there builds everything. Prints one line per instance (ours, the label, match, our class,
+the gold patch's class and base + test patch's), the cold grade's seconds, its compiles
+and ccache's line, and exits 1 when a label disagrees.
 """
 
 from __future__ import annotations
@@ -90,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     report = json.loads(report_file.read_text())
     labels = labels_of(args.labels)
-    rows = [("instance", "ours", "label", "match", "class")]
+    # The gold patch's row (`reference`) and the base tree's with the test patch (`base`).
+    states = {
+        (row["case"], row["role"]): row["class"]
+        for row in map(json.loads, (out / "verdicts.jsonl").read_text().splitlines())
+    }
+    rows = [("instance", "ours", "label", "match", "class", "gold", "base")]
     mismatches = 0
     for ident, inst in sorted(report["instances"].items()):
         ours = "resolved" if inst["resolved"] else "unresolved"
@@ -98,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         said = "-" if label is None else "resolved" if label else "unresolved"
         match = "-" if label is None else "yes" if label == inst["resolved"] else "NO"
         mismatches += match == "NO"
-        rows.append((ident, ours, said, match, str(inst["class"])))
+        gold, base = (states.get((inst["case"], role), "-") for role in ("reference", "base"))
+        rows.append((ident, ours, said, match, str(inst["class"]), gold, base))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
