@@ -6,7 +6,7 @@ Each case is a repository case (cxxgate/intake/repo.py) built with CMake and gra
 holding every base commit) and the record's base commit; the gold patch is the case's
 `reference`, the hidden test patch and the FAIL_TO_PASS / PASS_TO_PASS lists go to
 `gates.tests`, and the problem statement becomes `prompt.md.j2`. `options` are the
-configure options (default -DBUILD_TESTING=ON); `data` the folders the build and its
+configure options (default: BuildChoice's); `data` the folders the build and its
 tests read besides the repository (`build.data`: test data a project would download).
 
 Field spellings (looked up, not guessed):
@@ -401,7 +401,10 @@ def repo_reference(repo: Path, case_dir: Path, library: Path) -> str:
 class BuildChoice:
     """What `doit import` writes under `build:` for every instance."""
 
-    options: tuple[str, ...] = ("-DBUILD_TESTING=ON",)
+    # MEMORYCHECK_COMMAND empty: CTest would find the valgrind this machine has for the
+    # leak gate, and a project registers other tests when it has one (Catch2 leaves out
+    # its MultiReporter tests); the benchmarks' images have none, nor do their test lists.
+    options: tuple[str, ...] = ("-DBUILD_TESTING=ON", "-DMEMORYCHECK_COMMAND=")
     data: tuple[str, ...] = ()
 
     def section(self) -> dict[str, Any]:

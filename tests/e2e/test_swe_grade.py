@@ -334,3 +334,32 @@ def test_data_folders_are_seen_and_keyed(world: World, tmp_path: Path) -> None:
     grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
     assert f"{case}: build.data[0]: '{data}' is not a folder" in grade.output
     shutil.rmtree(world.library / "calc__calc-9")
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs a memory checker to hide")
+def test_imports_hide_the_memory_checker_from_the_project(world: World, tmp_path: Path) -> None:
+    """This machine has valgrind (the leak gate's); CTest finds it and a project registers
+    other tests when it has one (Catch2 leaves out its MultiReporter tests). Import's
+    default options hide it, as the benchmarks' images never had one: the listed test is
+    there; with options that do not, it is missing."""
+    cmake = world.repo / "CMakeLists.txt"
+    cmake.write_text(
+        cmake.read_text()
+        + "include(CTest)\nif(NOT MEMORYCHECK_COMMAND)\n"
+        + "  add_test(NAME without.memcheck COMMAND true)\nendif()\n"
+    )
+    git(world.repo, "commit", "-q", "-am", "a test registered only without a memory checker")
+    gold = (world.library / CASE / "gold.diff").read_text()
+    record = _record(git(world.repo, "rev-parse", "HEAD"), gold, world.test_patch)
+    record["number"] = 10
+    record["p2p_tests"] = {"without.memcheck": {"run": "PASS", "test": "PASS", "fix": "PASS"}}
+    records = tmp_path / "memcheck.jsonl"
+    records.write_text(json.dumps(record) + "\n")
+    for options, expected in ((), "accept"), (("options=-DBUILD_TESTING=ON",), "test_missing"):
+        done = run_doit(world.out, "import", f"instances={records}", f"repo={world.repo}",
+                        *options, library=world.library)  # fmt: skip
+        assert done.returncode == 0, done.output
+        grade = run_doit(world.out, "grade", "case=calc__calc-10", library=world.library)
+        tests = grade.gate("calc__calc-10/reference", "tests")
+        assert tests["class"] == expected, (options, tests)
+    shutil.rmtree(world.library / "calc__calc-10")
