@@ -25,6 +25,7 @@ failed ones too.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -35,6 +36,7 @@ from cxxgate.cells import ctest
 from cxxgate.host import sandbox
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
 from cxxgate.intake.tree import materialise
+from cxxgate.results import faults
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import ccache, toolcall
 from cxxgate.toolchain.cellspec import (
@@ -104,6 +106,7 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     cmake = tool_path("cmake")
     if cmake is None or tool_path("ninja") is None:
         return "toolchain_missing", "cmake and ninja must be installed", [], None
+    faults.check_folders(spec.data_paths)
     shutil.rmtree(out / "trees", ignore_errors=True)
     shutil.rmtree(out / "build", ignore_errors=True)
     patch = out / TEST_PATCH if any(u.name == TEST_PATCH for u in spec.units) else None
@@ -118,13 +121,13 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     build_dir.mkdir(exist_ok=True)
     views, mounts = _binds(out)
     src_at, build_at = paths(out)
-    data = [Path(folder) for folder, _ in spec.data]
     steps: list[Step] = []
 
     def call(phase: Phase, argv: list[str]) -> Step:
         step = toolcall.tool_call(
-            layout, spec, phase, argv[0], argv, out, read=data, mounts=mounts, views=views
-        )
+            layout, spec, phase, argv[0], argv, out,
+            read=spec.data_paths, mounts=mounts, views=views,
+        )  # fmt: skip
         steps.append(step)
         return step
 
@@ -281,6 +284,8 @@ def _through_ccache(spec: CellSpec, layout: Layout, src: Path, build_dir: Path) 
         config.write_text("")  # ours: no host configuration is read
     names = hashlib.sha256(_names(src, products=False).encode())
     names.update(b"\0" + _names(build_dir, products=True).encode())
+    if spec.data:  # a data folder on an include path: a new file there may shadow a header
+        names.update(b"\0" + json.dumps(spec.data).encode())
     env = {
         "HOME": str(store),
         "CCACHE_CONFIGPATH": str(config),

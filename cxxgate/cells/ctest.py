@@ -40,6 +40,7 @@ from cxxgate.cells import testframeworks
 from cxxgate.host import sandbox
 from cxxgate.host.process import Caps, bounded
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
+from cxxgate.results import faults
 from cxxgate.runs import run
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import toolcall
@@ -88,6 +89,7 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     ctest = tool_path("ctest")
     if ctest is None:
         return "toolchain_missing", "ctest (cmake) must be installed", [], None
+    faults.check_folders(spec.data_paths)
     built = CellResult.load(cell_result(layout, spec.needs[0]))
     if built.status != "ok" or built.binary is None:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
@@ -368,8 +370,9 @@ def _commands(
     mounts = ((str(copy), NEUTRAL_BUILD),) if sandbox.available() else ()
     argv = [ninja, "-C", build_at, "-t", "compdb"]
     step = toolcall.tool_call(
-        layout, spec, "inspect", "build.ninja", argv, copy, read=[], mounts=mounts, views=views
-    )
+        layout, spec, "inspect", "build.ninja", argv, copy,
+        read=spec.data_paths, mounts=mounts, views=views,
+    )  # fmt: skip
     try:
         db = json.loads(step.output) if step.exit == 0 else []
     except ValueError:
@@ -473,8 +476,9 @@ def _macros(
         inside = directory.startswith(build_at)
         cwd = copy / Path(directory).relative_to(build_at) if inside else copy
         step = toolcall.tool_call(
-            layout, spec, "inspect", rel, argv, cwd, read=[], mounts=mounts, views=views
-        )
+            layout, spec, "inspect", rel, argv, cwd,
+            read=spec.data_paths, mounts=mounts, views=views,
+        )  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))
         defined = scratch / f"{i}.h"
         text = defined.read_text(errors="replace") if step.exit == 0 and defined.is_file() else ""

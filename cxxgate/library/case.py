@@ -6,7 +6,7 @@ import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -186,44 +186,80 @@ class Case:
         return header
 
 
-def tree_digest(tree: Path, file: Path, key: str = "tree/") -> str:
-    """sha256 over a folder's paths and bytes: a case's base tree, or a data folder
-    (`key`: build.data[i]). Either holds folders and regular files only: a symlink would
-    hand a host file to every compile and every copy, or point outside the sandbox's view."""
+def tree_digest(tree: Path, where: str, *, data: bool = False) -> str:
+    """sha256 over a folder's paths and bytes (`where` begins its errors): a case's base
+    tree, or (`data`) a data folder, whose folder names and execute bits count too and
+    whose every file and folder must be readable by the unprivileged uid its tests run as
+    (cxxgate/host/sandbox.py).
+    Either holds folders and regular files only: a symlink would hand a host file to every
+    compile and every copy, or point outside what the sandbox shows."""
     h = hashlib.sha256()
     files: list[tuple[str, Path]] = []
+    holds = "a data folder" if data else "a base tree"
     for folder, dirs, names in os.walk(tree):
         for name in dirs + names:
             path = Path(folder, name)
+            rel = path.relative_to(tree).as_posix()
             mode = path.lstat().st_mode
-            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
-                if stat.S_ISREG(mode):
-                    files.append((path.relative_to(tree).as_posix(), path))
-                continue
-            kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
-            msg = f"{file}: {key}: {path.relative_to(tree)} is {kind}; it may hold files only"
-            raise InputError(msg)
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+                msg = f"{where}: {rel} is {kind}; {holds} holds folders and regular files"
+                raise InputError(msg)
+            if data:
+                _readable_by_others(mode, where, rel)
+            if stat.S_ISREG(mode):
+                files.append((rel, path))
+            elif data:
+                h.update(b"d" + rel.encode() + b"\0")
     for rel, path in sorted(files):
         h.update(rel.encode() + b"\0")
+        if data:
+            h.update(b"x" if path.stat().st_mode & 0o111 else b"-")
         h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
 
+def _readable_by_others(mode: int, where: str, rel: str) -> None:
+    need = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
+    if mode & need != need:
+        msg = f"{where}: {rel} is not readable by others (mode {mode & 0o777:o})"
+        raise InputError(msg + "; the tests run as an unprivileged uid")
+
+
+# Where a sandbox mounts its own folders (cxxgate/host/sandbox.py, cxxgate/cells/ctest.py):
+# a data folder there would hide them, or they it.
+_RESERVED = ("/src", "/reports", "/proc", "/dev")
 # Many cases of one project name the same data folder: its files are read once per process.
 _data_digests: dict[Path, str] = {}
 
 
-def data_folders(file: Path, build: BuildSpec) -> tuple[tuple[str, str], ...]:
-    """A repository case's `build.data` folders: (absolute path, digest of its files)."""
+def data_digest(path: Path, where: str, guarded: Iterable[Path] = ()) -> str:
+    """The digest of data folder `path` (absolute), refused with `where` in the message
+    when it is no folder, holds a folder the harness keeps from candidates (`guarded`: the
+    case folder with its gold patch, the build folder), or sits where a sandbox mounts."""
+    if not path.is_dir():
+        raise InputError(f"{where}: not a folder")
+    _readable_by_others(path.stat().st_mode, where, ".")
+    for kept in guarded:
+        if kept.is_relative_to(path):
+            raise InputError(f"{where}: holds {kept}, which candidates must not see")
+    reserved = [r for r in _RESERVED if path.is_relative_to(r)]
+    if path in (Path("/"), Path("/tmp")) or reserved:
+        raise InputError(f"{where}: the sandbox mounts its own folders there")
+    if path not in _data_digests:
+        _data_digests[path] = tree_digest(path, where, data=True)
+    return _data_digests[path]
+
+
+def data_folders(
+    file: Path, build: BuildSpec, repos: Path | None
+) -> tuple[tuple[str, str], ...]:
+    """A case's `build.data` folders: (absolute path, digest of its files)."""
+    guarded = [file.parent.resolve(), *([repos.parent.resolve()] if repos is not None else [])]
     found = []
     for i, entry in enumerate(build.data):
         path = (Path(entry) if Path(entry).is_absolute() else file.parent / entry).resolve()
-        if not path.is_dir():
-            msg = f"{file}: build.data[{i}]: {entry!r} is not a folder"
-            raise InputError(msg)
-        if path not in _data_digests:
-            _data_digests[path] = tree_digest(path, file, f"build.data[{i}]")
-        found.append((str(path), _data_digests[path]))
+        found.append((str(path), data_digest(path, f"{file}: build.data[{i}] ({path})", guarded)))
     return tuple(found)
 
 
@@ -234,19 +270,20 @@ def load_case(case_dir: Path, gates: Mapping[str, GateSpec], repos: Path | None 
     file = case_dir / "case.yaml"
     spec = load_model(file, case_file_model(gates))
     tree = case_dir / "tree"
+    data = data_folders(file, spec.build, repos) if spec.build is not None else ()
     if spec.repo is not None:
         if tree.exists():
             msg = f"{file}: repo: the case has both repo: and a tree/ folder; keep one"
             raise InputError(msg)
         cache = repos if repos is not None else Path(tempfile.gettempdir()) / "cxxgate-repos"
         tree, digest = base_tree(file, spec.repo, cache)
-        data = data_folders(file, spec.build) if spec.build is not None else ()
         case = Case(case_dir.name, case_dir, spec, digest, tuple(gates), base=tree, data=data)
     elif not tree.is_dir():
         msg = f"{file}: the case has no tree/ folder (the base sources a patch applies to)"
         raise InputError(msg)
     else:
-        case = Case(case_dir.name, case_dir, spec, tree_digest(tree, file), tuple(gates))
+        digest = tree_digest(tree, f"{file}: tree/")
+        case = Case(case_dir.name, case_dir, spec, digest, tuple(gates), data=data)
     for i, inc in enumerate(spec.include_dirs):
         if not (tree / inc).is_dir():
             msg = f"{file}: include_dirs[{i}]: {inc!r} is not a folder under tree/"

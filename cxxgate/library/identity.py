@@ -86,6 +86,8 @@ def pins(
         for path in sorted(case.dir.rglob("*"))
         if path.is_file() and path.name != TEMPLATE
     }
+    # A data folder outside the case folder is part of what the case is.
+    files |= {f"build.data[{i}]": digest for i, (_, digest) in enumerate(case.data)}
     grader_files = _grader_files(case.enabled_gates(), gate_files)
     toolchains, versions = {}, {}
     for env in envelopes:

@@ -6,8 +6,9 @@ Each case is a repository case (cxxgate/intake/repo.py) built with CMake and gra
 holding every base commit) and the record's base commit; the gold patch is the case's
 `reference`, the hidden test patch and the FAIL_TO_PASS / PASS_TO_PASS lists go to
 `gates.tests`, and the problem statement becomes `prompt.md.j2`. `options` are the
-configure options (default: BuildChoice's); `data` the folders the build and its
-tests read besides the repository (`build.data`: test data a project would download).
+configure options (default -DBUILD_TESTING=ON; NO_MEMORY_CHECKER is added), `data` the
+folders the build and its tests read besides the repository (`build.data`: test data a
+project would download).
 
 Field spellings (looked up, not guessed):
 - SWE-bench (princeton-nlp/SWE-bench dataset card): `instance_id`, `repo`, `base_commit`,
@@ -51,7 +52,9 @@ from doit import get_var
 from doit.exceptions import TaskFailed
 
 from cxxgate.library import prompt
+from cxxgate.library.case import data_digest
 from cxxgate.library.rows import case_folder
+from cxxgate.util.yamlfile import InputError
 
 CASE_FILES = ("case.yaml", "prompt.md.j2", "gold.diff", "test.diff")
 HEADER = "# imported by `doit import`"  # a folder that starts otherwise is never replaced
@@ -397,18 +400,25 @@ def repo_reference(repo: Path, case_dir: Path, library: Path) -> str:
     return str(repo)
 
 
+# Added unless the options name MEMORYCHECK_COMMAND: CTest would find the valgrind this
+# machine has for the leak gate, and a project registers other tests when it has one
+# (Catch2 leaves out its MultiReporter tests); the benchmarks' images had none, nor do
+# their test lists.
+NO_MEMORY_CHECKER = "-DMEMORYCHECK_COMMAND="
+
+
 @dataclass(frozen=True)
 class BuildChoice:
     """What `doit import` writes under `build:` for every instance."""
 
-    # MEMORYCHECK_COMMAND empty: CTest would find the valgrind this machine has for the
-    # leak gate, and a project registers other tests when it has one (Catch2 leaves out
-    # its MultiReporter tests); the benchmarks' images have none, nor do their test lists.
-    options: tuple[str, ...] = ("-DBUILD_TESTING=ON", "-DMEMORYCHECK_COMMAND=")
+    options: tuple[str, ...] = ("-DBUILD_TESTING=ON",)
     data: tuple[str, ...] = ()
 
     def section(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"system": "cmake", "options": list(self.options)}
+        options = list(self.options)
+        if not any(o.startswith("-DMEMORYCHECK_COMMAND") for o in options):
+            options.append(NO_MEMORY_CHECKER)
+        found: dict[str, Any] = {"system": "cmake", "options": options}
         return found | ({"data": list(self.data)} if self.data else {})
 
 
@@ -474,8 +484,10 @@ def import_instances(
     """Import every record of `instances` into `library`; print one line per record."""
     build = build if build is not None else BuildChoice()
     for folder in build.data:
-        if not Path(folder).is_absolute() or not Path(folder).is_dir():
-            raise ImportFailure(f"data={folder}: expected an absolute path of a folder")
+        try:
+            data_digest(Path(folder), f"data={folder}", [library.resolve()])
+        except InputError as exc:
+            raise ImportFailure(str(exc)) from exc
     try:
         raw = instances.read_bytes()
     except OSError as exc:

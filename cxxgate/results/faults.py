@@ -21,7 +21,7 @@ import re
 import shutil
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import wraps
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -45,6 +45,14 @@ def check_executable(tool: str, path: str) -> None:
     found = tool if os.path.isabs(tool) else shutil.which(tool, path=path)
     if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
         raise ToolUnavailable(f"{tool}: not found or not executable (removed after planning?)")
+
+
+def check_folders(folders: Iterable[Path]) -> None:
+    """Raise unless each data folder a cell's key names (a case's build.data) is still a
+    folder: one removed or unmounted since planning would fail the build or the tests."""
+    for folder in folders:
+        if not folder.is_dir():
+            raise ToolUnavailable(f"{folder}: data folder gone (removed after planning?)")
 
 
 # A line that starts with a program's name (no slash, no space) comes from a driver or from

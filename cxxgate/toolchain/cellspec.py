@@ -118,6 +118,10 @@ class CellSpec:
     # case's build.data, cxxgate/intake/repo.py).
     data: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def data_paths(self) -> list[Path]:
+        return [Path(folder) for folder, _ in self.data]
+
     @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
         blob = {"tree": self.tree_key, "spec": self.spec_key}

@@ -291,8 +291,9 @@ def test_data_folders_are_seen_and_keyed(world: World, tmp_path: Path) -> None:
     cmake.write_text(
         cmake.read_text()
         + 'add_test(NAME data.read COMMAND grep -qx 42 "${CALC_DATA}/answer.txt")\n'
+        + 'add_test(NAME data.write COMMAND touch "${CALC_DATA}/written")\n'
     )
-    git(world.repo, "commit", "-q", "-am", "a test reading test data")
+    git(world.repo, "commit", "-q", "-am", "tests reading and writing test data")
     head = git(world.repo, "rev-parse", "HEAD")
     data = tmp_path / "calc_data"
     data.mkdir()
@@ -307,32 +308,43 @@ def test_data_folders_are_seen_and_keyed(world: World, tmp_path: Path) -> None:
                     f"options=-DBUILD_TESTING=ON -DCALC_DATA={data}", f"data={data}",
                     library=world.library)  # fmt: skip
     assert done.returncode == 0, done.output
-    assert f"data:\n  - {data}" in (world.library / "calc__calc-9/case.yaml").read_text()
-    grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
-    assert grade.rows["calc__calc-9/reference"]["class"] == "accept", grade.output[-3000:]
-
-    (data / "answer.txt").write_text("41\n")
-    grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
-    tests = grade.gate("calc__calc-9/reference", "tests")
-    assert tests["class"] == "p2p_broken:data.read", tests
-
-    (data / "answer.txt").write_text("42\n")
     case = world.library / "calc__calc-9/case.yaml"
+    with_data = case.read_text()
+    assert f"  data:\n  - {data}\n" in with_data
+
+    def reference() -> dict[str, object]:
+        grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
+        return grade.gate("calc__calc-9/reference", "tests")
+
+    assert reference()["class"] == "accept"
+    assert not (data / "written").exists()  # read-only: the writing test failed
+    (data / "answer.txt").write_text("41\n")
+    assert reference()["class"] == "p2p_broken:data.read"
+    (data / "answer.txt").write_text("42\n")
     if sandbox.available():
         # Not named, the folder is not there for the tests: the bind is what shows it.
-        case.write_text(case.read_text().replace(f"  data:\n  - {data}\n", ""))
+        case.write_text(with_data.replace(f"  data:\n  - {data}\n", ""))
+        assert reference()["class"] == "p2p_broken:data.read"
+    for bad, said in (
+        (world.library, f"holds {world.library / 'calc__calc-9'}, which candidates must not"),
+        (data / "secret", "secret is not readable by others (mode 600)"),
+        (data / "link", "link is a symlink; a data folder holds folders and regular files"),
+    ):
+        if bad.is_relative_to(data):
+            bad.unlink(missing_ok=True)
+            if bad.name == "link":
+                bad.symlink_to("/etc/hostname")
+            else:
+                bad.write_text("x")
+                bad.chmod(0o600)
+        folder = world.library if bad == world.library else data
+        case.write_text(with_data.replace(f"  - {data}\n", f"  - {folder}\n"))
         grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
-        tests = grade.gate("calc__calc-9/reference", "tests")
-        assert tests["class"] == "p2p_broken:data.read", tests
-    (data / "answer.txt").unlink()
-    (data / "answer.txt").symlink_to("/etc/hostname")
-    case.write_text(case.read_text().replace("build:\n", f"build:\n  data: [{data}]\n"))
-    grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
-    assert grade.returncode != 0
-    assert f"{case}: build.data[0]: answer.txt is a symlink" in grade.output
-    shutil.rmtree(data)
-    grade = run_doit(world.out, "grade", "case=calc__calc-9", library=world.library)
-    assert f"{case}: build.data[0]: '{data}' is not a folder" in grade.output
+        assert grade.returncode != 0
+        assert f"{case}: build.data[0] ({folder}): " in grade.output, grade.output[-2000:]
+        assert said in grade.output, grade.output[-2000:]
+        if bad.is_relative_to(data):
+            bad.unlink()
     shutil.rmtree(world.library / "calc__calc-9")
 
 
@@ -340,8 +352,8 @@ def test_data_folders_are_seen_and_keyed(world: World, tmp_path: Path) -> None:
 def test_imports_hide_the_memory_checker_from_the_project(world: World, tmp_path: Path) -> None:
     """This machine has valgrind (the leak gate's); CTest finds it and a project registers
     other tests when it has one (Catch2 leaves out its MultiReporter tests). Import's
-    default options hide it, as the benchmarks' images never had one: the listed test is
-    there; with options that do not, it is missing."""
+    options hide it unless they name it, as the benchmarks' images never had one: the
+    listed test is there; with valgrind named, it is missing."""
     cmake = world.repo / "CMakeLists.txt"
     cmake.write_text(
         cmake.read_text()
@@ -355,7 +367,8 @@ def test_imports_hide_the_memory_checker_from_the_project(world: World, tmp_path
     record["p2p_tests"] = {"without.memcheck": {"run": "PASS", "test": "PASS", "fix": "PASS"}}
     records = tmp_path / "memcheck.jsonl"
     records.write_text(json.dumps(record) + "\n")
-    for options, expected in ((), "accept"), (("options=-DBUILD_TESTING=ON",), "test_missing"):
+    named = f"options=-DBUILD_TESTING=ON -DMEMORYCHECK_COMMAND={shutil.which('valgrind')}"
+    for options, expected in ((), "accept"), ((named,), "test_missing"):
         done = run_doit(world.out, "import", f"instances={records}", f"repo={world.repo}",
                         *options, library=world.library)  # fmt: skip
         assert done.returncode == 0, done.output
