@@ -70,8 +70,10 @@ def _system_args(tmp_bytes: int = 0) -> list[str]:
         if Path(extra).exists():
             args += ["--ro-bind", extra, extra]
     # A sized /tmp: a tmpfs is memory that neither RLIMIT_AS nor the resident watch sees.
+    # Sticky and writable by all, as a system's: a run's dropped uid writes there too (old
+    # GoogleTest's CaptureStderr crashed fmt's posix-test when mkstemp in /tmp failed).
     size = ["--size", str(tmp_bytes)] if tmp_bytes else []
-    return [*args, "--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/tmp"]
+    return [*args, "--proc", "/proc", "--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/tmp"]
 
 
 def base_args(tmp_bytes: int = 0) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,14 @@ def test_a_wrapper_in_a_declared_prefix_works_and_sees_only_it(tmp_path: Path) -
     assert status == "ok", output  # the prefix is bound: its files are the toolchain's
     status, output = _cell(tmp_path / "b", _steal(oracle), envelopes)
     assert status == "compile_error" and "No such file or directory" in output
+
+
+@pytest.mark.skipif(not sandbox.drop_uid(), reason="needs a root harness that drops the uid")
+def test_a_dropped_uid_may_write_its_tmp() -> None:
+    """/tmp in a run's sandbox is sticky and writable by all, as a system's: fmt's
+    posix-test (old GoogleTest capturing stderr through a file in /tmp) crashed on the
+    gold patch when the dropped uid could not create one there."""
+    argv = [*sandbox.run_args(1 << 20), *sandbox.drop_args(65534)]
+    argv += ["sh", "-c", "echo x > /tmp/probe && cat /tmp/probe"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+    assert (done.returncode, done.stdout) == (0, "x\n"), done.stderr
