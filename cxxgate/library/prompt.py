@@ -161,33 +161,52 @@ def _squeezed(text: str) -> str:
 
 def find_oracle(case: Case, text: str, seed: str = "") -> str:
     """Where `text` quotes an oracle of `case`, or ''."""
-    visible = _visible_text(case)
-    text = _views(text)
-    flat = _norm(text)
-    tight, tight_visible = _squeezed(text), _squeezed(visible)
-    prompt = {"numbers": _Windows(text, WINDOW), "tokens": _Windows(text, 1)}
-    shown = _Windows(visible, WINDOW)
+    files = []
     for path in sorted(p for p in case.dir.rglob("*") if p.is_file()):
         rel = path.relative_to(case.dir).as_posix()
-        if rel.startswith("tree/") or rel in NOT_ORACLES:
-            continue
-        # Every byte counts: a non-UTF-8 byte must not hide the rest of the file.
-        lines = path.read_text(errors="replace").splitlines()
-        for number, line in enumerate(lines, 1):
+        if not (rel.startswith("tree/") or rel in NOT_ORACLES):
+            # Every byte counts: a non-UTF-8 byte must not hide the rest of the file.
+            files.append((rel, path.read_text(errors="replace")))
+    gates = case.spec.model_dump(mode="json")["gates"]
+    return oracle_in(text, files, gates, Visible(_visible_text(case)), seed)
+
+
+class Visible:
+    """What the candidate sees anyway (the base tree, one normalised line per line), in
+    the forms the oracle check compares with; made once for many checks."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tight = _squeezed(text)
+        self.windows = _Windows(text, WINDOW)
+        self.numbers = Counter(_numbers(text))
+
+
+def oracle_in(
+    text: str, files: list[tuple[str, str]], gates: Any, visible: Visible, seed: str = ""
+) -> str:
+    """Where `text` quotes one of the oracle `files` (path, text) or a value of the gates'
+    configuration, one the base tree does not show; or ''. `doit import` runs the same
+    check on a problem statement (cxxgate/library/swe_import.py)."""
+    text = _views(text)
+    flat = _norm(text)
+    tight = _squeezed(text)
+    prompt = {"numbers": _Windows(text, WINDOW), "tokens": _Windows(text, 1)}
+    for rel, body in files:
+        for number, line in enumerate(body.splitlines(), 1):
             norm = _norm(line[1:] if rel.endswith(".diff") and line[:1] in "+- " else line)
-            if len(norm) >= MIN_LINE and norm in flat and norm not in visible:
+            if len(norm) >= MIN_LINE and norm in flat and norm not in visible.text:
                 return f"{rel}:{number} ({norm[:60]!r})"
             squeezed = _squeezed(norm)  # the same line, blanks removed or added
-            if len(squeezed) >= MIN_LINE and squeezed in tight and squeezed not in tight_visible:
+            if len(squeezed) >= MIN_LINE and squeezed in tight and squeezed not in visible.tight:
                 return f"{rel}:{number} ({norm[:60]!r}, blanks aside)"
             if rel.endswith(".diff") and line.startswith(DIFF_HEADERS):
                 continue  # paths and hashes, not code
             for what, secret in _secrets(norm):
-                if prompt[what].holds(secret) and not shown.holds(secret):
+                if prompt[what].holds(secret) and not visible.windows.holds(secret):
                     return f"{rel}:{number} ({norm[:60]!r}: its {what}, in any order)"
-    visible_numbers = Counter(_numbers(visible))
-    for key, value in _leaves(case.spec.model_dump(mode="json")["gates"], "gates"):
-        hit = _secret_in(value, text, visible_numbers)
+    for key, value in _leaves(gates, "gates"):
+        hit = _secret_in(value, text, visible.numbers)
         if hit:
             return f"case.yaml {key} ({hit})"
     if seed and re.search(rf"(?<!\d){re.escape(seed)}(?!\d)", text):

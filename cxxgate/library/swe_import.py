@@ -41,7 +41,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -378,6 +378,41 @@ def redact(statement: str, oracles: list[str], visible: str) -> tuple[str, list[
     raise AssertionError("redaction did not converge")  # each round withholds a line
 
 
+def _prompt_check(inst: Instance) -> Callable[[str, prompt.Visible], bool]:
+    """Whether a statement, as its prompt renders it, quotes an oracle (prompt.oracle_in
+    over the case's gold.diff, test.diff and test names)."""
+    files = [("gold.diff", _with_newline(inst.gold)), ("test.diff", _with_newline(inst.test_patch))]
+    gates = {"tests": {"fail_to_pass": inst.fail_to_pass, "pass_to_pass": inst.pass_to_pass}}
+
+    def check(statement: str, shown: prompt.Visible) -> bool:
+        text = f"# Task: {inst.case_id}\n\n{statement}"
+        return prompt.oracle_in(text, files, gates, shown) != ""
+
+    return check
+
+
+def withhold_quotes(statement: str, quotes: Callable[[str], bool]) -> tuple[str, list[int]]:
+    """The statement with the fewest consecutive lines withheld, window by window, until
+    `quotes` finds nothing; and the 1-based numbers of the lines withheld."""
+    lines = statement.split("\n")
+    done: set[int] = set()
+    while len(done) < len(lines) and quotes("\n".join(lines)):
+        culprit = next(
+            (
+                range(start, start + width)
+                for width in range(1, len(lines) + 1)
+                for start in range(len(lines) - width + 1)
+                if any(i not in done and lines[i].strip() for i in range(start, start + width))
+                and quotes("\n".join(lines[start : start + width]))
+            ),
+            range(len(lines)),  # only the whole quotes it: withhold every line
+        )
+        for i in culprit:
+            lines[i] = WITHHELD
+            done.add(i)
+    return "\n".join(lines), sorted(i + 1 for i in done)
+
+
 def template_text(statement: str) -> str:
     """prompt.md.j2 holding the statement as literal text: every '{' that could open a
     Jinja tag is written as an expression printing '{'."""
@@ -566,9 +601,18 @@ def _import_one(
             raise RecordError(field, f"does not apply to {commit[:12]}: {said}")
     oracles = _oracle_strings(inst)
     statement, withheld = redact(inst.problem, oracles, "")
+    shown: prompt.Visible | None = None
     if withheld:
         # Only now read the base tree: a line the base shows anyway quotes no oracle.
-        statement, withheld = redact(inst.problem, oracles, git.visible_text(commit))
+        shown = prompt.Visible(git.visible_text(commit))
+        statement, withheld = redact(inst.problem, oracles, shown.text)
+    # Then the grade's own check (numbers and tokens in any order, blanks aside): a case
+    # import writes must never be refused at grade time for its prompt.
+    check = _prompt_check(inst)
+    if check(statement, prompt.Visible("")):
+        shown = shown or prompt.Visible(git.visible_text(commit))
+        statement, more = withhold_quotes(statement, lambda text: check(text, shown))
+        withheld = sorted(set(withheld) | set(more))
     for number in withheld:
         print(
             f"{where}: {inst.instance_id}: problem statement line {number} withheld: it "

@@ -265,13 +265,19 @@ def test_repo_path_is_relative_inside_the_eval_repository(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_predictions_graded_on_an_imported_case(tmp_path: Path) -> None:
     """Import the shipped repository's instance under an id a folder cannot hold, with a
-    problem statement that quotes a hidden test line and names a listed test, then grade
+    problem statement that quotes a hidden test line, names a listed test and gives a
+    hidden line's numbers in another order (fmt-1361's statement did), then grade
     SWE-style predictions: the prompt passes the oracle check (the grade loads and pins
     the case), the reference is green, and each prediction lands on its class."""
     library = tmp_path / "cases"
     library.mkdir()
     (library / "envelopes.yaml").write_text((SHIPPED / "envelopes.yaml").read_text())
-    statement = ISSUE + '    EXPECT_EQ(parse_seconds("2m5s"), 125);\nsee Parse.CompoundOrder too\n'
+    # Line 4 quotes no line, only a hidden line's numbers in another order: the grade's
+    # own check (prompt.oracle_in) finds it, so import withholds it too.
+    statement = (
+        ISSUE + '    EXPECT_EQ(parse_seconds("2m5s"), 125);\nsee Parse.CompoundOrder too\n'
+        "and 106751991167300 days and 15 hours make 9223372036854774000 seconds\n"
+    )
     ident = "cxxgate/duration:pr-9"
     instances = write_jsonl(
         tmp_path / "i.jsonl", [swe_record(instance_id=ident, problem_statement=statement)]
@@ -281,6 +287,7 @@ def test_predictions_graded_on_an_imported_case(tmp_path: Path) -> None:
     assert done.returncode == 0, done.output
     assert "problem statement line 2 withheld" in done.output
     assert "problem statement line 3 withheld" in done.output
+    assert "problem statement line 4 withheld" in done.output
 
     def pred(model: str, patch: Path | str) -> dict[str, str]:
         text = patch.read_text() if isinstance(patch, Path) else patch
