@@ -282,28 +282,36 @@ def test_a_fix_may_add_diagnostic_pragmas(world: World, tmp_path: Path) -> None:
     assert grade.rows["calc__calc-8/reference"]["class"] == "accept"
 
 
+def _instance_with_test(
+    world: World, tmp_path: Path, number: int, cmake_lines: str, p2p: str
+) -> Path:
+    """A commit adding `cmake_lines` to the project, and a record of instance `number` at
+    it whose one pass-to-pass test is `p2p`: the records file."""
+    cmake = world.repo / "CMakeLists.txt"
+    cmake.write_text(cmake.read_text() + cmake_lines)
+    git(world.repo, "commit", "-q", "-am", f"instance {number}: {p2p}")
+    gold = (world.library / CASE / "gold.diff").read_text()
+    record = _record(git(world.repo, "rev-parse", "HEAD"), gold, world.test_patch)
+    record["number"] = number
+    record["p2p_tests"] = {p2p: {"run": "PASS", "test": "PASS", "fix": "PASS"}}
+    records = tmp_path / f"instance-{number}.jsonl"
+    records.write_text(json.dumps(record) + "\n")
+    return records
+
+
 def test_data_folders_are_seen_and_keyed(world: World, tmp_path: Path) -> None:
     """`doit import ... data=DIR`: a folder the tests read besides the repository
     (nlohmann/json's json_test_data, which its build would download) is seen read-only at
     its own path by the build and the tests, and its files are in the build's key: the
     same path with other bytes is graded again, not taken from the cache."""
-    cmake = world.repo / "CMakeLists.txt"
-    cmake.write_text(
-        cmake.read_text()
-        + 'add_test(NAME data.read COMMAND grep -qx 42 "${CALC_DATA}/answer.txt")\n'
-        + 'add_test(NAME data.write COMMAND touch "${CALC_DATA}/written")\n'
+    lines = (
+        'add_test(NAME data.read COMMAND grep -qx 42 "${CALC_DATA}/answer.txt")\n'
+        'add_test(NAME data.write COMMAND touch "${CALC_DATA}/written")\n'
     )
-    git(world.repo, "commit", "-q", "-am", "tests reading and writing test data")
-    head = git(world.repo, "rev-parse", "HEAD")
+    records = _instance_with_test(world, tmp_path, 9, lines, "data.read")
     data = tmp_path / "calc_data"
     data.mkdir()
     (data / "answer.txt").write_text("42\n")
-    gold = (world.library / CASE / "gold.diff").read_text()
-    record = _record(head, gold, world.test_patch)
-    record["number"] = 9
-    record["p2p_tests"] = {"data.read": {"run": "PASS", "test": "PASS", "fix": "PASS"}}
-    records = tmp_path / "data.jsonl"
-    records.write_text(json.dumps(record) + "\n")
     done = run_doit(world.out, "import", f"instances={records}", f"repo={world.repo}",
                     f"options=-DBUILD_TESTING=ON -DCALC_DATA={data}", f"data={data}",
                     library=world.library)  # fmt: skip
@@ -354,19 +362,9 @@ def test_imports_hide_the_memory_checker_from_the_project(world: World, tmp_path
     other tests when it has one (Catch2 leaves out its MultiReporter tests). Import's
     options hide it unless they name it, as the benchmarks' images never had one: the
     listed test is there; with valgrind named, it is missing."""
-    cmake = world.repo / "CMakeLists.txt"
-    cmake.write_text(
-        cmake.read_text()
-        + "include(CTest)\nif(NOT MEMORYCHECK_COMMAND)\n"
-        + "  add_test(NAME without.memcheck COMMAND true)\nendif()\n"
-    )
-    git(world.repo, "commit", "-q", "-am", "a test registered only without a memory checker")
-    gold = (world.library / CASE / "gold.diff").read_text()
-    record = _record(git(world.repo, "rev-parse", "HEAD"), gold, world.test_patch)
-    record["number"] = 10
-    record["p2p_tests"] = {"without.memcheck": {"run": "PASS", "test": "PASS", "fix": "PASS"}}
-    records = tmp_path / "memcheck.jsonl"
-    records.write_text(json.dumps(record) + "\n")
+    lines = "include(CTest)\nif(NOT MEMORYCHECK_COMMAND)\n"
+    lines += "  add_test(NAME without.memcheck COMMAND true)\nendif()\n"
+    records = _instance_with_test(world, tmp_path, 10, lines, "without.memcheck")
     named = f"options=-DBUILD_TESTING=ON -DMEMORYCHECK_COMMAND={shutil.which('valgrind')}"
     for options, expected in ((), "accept"), ((named,), "test_missing"):
         done = run_doit(world.out, "import", f"instances={records}", f"repo={world.repo}",
