@@ -104,20 +104,25 @@ def context(case: Case) -> dict[str, Any]:
     }
 
 
-def render(case: Case, seed: str = "") -> Rendered | None:
-    """The case's rendered prompt, or None when it has none. Raises PromptError."""
-    path = template_of(case)
-    if path is None:
-        return None
-    env = SandboxedEnvironment(
+def environment() -> SandboxedEnvironment:
+    """How a prompt template renders, here and at import (cxxgate/library/swe_import.py):
+    sandboxed, strict about names, no other files."""
+    return SandboxedEnvironment(
         loader=_NoFiles(),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+
+
+def render(case: Case, seed: str = "") -> Rendered | None:
+    """The case's rendered prompt, or None when it has none. Raises PromptError."""
+    path = template_of(case)
+    if path is None:
+        return None
     try:
-        text = env.from_string(path.read_text()).render(context(case))
+        text = environment().from_string(path.read_text()).render(context(case))
     except (TemplateError, UnicodeDecodeError) as exc:
         raise PromptError(f"{path}: cannot render: {exc}") from exc
     leak = find_oracle(case, text, seed)

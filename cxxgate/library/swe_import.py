@@ -50,6 +50,7 @@ from typing import Any
 import yaml
 from doit import get_var
 from doit.exceptions import TaskFailed
+from jinja2 import TemplateError
 
 from cxxgate.library import prompt
 from cxxgate.library.case import data_digest
@@ -182,6 +183,13 @@ def parse_record(record: Any) -> Instance:
     RecordError naming the field."""
     if not isinstance(record, dict):
         raise RecordError("(line)", f"expected a JSON object, found a {type(record).__name__}")
+    for key, value in record.items():
+        # JSON may spell a lone surrogate ("\ud800"); no file or message holds one.
+        try:
+            json.dumps(value, ensure_ascii=False).encode()
+        except UnicodeEncodeError as exc:
+            bad = f"\\u{ord(exc.object[exc.start]):04x}"
+            raise RecordError(str(key), f"holds {bad}, a lone surrogate: not text") from exc
     ident = _instance_id(record)
     fail_to_pass = _tests(record, "FAIL_TO_PASS", ("f2p_tests", "s2p_tests", "n2p_tests"))
     if not fail_to_pass:
@@ -203,6 +211,12 @@ def parse_record(record: Any) -> Instance:
 
 def gold_field(record: dict[str, Any]) -> str:
     return "patch" if record.get("patch") is not None else "fix_patch"
+
+
+def problem_field(record: dict[str, Any]) -> str:
+    if record.get("problem_statement") is not None:
+        return "problem_statement"
+    return "resolved_issues" if record.get("resolved_issues") else "title, body"
 
 
 def base_field(record: dict[str, Any]) -> str:
@@ -280,8 +294,10 @@ class Repository:
         return [path for blob, path in blobs if blob in absent]
 
     def visible_text(self, commit: str) -> str:
-        """Every line of the base tree, whitespace-normalised, as prompt.py reads a tree."""
-        blobs = [b for b, _ in self.blobs(commit)]
+        """Every line of the base tree, whitespace-normalised, as prompt.py reads a tree:
+        files in the order of its sorted(rglob) (by path components; git lists `a-b`
+        before `a/b`), since its windows of three lines run across files."""
+        blobs = [b for b, _ in sorted(self.blobs(commit), key=lambda e: e[1].split("/"))]
         batch = self.git("cat-file", "--batch", stdin="".join(b + "\n" for b in blobs).encode())
         out, data, pos = [], batch.stdout, 0
         while pos < len(data):
@@ -336,80 +352,64 @@ def _norm(line: str) -> str:
     return " ".join(line.split())
 
 
-def _oracle_strings(inst: Instance) -> list[str]:
-    """What prompt.find_oracle looks for: each diff line of the two patches without its
-    marker, and the test names (gate configuration values) of MIN_LINE characters or more."""
-    found = []
-    for text in (inst.gold, inst.test_patch):
-        for line in text.splitlines():
-            norm = _norm(line[1:] if line[:1] in "+- " else line)
-            if len(norm) >= prompt.MIN_LINE:
-                found.append(norm)
-    found += [_norm(t) for t in inst.fail_to_pass + inst.pass_to_pass]
-    return [s for s in dict.fromkeys(found) if len(s) >= prompt.MIN_LINE]
+def rendered(statement: str, case: str) -> str:
+    """The prompt the grade renders from template_text(statement) for case `case`
+    (tests/library/test_import.py holds the two equal)."""
+    try:
+        return prompt.environment().from_string(template_text(statement)).render({"id": case})
+    except TemplateError as exc:
+        raise RecordError("problem_statement", f"its prompt does not render: {exc}") from exc
 
 
-def redact(statement: str, oracles: list[str], visible: str) -> tuple[str, list[int]]:
-    """The statement with every line that quotes an oracle (one the base tree does not
-    show) replaced by WITHHELD, and the 1-based numbers of the lines replaced. A quote
-    may run across lines: the prompt check reads the text whitespace-normalised."""
-    lines = statement.split("\n")
-    withheld: list[int] = []
-    for _ in range(len(lines) + 1):
-        spans: list[tuple[int, int, int]] = []
-        flat: list[str] = []
-        offset = 0
-        for number, line in enumerate(lines):
-            norm = _norm(line)
-            if norm:
-                start = offset + (1 if flat else 0)
-                spans.append((start, start + len(norm), number))
-                flat.append(norm)
-                offset = start + len(norm)
-        text = " ".join(flat)
-        hit = next(((text.find(o), o) for o in oracles if o in text and o not in visible), None)
-        if hit is None:
-            return "\n".join(lines), sorted(withheld)
-        at, oracle = hit
-        for start, end, number in spans:
-            if start < at + len(oracle) and at < end:
-                lines[number] = WITHHELD
-                withheld.append(number + 1)
-    raise AssertionError("redaction did not converge")  # each round withholds a line
-
-
-def _prompt_check(inst: Instance) -> Callable[[str, prompt.Visible], bool]:
-    """Whether a statement, as its prompt renders it, quotes an oracle (prompt.oracle_in
-    over the case's gold.diff, test.diff and test names)."""
+def _prompt_check(inst: Instance) -> Callable[[str, prompt.Visible], str]:
+    """Where a statement, in the whole prompt the grade renders from it (the `# Task`
+    header and the closing instruction too), quotes an oracle (prompt.oracle_in over the
+    case's gold.diff, test.diff and test names); '' when nowhere."""
     files = [("gold.diff", _with_newline(inst.gold)), ("test.diff", _with_newline(inst.test_patch))]
     gates = {"tests": {"fail_to_pass": inst.fail_to_pass, "pass_to_pass": inst.pass_to_pass}}
 
-    def check(statement: str, shown: prompt.Visible) -> bool:
-        text = f"# Task: {inst.case_id}\n\n{statement}"
-        return prompt.oracle_in(text, files, gates, shown) != ""
+    def check(statement: str, shown: prompt.Visible) -> str:
+        return prompt.oracle_in(rendered(statement, inst.case_id), files, gates, shown)
 
     return check
 
 
 def withhold_quotes(statement: str, quotes: Callable[[str], bool]) -> tuple[str, list[int]]:
-    """The statement with the fewest consecutive lines withheld, window by window, until
-    `quotes` finds nothing; and the 1-based numbers of the lines withheld."""
+    """The statement with consecutive lines withheld, a quote at a time, until `quotes`
+    finds nothing or no line is left to withhold (the caller checks again); and the
+    1-based numbers of the (non-blank) lines withheld.
+
+    Per quote: the shortest prefix of the statement that quotes, then the shortest run
+    of lines ending there that quotes by itself, each by binary search (a line added to a
+    text never takes a quote away): some 2 log2(lines) checks, where trying every window
+    of every width took up to lines x width (quadratic in a long statement)."""
     lines = statement.split("\n")
     done: set[int] = set()
-    while len(done) < len(lines) and quotes("\n".join(lines)):
-        culprit = next(
-            (
-                range(start, start + width)
-                for width in range(1, len(lines) + 1)
-                for start in range(len(lines) - width + 1)
-                if any(i not in done and lines[i].strip() for i in range(start, start + width))
-                and quotes("\n".join(lines[start : start + width]))
-            ),
-            range(len(lines)),  # only the whole quotes it: withhold every line
-        )
-        for i in culprit:
-            lines[i] = WITHHELD
-            done.add(i)
+
+    def open_in(start: int, end: int) -> bool:
+        return any(i not in done and lines[i].strip() for i in range(start, end))
+
+    while open_in(0, len(lines)) and quotes("\n".join(lines)):
+        low, high = 1, len(lines)  # lines[:high] quotes
+        while low < high:
+            mid = (low + high) // 2
+            if quotes("\n".join(lines[:mid])):
+                high = mid
+            else:
+                low = mid + 1
+        end, start, top = high, 0, high - 1  # lines[start:end] quotes
+        while start < top:
+            mid = (start + top + 1) // 2
+            if open_in(mid, end) and quotes("\n".join(lines[mid:end])):
+                start = mid
+            else:
+                top = mid - 1
+        if not open_in(start, end):
+            break  # the quote is in lines already withheld, or in the prompt's own text
+        for i in range(start, end):
+            if lines[i].strip() and i not in done:
+                lines[i] = WITHHELD
+                done.add(i)
     return "\n".join(lines), sorted(i + 1 for i in done)
 
 
@@ -494,8 +494,12 @@ def write_case(folder: Path, files: dict[str, str]) -> str:
         raise RecordError("instance_id", msg)
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    for name, text in files.items():
-        (work / name).write_text(text)
+    try:
+        for name, text in files.items():
+            (work / name).write_text(text)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     state = "new"
     if folder.exists():
         old = folder.parent / f".{folder.name}.old"
@@ -541,7 +545,8 @@ def import_instances(
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     raise RecordError("(line)", f"not a JSON object: {exc}") from exc
                 if isinstance(record, dict) and isinstance(record.get("instance_id"), str):
-                    ident = record["instance_id"]
+                    # Printable whatever it holds (a lone surrogate is refused, and said).
+                    ident = record["instance_id"].encode(errors="backslashreplace").decode()
                 inst = parse_record(record)
                 ident = inst.instance_id
                 state = _import_one(inst, record, where, git, library, build, seen)
@@ -599,20 +604,29 @@ def _import_one(
         if problem is not None:
             field, said = problem
             raise RecordError(field, f"does not apply to {commit[:12]}: {said}")
-    oracles = _oracle_strings(inst)
-    statement, withheld = redact(inst.problem, oracles, "")
-    shown: prompt.Visible | None = None
-    if withheld:
-        # Only now read the base tree: a line the base shows anyway quotes no oracle.
-        shown = prompt.Visible(git.visible_text(commit))
-        statement, withheld = redact(inst.problem, oracles, shown.text)
-    # Then the grade's own check (numbers and tokens in any order, blanks aside): a case
-    # import writes must never be refused at grade time for its prompt.
+    # The grade's own check (prompt.oracle_in: quotes, numbers and tokens in any order,
+    # blanks aside) on the prompt as the grade renders it: a case import writes is never
+    # refused at grade for its prompt. The base tree is read only when something quotes
+    # (a line the base shows anyway quotes no oracle).
     check = _prompt_check(inst)
+    statement, withheld = inst.problem, list[int]()
     if check(statement, prompt.Visible("")):
-        shown = shown or prompt.Visible(git.visible_text(commit))
-        statement, more = withhold_quotes(statement, lambda text: check(text, shown))
-        withheld = sorted(set(withheld) | set(more))
+        shown = prompt.Visible(git.visible_text(commit))
+        fixed = check("", shown)
+        if fixed:
+            # The `# Task: <id>` header or the closing instruction quotes it, whatever the
+            # statement says: the grade would refuse every prompt of this case.
+            msg = f"the prompt's own text (header with the case id, instruction) quotes {fixed}"
+            raise RecordError(_oracle_field(fixed, record), msg)
+        statement, withheld = withhold_quotes(statement, lambda text: bool(check(text, shown)))
+        left = check(statement, shown)
+        if left:
+            msg = f"still quotes {left} with lines {withheld} withheld"
+            raise RecordError(problem_field(record), msg)
+    kept = [line for line in statement.split("\n") if line.strip() and line != WITHHELD]
+    if withheld and not kept:
+        msg = f"every line ({len(withheld)}) quotes the hidden tests or the fix: no task is left"
+        raise RecordError(problem_field(record), msg)
     for number in withheld:
         print(
             f"{where}: {inst.instance_id}: problem statement line {number} withheld: it "
@@ -629,6 +643,19 @@ def _import_one(
     state = write_case(folder, files)
     seen[inst.case_id] = where
     return state
+
+
+def _oracle_field(hit: str, record: dict[str, Any]) -> str:
+    """The record's field holding the oracle prompt.oracle_in named in `hit`."""
+    if hit.startswith("gold.diff:"):
+        return gold_field(record)
+    if hit.startswith("test.diff:"):
+        return "test_patch"
+    if hit.startswith("case.yaml gates.tests.fail_to_pass"):
+        return "FAIL_TO_PASS" if "FAIL_TO_PASS" in record else "f2p_tests"
+    if hit.startswith("case.yaml gates.tests.pass_to_pass"):
+        return "PASS_TO_PASS" if "PASS_TO_PASS" in record else "p2p_tests"
+    return "instance_id"
 
 
 def _with_newline(text: str) -> str:

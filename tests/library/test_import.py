@@ -4,6 +4,8 @@ predictions matched to them. The repository is the shipped case's bundle
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -15,7 +17,10 @@ from conftest import SHIPPED, run_doit
 from jinja2 import StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
+from cxxgate.contract import registry
+from cxxgate.library import prompt as cxxprompt
 from cxxgate.library import swe_import
+from cxxgate.library.case import load_case
 from cxxgate.library.rows import batch_rows
 from cxxgate.store.layout import Layout
 
@@ -133,21 +138,26 @@ def test_statement_survives_jinja_escaping() -> None:
     assert statement.rstrip("\n") in rendered
 
 
+def _withheld(statement: str, *base: str) -> tuple[str, list[int]]:
+    """withhold_quotes with import's check of the duration record, `base` the base tree's
+    lines."""
+    check = swe_import._prompt_check(swe_import.parse_record(swe_record()))
+    shown = cxxprompt.Visible("\n".join(swe_import._norm(x) for x in base))
+    return swe_import.withhold_quotes(statement, lambda text: bool(check(text, shown)))
+
+
 def test_a_line_quoting_the_hidden_tests_is_withheld() -> None:
     quoted = '    EXPECT_EQ(parse_seconds("2m5s"), 125);'  # a line of test.diff
     visible = '    EXPECT_EQ(parse_seconds("90s"), 90);'  # in the base tree too
     statement = f"It fails:\n{quoted}\nand works for\n{visible}\n"
-    oracles = swe_import._oracle_strings(swe_import.parse_record(swe_record()))
-    base = "\n".join(swe_import._norm(x) for x in ["TEST(Parse, Single) {", visible])
-    text, withheld = swe_import.redact(statement, oracles, base)
+    text, withheld = _withheld(statement, "TEST(Parse, Single) {", visible)
     assert withheld == [2]
     assert quoted not in text and visible in text and swe_import.WITHHELD in text
 
 
 def test_a_quote_across_two_lines_is_withheld() -> None:
     statement = 'see EXPECT_EQ(parse_seconds("1d2h3m4s"),\n   93784); there\nok\n'
-    oracles = ['EXPECT_EQ(parse_seconds("1d2h3m4s"), 93784);']
-    text, withheld = swe_import.redact(statement, oracles, "")
+    text, withheld = _withheld(statement)
     assert withheld == [1, 2] and text.endswith("ok\n")
 
 
@@ -260,6 +270,129 @@ def test_repo_path_is_relative_inside_the_eval_repository(tmp_path: Path) -> Non
     assert report.failed == [] and report.imported == ["cxxgate__duration-1"]
     spec = yaml.safe_load((tmp_path / "cases/cxxgate__duration-1/case.yaml").read_text())
     assert spec["repo"]["path"] == "../../repos/duration"
+
+
+def _with_test_line(line: str) -> str:
+    """The duration test patch with one more added line in its hunk."""
+    out: str = TESTS.replace("@@ -35,3 +35,24 @@", "@@ -35,3 +35,25 @@")
+    return out.replace("+\n+TEST(Parse, Compound) {", f"+\n+{line}\n+TEST(Parse, Compound) {{", 1)
+
+
+def test_import_checks_the_prompt_the_grade_renders(tmp_path: Path) -> None:
+    """What import checks is the prompt the grade renders (prompt.render), header and
+    closing instruction included; a quote only the prompt's own text makes (a hidden
+    comment's words all in the instruction; a hidden test naming the pull request the
+    instance id carries) cannot be withheld: the record is refused, naming its field,
+    where the case used to import with every line withheld and then fail to load."""
+    ok = swe_record(instance_id="cxxgate__duration-1")
+    tail = swe_record(
+        instance_id="cxxgate__duration-7", test_patch=_with_test_line("// the base and the diff")
+    )
+    header = swe_record(
+        instance_id="cxxgate__duration-123456",
+        test_patch=_with_test_line("// https://example.invalid/pull/123456"),
+        problem_statement=ISSUE + "It worked in 0.9.\n",
+    )
+    instances = write_jsonl(tmp_path / "i.jsonl", [ok, tail, header])
+    library = tmp_path / "cases"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        report = swe_import.import_instances(instances, BUNDLE, library)
+    said = out.getvalue()
+    assert report.imported == ["cxxgate__duration-1"], said
+    for line in (2, 3):
+        assert f"{instances}:{line}: instance " in said
+    assert "not imported: test_patch: the prompt's own text" in said
+    assert "test.diff:10 ('// the base and the diff': its tokens" in said
+    assert "test.diff:10 ('// https://example.invalid/pull/123456': its numbers" in said
+    assert "withheld" not in said
+    case = load_case(library / "cxxgate__duration-1", registry.gates(), tmp_path / "repos")
+    rendered = cxxprompt.render(case)
+    assert rendered is not None
+    assert rendered.text == swe_import.rendered(ISSUE, "cxxgate__duration-1")
+
+
+def test_withholding_takes_a_few_checks_per_quote() -> None:
+    """A hidden line's numbers on three lines, paragraphs apart (the check skips blank
+    lines), after many lines of prose: the three lines are withheld, in a few dozen
+    checks (every window of every width took some 200 000 here)."""
+    filler = [f"Prose about the parser, sentence {i}." for i in range(300)]
+    gap = [""] * 100
+    parts = ["It fails for 59 60 61,", "for 3599 3600 5400", "and for 86399 86400 93784."]
+    statement = "\n".join([*filler, parts[0], *gap, parts[1], *gap, parts[2]]) + "\n"
+    check = swe_import._prompt_check(swe_import.parse_record(swe_record()))
+    calls = []
+
+    def quotes(text: str) -> bool:
+        calls.append(1)
+        return bool(check(text, cxxprompt.Visible("")))
+
+    text, withheld = swe_import.withhold_quotes(statement, quotes)
+    assert withheld == [301, 402, 503]
+    assert not quotes(text) and text.count(swe_import.WITHHELD) == 3
+    assert len(calls) < 40
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"problem_statement": ISSUE + "bad \ud800 byte\n"}, "problem_statement"),
+        ({"instance_id": "cxxgate__duration-\ud800"}, "instance_id"),
+        # Part of import's own marker in the hidden tests: a withheld line quotes it.
+        (
+            {
+                "test_patch": _with_test_line("withheld here: it quotes the hidden tests"),
+                "problem_statement": 'It fails:\n    EXPECT_EQ(parse_seconds("2m5s"), 125);\n',
+            },
+            "problem_statement",
+        ),
+        # Every line quotes the hidden tests: no task is left to give.
+        (
+            {"problem_statement": '    EXPECT_EQ(parse_seconds("2m5s"), 125);\n'},
+            "problem_statement",
+        ),
+    ],
+)
+def test_a_record_import_cannot_hold_is_named_not_a_traceback(
+    tmp_path: Path, changes: dict[str, object], field: str
+) -> None:
+    instances = write_jsonl(tmp_path / "i.jsonl", [swe_record(**changes)])
+    library = tmp_path / "cases"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        report = swe_import.import_instances(instances, BUNDLE, library)
+    said = out.getvalue()
+    assert report.imported == [] and len(report.failed) == 1, said
+    assert f"{instances}:1: instance " in said and f": not imported: {field}: " in said
+    assert said.encode()  # printable: no lone surrogate reached the terminal
+    assert not library.exists() or list(library.iterdir()) == []
+
+
+def test_import_reads_the_base_tree_in_the_grades_order(tmp_path: Path) -> None:
+    """The oracle check's windows of three lines run across files, so import's view of
+    the base tree lists files as the grade's does (git lists `a-b` before `a/b`)."""
+    clone = tmp_path / "clone"
+    (clone / "a").mkdir(parents=True)
+    (clone / "a-b.txt").write_text("one\ntwo\n")
+    (clone / "a" / "b.txt").write_text("three\n")
+    (clone / "b.txt").write_text("four\n")
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
+    who = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(clone), *who, "commit", "-qm", "x"], check=True)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("a-b.txt", "b.txt", "a"):
+        subprocess.run(["cp", "-r", str(clone / name), str(tree)], check=True)
+
+    class Case:  # what prompt._visible_text reads
+        pass
+
+    case = Case()
+    case.tree = tree  # type: ignore[attr-defined]
+    with swe_import.open_repository(clone) as git:
+        seen = git.visible_text(git.commit("HEAD") or "")
+    assert seen == cxxprompt._visible_text(case) == "three\none\ntwo\nfour"  # type: ignore[arg-type]
 
 
 @pytest.mark.slow
