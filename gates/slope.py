@@ -367,7 +367,7 @@ def plan(ctx: Context) -> Plan:
                 stdin=_stdin([(n, 0) for n in (*cfg.sizes, *drawn)]),
                 label=f"{NAME} callgrind",
                 # valgrind's identity enters the run's key through its environment; its
-                # temporary files go to the work folder (the sandbox's /tmp is not the run's).
+                # temporary files go to the work folder, where it writes its profiles.
                 env=(*env.run_env, ("CXXGATE_VALGRIND", tool[1]), ("TMPDIR", ".")),
                 timeout=cfg.timeout or limits.run_seconds,
                 output_cap=limits.output_bytes,

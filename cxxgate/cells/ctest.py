@@ -208,8 +208,8 @@ def _boxed(
         env = {**run.BASE_ENV, **test[1]}
         timeout = test[2]
     if sandbox.available():
-        prelude = sandbox.run_args(caps.file_mib * _MIB) if uid is not None else []
-        prelude = prelude or sandbox.base_args(caps.file_mib * _MIB)
+        tmp = run.fresh_folder(work / "tmp", uid)  # each command's own /tmp
+        prelude = sandbox.run_args(tmp) if uid is not None else sandbox.base_args(tmp)
         binds = [a for s, d in spec.envelope.toolchain.binds for a in ("--ro-bind", s, d)]
         binds += _data_binds(spec)
         argv = [

@@ -58,7 +58,7 @@ def is_system(path: Path) -> bool:
     return len(path.parts) > 1 and path.parts[1] in _SYSTEM_TOPS
 
 
-def _system_args(tmp_bytes: int = 0) -> list[str]:
+def _system_args(tmp: Path | None = None) -> list[str]:
     args: list[str] = []
     for top in _SYSTEM_TOPS:
         path = Path("/") / top
@@ -69,18 +69,19 @@ def _system_args(tmp_bytes: int = 0) -> list[str]:
     for extra in _SYSTEM_FILES:
         if Path(extra).exists():
             args += ["--ro-bind", extra, extra]
-    # A sized /tmp: a tmpfs is memory that neither RLIMIT_AS nor the resident watch sees.
-    # Sticky and writable by all, as a system's: a run's dropped uid writes there too (old
-    # GoogleTest's CaptureStderr crashed fmt's posix-test when mkstemp in /tmp failed).
-    size = ["--size", str(tmp_bytes)] if tmp_bytes else []
-    return [*args, "--proc", "/proc", "--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/tmp"]
+    # A candidate run's /tmp is a folder of its own on disk, writable by its uid (old
+    # GoogleTest's CaptureStderr crashed fmt's posix-test when mkstemp in /tmp failed): a
+    # tmpfs there, even sized, let it pin kernel memory outside every cap with millions
+    # of empty files (about 1 KiB each). Compiles keep a private tmpfs.
+    tmp_args = ["--bind", str(tmp), "/tmp"] if tmp else ["--perms", "1777", "--tmpfs", "/tmp"]
+    return [*args, "--proc", "/proc", "--dev", "/dev", *tmp_args]
 
 
-def base_args(tmp_bytes: int = 0) -> list[str]:
-    """A fresh namespace with the system directories read-only, /proc, /dev, a private /tmp
-    (of at most `tmp_bytes`, when given)."""
+def base_args(tmp: Path | None = None) -> list[str]:
+    """A fresh namespace with the system directories read-only, /proc, /dev, and at /tmp
+    the folder `tmp` (a private tmpfs without one)."""
     head = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
-    return [*head, *_system_args(tmp_bytes)]
+    return [*head, *_system_args(tmp)]
 
 
 @cache
@@ -93,11 +94,13 @@ def drop_uid() -> bool:
     return subprocess.run(argv, capture_output=True, check=False, timeout=30).returncode == 0
 
 
-def run_args(tmp_bytes: int = 0) -> list[str]:
-    """The sandbox of a candidate run whose uid is dropped inside it (see drop_uid)."""
+def run_args(tmp: Path | None = None) -> list[str]:
+    """The sandbox of a candidate run whose uid is dropped inside it (see drop_uid), the
+    folder `tmp` at /tmp."""
     caps = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     head = ["bwrap", *_UNSHARE_BUT_USER, "--unshare-cgroup-try", "--die-with-parent"]
-    return [*head, "--new-session", *caps, *_system_args(tmp_bytes)]
+    return [*head, "--new-session", *caps, *_system_args(tmp)]
+
 
 
 def drop_args(uid: int) -> list[str]:

@@ -300,6 +300,7 @@ def _execute_one(
     with Layout(out.parents[2]).run_log.open("a") as log:  # out is <root>/runs/<xx>/<key>
         log.write(f"{time.time():.3f} {spec.key} {side} {phase}\n")
     work.mkdir()
+    tmp = out / f"tmp{suffix}"
     report_r, report_w = os.pipe() if meter is not None else (-1, -1)
     nonce = _Nonce() if entry else None
     channel = _Report(out / f"report{suffix}") if spec.report else None
@@ -310,7 +311,8 @@ def _execute_one(
             launch: tuple[Path, tuple[str, ...]] | None = None
             if meter is not None:
                 launch = (meter, (str(report_w), str(spec.memory_mib)))
-            argv, sandbox = _sandboxed(binary, work, spec, launch, uid)
+            fresh_folder(tmp, uid)
+            argv, sandbox = _sandboxed(binary, work, tmp, spec, launch, uid)
             outcome = bounded(
                 argv,
                 cwd=work,
@@ -338,6 +340,7 @@ def _execute_one(
     # is not kept, but for the files its spec names.
     _keep(work, out / f"kept{suffix}", spec.keep)
     remove_work(work)
+    remove_work(tmp)
     status: RunStatus
     if outcome.timed_out:
         status = "hang"
@@ -447,6 +450,15 @@ def _keep(work: Path, dest: Path, names: tuple[str, ...]) -> None:
             if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
                 continue
             (dest / entry.name).write_bytes(src.read())
+
+
+def fresh_folder(folder: Path, uid: int | None) -> Path:
+    """`folder` made empty, owned by the uid a run drops to (when it drops one)."""
+    remove_work(folder)
+    folder.mkdir()
+    if uid is not None:
+        os.chown(folder, uid, uid)
+    return folder
 
 
 def remove_work(work: Path) -> None:
@@ -572,23 +584,23 @@ def _write(layout: Layout, result: RunResult) -> RunResult:
 def _sandboxed(
     binary: Path,
     work: Path,
+    tmp: Path,
     spec: RunSpec,
     launch: tuple[Path, tuple[str, ...]] | None = None,
     uid: int | None = None,
 ) -> tuple[list[str], str]:
     """argv for the sandbox; `launch` is a launcher (the meter) and its own arguments,
     put in front of the binary inside the sandbox. The program sees the system, its
-    work folder as /work and itself as /candidate: nothing of the case or the build.
-    With `uid`, it runs as that uid with no capabilities (see cxxgate/host/sandbox.py). Its /tmp
-    holds at most one file's cap."""
+    work folder as /work, `tmp` as /tmp and itself as /candidate: nothing of the case or
+    the build. With `uid`, it runs as that uid with no capabilities (see
+    cxxgate/host/sandbox.py)."""
     args = spec.args
     if not sandbox.available():
         front = [str(launch[0]), *launch[1]] if launch else []
         return [*front, *_wrapper(spec), str(binary), *args], "none"
-    tmp_bytes = spec.caps.file_mib << 20
-    prelude, drop = sandbox.base_args(tmp_bytes), []
+    prelude, drop = sandbox.base_args(tmp), []
     if uid is not None:
-        prelude, drop = sandbox.run_args(tmp_bytes), sandbox.drop_args(uid)
+        prelude, drop = sandbox.run_args(tmp), sandbox.drop_args(uid)
         for program in (binary, *(launch[:1] if launch else ())):
             mode = program.stat().st_mode
             if mode & 0o005 != 0o005:  # the run's uid is "other" to the build's files

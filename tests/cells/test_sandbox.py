@@ -11,6 +11,7 @@ from conftest import SHIPPED, case_library, run_grade
 
 from cxxgate.cells.cell import build
 from cxxgate.host import sandbox
+from cxxgate.runs import run
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain.cellspec import CellSpec, Unit
 from cxxgate.toolchain.envelope import Envelopes
@@ -148,11 +149,13 @@ def test_a_wrapper_in_a_declared_prefix_works_and_sees_only_it(tmp_path: Path) -
 
 
 @pytest.mark.skipif(not sandbox.drop_uid(), reason="needs a root harness that drops the uid")
-def test_a_dropped_uid_may_write_its_tmp() -> None:
-    """/tmp in a run's sandbox is sticky and writable by all, as a system's: fmt's
-    posix-test (old GoogleTest capturing stderr through a file in /tmp) crashed on the
-    gold patch when the dropped uid could not create one there."""
-    argv = [*sandbox.run_args(1 << 20), *sandbox.drop_args(65534)]
-    argv += ["sh", "-c", "echo x > /tmp/probe && cat /tmp/probe"]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
-    assert (done.returncode, done.stdout) == (0, "x\n"), done.stderr
+def test_a_dropped_uid_may_write_its_tmp(tmp_path: Path) -> None:
+    """A run's /tmp is a folder its dropped uid owns: fmt's posix-test (old GoogleTest
+    capturing stderr through a file in /tmp) crashed on the gold patch when that uid could
+    not create one there. /dev/shm, a tmpfs, stays closed to it."""
+    tmp = run.fresh_folder(tmp_path / "tmp", 65534)
+    argv = [*sandbox.run_args(tmp), *sandbox.drop_args(65534), "sh", "-c"]
+    script = "echo x > /tmp/probe && cat /tmp/probe; touch /dev/shm/x 2>/dev/null || echo closed"
+    done = subprocess.run([*argv, script], capture_output=True, text=True, check=False, timeout=30)
+    assert (done.returncode, done.stdout) == (0, "x\nclosed\n"), done.stderr
+    assert (tmp / "probe").read_text() == "x\n"

@@ -1,6 +1,6 @@
-"""Gate `slope` against hostile patches that hide work from the count (cases/dedupe), on a
-private grade of a few rows (real g++, valgrind, doit), and its profile reading on real
-callgrind output."""
+"""Gate `slope` against hostile patches that hide work from the count (cases/dedupe), as
+the shared shipped grade found them (real g++, valgrind, doit), and its profile reading on
+real callgrind output."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import case_library, run_grade
+from conftest import Grade
 
 from cxxgate.contract import probe
 from cxxgate.gates import slope
@@ -35,22 +35,10 @@ HIDDEN = {
 }
 
 
-def _library(dest: Path, patches: dict[str, str]) -> Path:
-    library = case_library(dest, "dedupe")
-    case_file = library / "dedupe" / "case.yaml"
-    lines = case_file.read_text().splitlines(keepends=True)
-    head = lines[: lines.index("patches:\n") + 1]
-    keep = [ln for ln in lines if any(f"patches/{p}.diff" in ln for p in patches)]
-    case_file.write_text("".join(head + keep))
-    return library
-
-
 @pytest.fixture(scope="module")
-def hidden(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
-    root = tmp_path_factory.mktemp("slope")
-    grade = run_grade(root / "out", "seed=77", library=_library(root / "cases", HIDDEN))
-    assert grade.returncode == 0, grade.output[-3000:]
-    return {p: grade.gate(f"dedupe/{p}", "slope") for p in [*HIDDEN, "reference"]}
+def hidden(shipped: Grade) -> dict[str, dict[str, str]]:
+    """The gate's verdicts on dedupe's patches, from the suite's one shipped grade."""
+    return {p: shipped.gate(f"dedupe/{p}", "slope") for p in [*HIDDEN, "reference"]}
 
 
 @pytest.mark.parametrize("patch", sorted(HIDDEN))
