@@ -22,6 +22,7 @@ of the test frameworks' macros are kept (`macros.json`): a header that redefines
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -219,6 +220,7 @@ def _boxed(
             "--ro-bind", str(tree), NEUTRAL_TREE,
             "--bind", str(work / "build"), NEUTRAL_BUILD,
             "--bind", str(reports), REPORTS,
+            *sandbox.sealed(),
             "--chdir", test[0] if test else NEUTRAL_BUILD,
             *(sandbox.drop_args(uid) if uid is not None else []),
             *(argv if test else [argv[0], "--test-dir", NEUTRAL_BUILD, *argv[1:]]),
@@ -239,7 +241,10 @@ def _boxed(
         timeout=timeout,
         output_cap=toolcall.OUTPUT_CAP,
         caps=caps,
+        disk=work,
     )
+    if outcome.disk_short:  # not the suite's fault: the grade stops (see run.py)
+        raise OSError(errno.ENOSPC, "the disk ran (nearly) full while the tests ran", str(work))
     text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
     return Step("test", what, argv, outcome.exit, outcome.timed_out,
                 round(outcome.wall_seconds, 3), text, box)  # fmt: skip
@@ -296,7 +301,10 @@ def _framework_pass(
         steps.append(replace(step, output=step.output[-2000:]))
         return step.exit, step.timed_out
 
-    records = testframeworks.report_pass(listing, named, host_path, report_at, folder, run_one)
+    inside = copy if boxed else Path("/")  # bare, a test's program is any path it names
+    records = testframeworks.report_pass(
+        listing, named, host_path, report_at, folder, run_one, inside
+    )
     return steps, records
 
 
@@ -415,7 +423,8 @@ def _graph(
         if " -c " in f" {command} " and output.endswith((".o", ".obj")):
             source = spell(str(entry.get("file", "")), tree_at, build_at)
             compiles[output] = source
-            symbols[source] = sorted(gtest_symbols(_inside(copy, build_at, directory) / output))
+            found = _inside(copy, build_at, directory) / output
+            symbols[source] = sorted(gtest_symbols(found, copy))
         elif "--regenerate-during-build" not in command:
             try:
                 words = shlex.split(command)
@@ -431,13 +440,17 @@ def _inside(copy: Path, build_at: str, directory: str) -> Path:
     return copy
 
 
-def gtest_symbols(obj: Path) -> set[str]:
+def gtest_symbols(obj: Path, inside: Path) -> set[str]:
     """The mangled GoogleTest names an object's symbol table holds, each `U name` (bound
     elsewhere: GoogleTest's library) or `D name` (defined here: a template instantiated
-    with the unit's own types); an object that is not there or not ELF: one marker name,
-    so it never reads as clean."""
+    with the unit's own types); an object that is not there, not a regular file in folder
+    `inside` (testframeworks.open_regular: the build's commands made it) or not ELF: one
+    marker name, so it never reads as clean."""
+    opened = testframeworks.open_regular(obj, inside)
+    if opened is None:
+        return {"(not an ELF object)"}
     try:
-        with obj.open("rb") as f:
+        with opened as f:
             elf = ELFFile(f)
             found = set()
             for section in elf.iter_sections():

@@ -102,6 +102,16 @@ def run_args(tmp: Path | None = None) -> list[str]:
     return [*head, "--new-session", *caps, *_system_args(tmp)]
 
 
+def sealed() -> list[str]:
+    """The last mount steps of a candidate's sandbox, after every folder it is given: the
+    sandbox's own root and /dev read-only. Both are tmpfs that bwrap made (half the
+    machine's memory each, no --size) and, in a user namespace (a harness that is not
+    root, or root without setpriv), owned by the run's own uid: a run wrote gigabytes
+    there, and pinned kernel memory with empty files, outside every cap. /tmp, /work and
+    the other binds are mounts of their own and stay as they were; device nodes still
+    open."""
+    return ["--remount-ro", "/", "--remount-ro", "/dev"]
+
 
 def drop_args(uid: int) -> list[str]:
     """In-sandbox argv prefix: become uid/gid `uid` with no groups and no capabilities."""

@@ -39,11 +39,11 @@ before the link), so by the time any of its code runs the pipe is gone.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import json
 import os
 import secrets
-import shutil
 import signal
 import stat
 import threading
@@ -61,7 +61,7 @@ from cxxgate.store import codehash
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain.cellspec import CellResult
 from cxxgate.toolchain.cellspec import result_path as cell_result_path
-from cxxgate.util import atomic
+from cxxgate.util import atomic, removal
 
 RunStatus = Literal["exited", "signaled", "hang", "output_overflow", "not_built", "harness_error"]
 
@@ -323,6 +323,7 @@ def _execute_one(
                 pass_fds=(report_w,) if meter is not None else (),
                 fixed_fds=(nonce.fds if nonce else ()) + (channel.fds if channel else ()),
                 caps=spec.caps,
+                disk=out,
             )
     finally:
         if meter is not None:
@@ -331,6 +332,13 @@ def _execute_one(
             nonce.close_child_ends()
         if channel is not None:
             channel.close_child_ends()
+    if outcome.disk_short:
+        # Whatever the program met, a full disk is not its fault: nothing is recorded, and
+        # the grade stops (cxxgate/results/faults.py), this run's files removed first.
+        remove_work(work)
+        remove_work(tmp)
+        why = "the disk ran (nearly) full while the program ran"
+        raise OSError(errno.ENOSPC, why, str(out))
     report = _read_report(report_r) if meter is not None else {}
     main_status = nonce.came_back() if nonce is not None else None
     report_path = channel.keep(spec.output_cap) if channel is not None else ""
@@ -462,23 +470,17 @@ def fresh_folder(folder: Path, uid: int | None) -> Path:
 
 
 def remove_work(work: Path) -> None:
-    """Delete a run's folder whatever modes the program left on it. Root needs no mode
-    fixed (and must not chmod paths a program may still swap for symlinks); a harness that
-    is not root ran the program as itself, so it fixes only what that user could."""
-    if not work.exists():
+    """Delete a run's folder whatever the program left in it (cxxgate/util/removal.py: any
+    depth, any modes, never through a link)."""
+    if not os.path.lexists(work):
         return
-    for root, dirs, _ in os.walk(work) if os.geteuid() != 0 else ():
-        for name in dirs:
-            path = Path(root, name)
-            if not path.is_symlink():
-                path.chmod(0o700)  # before os.walk descends into it
     try:
-        shutil.rmtree(work)
+        removal.remove_tree(work)
     except OSError:
         # A process of the run may still be dying (its pid namespace ends asynchronously)
         # and writing: once more, after it had the time to.
         time.sleep(0.2)
-        shutil.rmtree(work)
+        removal.remove_tree(work)
 
 
 class _Nonce:
@@ -612,6 +614,7 @@ def _sandboxed(
         argv += ["--ro-bind", str(launch[0]), "/meter"]
         head = ["/meter", *launch[1]]
     head += _wrapper(spec)
+    argv += sandbox.sealed()
     return [*argv, "--chdir", "/work", *drop, *head, "/candidate", *args], "bwrap"
 
 

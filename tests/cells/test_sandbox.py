@@ -159,3 +159,27 @@ def test_a_dropped_uid_may_write_its_tmp(tmp_path: Path) -> None:
     done = subprocess.run([*argv, script], capture_output=True, text=True, check=False, timeout=30)
     assert (done.returncode, done.stdout) == (0, "x\nclosed\n"), done.stderr
     assert (tmp / "probe").read_text() == "x\n"
+
+
+@pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
+@pytest.mark.parametrize("drop", [False, True], ids=["user-namespace", "dropped-uid"])
+def test_a_run_writes_its_folders_only_not_the_sandboxs_own_tmpfs(
+    tmp_path: Path, drop: bool
+) -> None:
+    """The sandbox's root and /dev are tmpfs bwrap made (half the memory each, no size):
+    in a user namespace (a harness that is not root, or root without setpriv) the run's
+    own uid owned them and wrote there outside every cap. Both are read-only now; /tmp and
+    /work stay writable, device nodes open."""
+    if drop and not sandbox.drop_uid():
+        pytest.skip("needs a root harness that drops the uid")
+    uid = 0x60000000 + 0xFFFF if drop else None
+    work, tmp = run.fresh_folder(tmp_path / "work", uid), run.fresh_folder(tmp_path / "tmp", uid)
+    script = (
+        "for f in /x /dev/x /dev/shm/x; do touch $f 2>/dev/null && echo wrote $f; done;"
+        "touch /tmp/t /work/w && echo > /dev/null && head -c 1 /dev/zero | wc -c"
+    )
+    spec = run.RunSpec(cell_key="k", args=("-c", script))
+    argv, box = run._sandboxed(Path("/bin/sh"), work, tmp, spec, None, uid)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+    assert (box, done.returncode, done.stdout) == ("bwrap", 0, "1\n"), done.stderr
+    assert (tmp / "t").exists() and (work / "w").exists()
