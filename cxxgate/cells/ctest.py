@@ -200,7 +200,26 @@ def _boxed(
     test: tuple[str, dict[str, str], float] | None = None,
 ) -> Step:
     """A ctest command (test None), or one test's own command (`test`: its working folder
-    as the run sees it, its environment, its timeout), in the run sandbox."""
+    as the run sees it, its environment, its timeout), in the run sandbox, where it can
+    make no user namespace (sandbox.userns_closed)."""
+    with sandbox.userns_closed(uid is not None) as (closed, closed_fds):
+        return _boxed_in(spec, layout, cell, work, uid, caps, argv, what, test,
+                         closed, closed_fds)  # fmt: skip
+
+
+def _boxed_in(
+    spec: CellSpec,
+    layout: Layout,
+    cell: Path,
+    work: Path,
+    uid: int | None,
+    caps: Caps,
+    argv: list[str],
+    what: str,
+    test: tuple[str, dict[str, str], float] | None,
+    closed: list[str],
+    closed_fds: tuple[int, ...],
+) -> Step:
     reports = work / "reports"
     tree = cell / "trees" / "src"
     env = {**run.BASE_ENV, "GTEST_OUTPUT": f"xml:{REPORTS}/{GTEST_DIR}/"}
@@ -220,7 +239,7 @@ def _boxed(
             "--ro-bind", str(tree), NEUTRAL_TREE,
             "--bind", str(work / "build"), NEUTRAL_BUILD,
             "--bind", str(reports), REPORTS,
-            *sandbox.sealed(),
+            *closed, *sandbox.sealed(),
             "--chdir", test[0] if test else NEUTRAL_BUILD,
             *(sandbox.drop_args(uid) if uid is not None else []),
             *(argv if test else [argv[0], "--test-dir", NEUTRAL_BUILD, *argv[1:]]),
@@ -241,6 +260,7 @@ def _boxed(
         timeout=timeout,
         output_cap=toolcall.OUTPUT_CAP,
         caps=caps,
+        pass_fds=closed_fds if box == "bwrap" else (),
         disk=work,
     )
     if outcome.disk_short:  # not the suite's fault: the grade stops (see run.py)

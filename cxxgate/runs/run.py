@@ -57,6 +57,7 @@ from typing import Any, Literal
 
 from cxxgate.host import sandbox
 from cxxgate.host.process import Caps, Outcome, bounded
+from cxxgate.host.sandbox import userns_closed
 from cxxgate.store import codehash
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain.cellspec import CellResult
@@ -312,19 +313,20 @@ def _execute_one(
             if meter is not None:
                 launch = (meter, (str(report_w), str(spec.memory_mib)))
             fresh_folder(tmp, uid)
-            argv, sandbox = _sandboxed(binary, work, tmp, spec, launch, uid)
-            outcome = bounded(
-                argv,
-                cwd=work,
-                env={**BASE_ENV, **dict(spec.env)},
-                stdin=spec.stdin.encode(),
-                timeout=spec.timeout,
-                output_cap=spec.output_cap,
-                pass_fds=(report_w,) if meter is not None else (),
-                fixed_fds=(nonce.fds if nonce else ()) + (channel.fds if channel else ()),
-                caps=spec.caps,
-                disk=out,
-            )
+            with userns_closed(uid is not None) as (closed, closed_fds):
+                argv, sandbox = _sandboxed(binary, work, tmp, spec, launch, uid, closed)
+                outcome = bounded(
+                    argv,
+                    cwd=work,
+                    env={**BASE_ENV, **dict(spec.env)},
+                    stdin=spec.stdin.encode(),
+                    timeout=spec.timeout,
+                    output_cap=spec.output_cap,
+                    pass_fds=((report_w,) if meter is not None else ()) + closed_fds,
+                    fixed_fds=(nonce.fds if nonce else ()) + (channel.fds if channel else ()),
+                    caps=spec.caps,
+                    disk=out,
+                )
     finally:
         if meter is not None:
             os.close(report_w)
@@ -590,12 +592,13 @@ def _sandboxed(
     spec: RunSpec,
     launch: tuple[Path, tuple[str, ...]] | None = None,
     uid: int | None = None,
+    closed: list[str] | None = None,
 ) -> tuple[list[str], str]:
     """argv for the sandbox; `launch` is a launcher (the meter) and its own arguments,
     put in front of the binary inside the sandbox. The program sees the system, its
     work folder as /work, `tmp` as /tmp and itself as /candidate: nothing of the case or
     the build. With `uid`, it runs as that uid with no capabilities (see
-    cxxgate/host/sandbox.py)."""
+    cxxgate/host/sandbox.py); `closed` are sandbox.userns_closed's arguments."""
     args = spec.args
     if not sandbox.available():
         front = [str(launch[0]), *launch[1]] if launch else []
@@ -614,7 +617,7 @@ def _sandboxed(
         argv += ["--ro-bind", str(launch[0]), "/meter"]
         head = ["/meter", *launch[1]]
     head += _wrapper(spec)
-    argv += sandbox.sealed()
+    argv += [*(closed or []), *sandbox.sealed()]
     return [*argv, "--chdir", "/work", *drop, *head, "/candidate", *args], "bwrap"
 
 
