@@ -22,6 +22,7 @@ of the test frameworks' macros are kept (`macros.json`): a header that redefines
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -199,7 +200,8 @@ def _boxed(
     test: tuple[str, dict[str, str], float] | None = None,
 ) -> Step:
     """A ctest command (test None), or one test's own command (`test`: its working folder
-    as the run sees it, its environment, its timeout), in the run sandbox."""
+    as the run sees it, its environment, its timeout), in the run sandbox, where it can
+    make no user namespace (sandbox.userns_closed)."""
     reports = work / "reports"
     tree = cell / "trees" / "src"
     env = {**run.BASE_ENV, "GTEST_OUTPUT": f"xml:{REPORTS}/{GTEST_DIR}/"}
@@ -207,39 +209,49 @@ def _boxed(
     if test is not None:
         env = {**run.BASE_ENV, **test[1]}
         timeout = test[2]
-    if sandbox.available():
-        tmp = run.fresh_folder(work / "tmp", uid)  # each command's own /tmp
-        prelude = sandbox.run_args(tmp) if uid is not None else sandbox.base_args(tmp)
-        binds = [a for s, d in spec.envelope.toolchain.binds for a in ("--ro-bind", s, d)]
-        binds += _data_binds(spec)
-        argv = [
-            *prelude, *binds,
-            # bwrap makes missing parents 0700 (root's): the run's uid must pass through.
-            "--perms", "0755", "--dir", str(Path(NEUTRAL_TREE).parent),
-            "--ro-bind", str(tree), NEUTRAL_TREE,
-            "--bind", str(work / "build"), NEUTRAL_BUILD,
-            "--bind", str(reports), REPORTS,
-            "--chdir", test[0] if test else NEUTRAL_BUILD,
-            *(sandbox.drop_args(uid) if uid is not None else []),
-            *(argv if test else [argv[0], "--test-dir", NEUTRAL_BUILD, *argv[1:]]),
-        ]  # fmt: skip
-        box = "bwrap"
-    else:
-        if test is None:
-            env["GTEST_OUTPUT"] = f"xml:{reports / GTEST_DIR}/"
-            argv = [argv[0], "--test-dir", str(work / "build"), *argv[1:]]
-        box = "none"
-    with layout.compiler_log.open("a") as log:
-        log.write(f"{time.time():.3f} {spec.key} test {what}\n")
-    cwd = Path(test[0]) if test and box == "none" and Path(test[0]).is_dir() else work
-    outcome = bounded(
-        argv,
-        cwd=cwd,
-        env=env,
-        timeout=timeout,
-        output_cap=toolcall.OUTPUT_CAP,
-        caps=caps,
-    )
+    ooms = faults.oom_kills()
+    with sandbox.userns_closed(uid is not None) as (closed, closed_fds):
+        if sandbox.available():
+            tmp = run.fresh_folder(work / "tmp", uid)  # each command's own /tmp
+            prelude = sandbox.run_args(tmp) if uid is not None else sandbox.base_args(tmp)
+            binds = [a for s, d in spec.envelope.toolchain.binds for a in ("--ro-bind", s, d)]
+            binds += _data_binds(spec)
+            argv = [
+                *prelude, *binds,
+                # bwrap makes missing parents 0700 (root's): the run's uid must pass through.
+                "--perms", "0755", "--dir", str(Path(NEUTRAL_TREE).parent),
+                "--ro-bind", str(tree), NEUTRAL_TREE,
+                "--bind", str(work / "build"), NEUTRAL_BUILD,
+                "--bind", str(reports), REPORTS,
+                *closed, *sandbox.sealed(),
+                "--chdir", test[0] if test else NEUTRAL_BUILD,
+                *(sandbox.drop_args(uid) if uid is not None else []),
+                *(argv if test else [argv[0], "--test-dir", NEUTRAL_BUILD, *argv[1:]]),
+            ]  # fmt: skip
+            box = "bwrap"
+        else:
+            if test is None:
+                env["GTEST_OUTPUT"] = f"xml:{reports / GTEST_DIR}/"
+                argv = [argv[0], "--test-dir", str(work / "build"), *argv[1:]]
+            box = "none"
+        with layout.compiler_log.open("a") as log:
+            log.write(f"{time.time():.3f} {spec.key} test {what}\n")
+        cwd = Path(test[0]) if test and box == "none" and Path(test[0]).is_dir() else work
+        outcome = bounded(
+            argv,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            output_cap=toolcall.OUTPUT_CAP,
+            caps=caps,
+            pass_fds=closed_fds if box == "bwrap" else (),
+            disk=work,
+        )
+    if outcome.disk_short:  # not the suite's fault: the grade stops (see run.py)
+        raise OSError(errno.ENOSPC, "the disk ran (nearly) full while the tests ran", str(work))
+    if faults.oom_kills() > ooms:  # a test killed for memory no cap of its own counts
+        msg = "the kernel's OOM killer ran while the tests ran: the machine's memory ran out"
+        raise RuntimeError(f"{msg}, not a verdict on the candidate (retried by the next grade)")
     text = outcome.stdout.decode(errors="replace") + outcome.stderr.decode(errors="replace")
     return Step("test", what, argv, outcome.exit, outcome.timed_out,
                 round(outcome.wall_seconds, 3), text, box)  # fmt: skip
@@ -296,7 +308,10 @@ def _framework_pass(
         steps.append(replace(step, output=step.output[-2000:]))
         return step.exit, step.timed_out
 
-    records = testframeworks.report_pass(listing, named, host_path, report_at, folder, run_one)
+    inside = copy if boxed else Path("/")  # bare, a test's program is any path it names
+    records = testframeworks.report_pass(
+        listing, named, host_path, report_at, folder, run_one, inside
+    )
     return steps, records
 
 
@@ -415,7 +430,8 @@ def _graph(
         if " -c " in f" {command} " and output.endswith((".o", ".obj")):
             source = spell(str(entry.get("file", "")), tree_at, build_at)
             compiles[output] = source
-            symbols[source] = sorted(gtest_symbols(_inside(copy, build_at, directory) / output))
+            found = _inside(copy, build_at, directory) / output
+            symbols[source] = sorted(gtest_symbols(found, copy))
         elif "--regenerate-during-build" not in command:
             try:
                 words = shlex.split(command)
@@ -431,13 +447,17 @@ def _inside(copy: Path, build_at: str, directory: str) -> Path:
     return copy
 
 
-def gtest_symbols(obj: Path) -> set[str]:
+def gtest_symbols(obj: Path, inside: Path) -> set[str]:
     """The mangled GoogleTest names an object's symbol table holds, each `U name` (bound
     elsewhere: GoogleTest's library) or `D name` (defined here: a template instantiated
-    with the unit's own types); an object that is not there or not ELF: one marker name,
-    so it never reads as clean."""
+    with the unit's own types); an object that is not there, not a regular file in folder
+    `inside` (testframeworks.open_regular: the build's commands made it) or not ELF: one
+    marker name, so it never reads as clean."""
+    opened = testframeworks.open_regular(obj, inside)
+    if opened is None:
+        return {"(not an ELF object)"}
     try:
-        with obj.open("rb") as f:
+        with opened as f:
             elf = ELFFile(f)
             found = set()
             for section in elf.iter_sections():

@@ -27,12 +27,14 @@ no report: the gate compares with the reference's run.
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
+import stat
 from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -62,12 +64,36 @@ class Record:
     timed_out: bool = False
 
 
-def framework_of(program: Path) -> Framework | None:
-    """The framework whose mangled names the program's symbol tables hold (GoogleTest
-    first: its own report, cxxgate/ctest.py), or None (not ELF, no framework)."""
-    found: set[str] = set()
+def open_regular(path: Path, inside: Path) -> BinaryIO | None:
+    """`path` open for reading when it lies in folder `inside` once every link is followed
+    and is a regular file; None otherwise. The build's programs and objects are read
+    after the candidate's code ran (its CMake's custom commands, the suite's tests, which
+    own the copy's folders): as a FIFO a path blocked the harness's open for ever, and a
+    link out of the build had the harness (root) open a file or device of the host."""
     try:
-        with program.open("rb") as f:
+        real = path.resolve()
+        if not real.is_relative_to(inside.resolve()):
+            return None
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, RuntimeError):
+        return None
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        return None
+    return f
+
+
+def framework_of(program: Path, inside: Path) -> Framework | None:
+    """The framework whose mangled names the program's symbol tables hold (GoogleTest
+    first: its own report, cxxgate/ctest.py), or None (not ELF, no framework, not a
+    regular file in folder `inside`: see open_regular)."""
+    found: set[str] = set()
+    opened = open_regular(program, inside)
+    if opened is None:
+        return None
+    try:
+        with opened as f:
             for section in ELFFile(f).iter_sections():
                 if not isinstance(section, SymbolTableSection):
                     continue
@@ -124,12 +150,14 @@ def report_pass(
     report_at: Callable[[str], str],
     reports: Path,
     run: Runner,
+    build: Path,
 ) -> dict[str, Record]:
     """Run each named test's command with its framework's reporter. `host_path` maps a
     path as the run sees it to the harness's view (None: outside the build); `report_at`
     gives the path the run writes a report name to; `reports` is that folder on the
-    harness's side. Returns the records; the reports stay in `reports`, each under its
-    random name (Record.report)."""
+    harness's side; a program is read only inside folder `build` (open_regular).
+    Returns the records; the reports stay in `reports`, each under its random name
+    (Record.report)."""
     try:
         tests = {str(t.get("name")): t for t in json.loads(listing).get("tests", [])}
     except (ValueError, AttributeError):
@@ -144,7 +172,7 @@ def report_pass(
             continue
         host = host_path(command[0])
         if host is not None and host not in kinds:
-            kinds[host] = framework_of(host)
+            kinds[host] = framework_of(host, build)
         kind = kinds[host] if host is not None else None
         program = PurePosixPath(command[0]).name
         if kind in (None, "gtest"):

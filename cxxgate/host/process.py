@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cxxgate.results import faults
+
 # How long a process that already exited may keep its pipes open through a child it left
 # behind before we stop reading and kill the group.
 _LINGER_SECONDS = 0.2
@@ -93,6 +95,7 @@ class Outcome:
     max_rss_kib: int
     stray_processes: bool  # the group still had members after the main process ended
     over_memory: bool = False  # killed by the resident-memory watch (Caps.resident)
+    disk_short: bool = False  # `disk`'s file system was (nearly) full at some point
 
 
 def bounded(
@@ -106,6 +109,7 @@ def bounded(
     pass_fds: tuple[int, ...] = (),
     fixed_fds: tuple[tuple[int, int], ...] = (),
     caps: Caps | None = None,
+    disk: Path | None = None,
 ) -> Outcome:
     """Run argv in its own session; kill the group on timeout or when output passes the cap.
     With `caps`, argv runs under those resource limits (see Caps).
@@ -120,6 +124,11 @@ def bounded(
     `fixed_fds` are (number in the child, descriptor here): the child finds each at that
     number whatever it is here, so a program can be told where to look without being told
     in its environment or arguments (cxxgate/runs/run.py: the harness's nonces).
+
+    With `disk`, the file system holding it is looked at every _WATCH_SECONDS while argv
+    runs and once at its end (`Outcome.disk_short`): a program that met a full disk, one
+    that another run filled and emptied again before this one ended, did not fail of
+    its own doing (cxxgate/results/faults.py).
     """
     if caps is not None:
         argv = [*caps.prlimit(), *argv]
@@ -147,6 +156,7 @@ def bounded(
     exited_at = 0.0
     deadline = start + timeout
     next_watch = start + _WATCH_SECONDS
+    next_disk, disk_short = start, False
     with selectors.DefaultSelector() as sel:
         for fd in (out_fd, err_fd):
             os.set_blocking(fd, False)
@@ -171,6 +181,9 @@ def bounded(
             else:
                 time.sleep(nap)
                 nap = min(nap * 2, 0.05)
+            if disk is not None and not disk_short and time.monotonic() >= next_disk:
+                next_disk = time.monotonic() + _WATCH_SECONDS
+                disk_short = faults.disk_short(disk)
             if watch_kib and exited is None and time.monotonic() >= next_watch:
                 next_watch = time.monotonic() + _WATCH_SECONDS
                 members = _tree(proc.pid)
@@ -187,6 +200,7 @@ def bounded(
             ):
                 break
     stray = _kill_group(proc.pid)
+    disk_short = disk_short or (disk is not None and faults.disk_short(disk))
     if exited is None:
         _, code, usage = os.wait4(proc.pid, 0)
         exited = (code, usage)
@@ -206,6 +220,7 @@ def bounded(
         max_rss_kib=usage.ru_maxrss,
         stray_processes=stray and not over_memory,  # the watch's kill, not leftovers
         over_memory=over_memory,
+        disk_short=disk_short,
     )
 
 

@@ -31,6 +31,8 @@ _NO_SPACE = "No space left on device"
 # Below this much free space a tool's "No space left on device" is believed. Above it, the
 # words came from somewhere else: a candidate may write `#error No space left on device`.
 SHORT_BYTES = 64 << 20
+# As few free inodes: a file system out of them says "No space left on device" too.
+SHORT_INODES = 4096
 # Exit status of a grade stopped by a full disk (doit's own: 1 failed, 2 error, 3 setup).
 DISK_FULL_EXIT = 2
 
@@ -103,12 +105,30 @@ def raise_if_disk_full_said(output: str, folder: Path) -> None:
 
 
 def disk_short(folder: Path) -> bool:
-    """Whether the file system holding `folder` is (nearly) full."""
+    """Whether the file system holding `folder` is (nearly) full: in bytes, or in inodes
+    where it counts them (btrfs reports none)."""
     try:
         st = os.statvfs(folder)
     except OSError:
         return True  # cannot even look: not the candidate's doing either
-    return st.f_bavail * st.f_frsize < SHORT_BYTES
+    if st.f_bavail * st.f_frsize < SHORT_BYTES:
+        return True
+    return st.f_files > 0 and st.f_favail < SHORT_INODES
+
+
+def oom_kills() -> int:
+    """How many processes the kernel's OOM killer has ended since boot (/proc/vmstat
+    oom_kill; 0 where the kernel does not say). A run killed while it moved was killed
+    for the machine's memory, not for its own: another run may hold memory no cap counts
+    (README, "Not contained")."""
+    try:
+        for line in Path("/proc/vmstat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill":
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def disk_full(exc: BaseException) -> bool:

@@ -39,11 +39,11 @@ before the link), so by the time any of its code runs the pipe is gone.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import json
 import os
 import secrets
-import shutil
 import signal
 import stat
 import threading
@@ -57,11 +57,13 @@ from typing import Any, Literal
 
 from cxxgate.host import sandbox
 from cxxgate.host.process import Caps, Outcome, bounded
+from cxxgate.host.sandbox import userns_closed
+from cxxgate.results import faults
 from cxxgate.store import codehash
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain.cellspec import CellResult
 from cxxgate.toolchain.cellspec import result_path as cell_result_path
-from cxxgate.util import atomic
+from cxxgate.util import atomic, removal
 
 RunStatus = Literal["exited", "signaled", "hang", "output_overflow", "not_built", "harness_error"]
 
@@ -304,6 +306,7 @@ def _execute_one(
     report_r, report_w = os.pipe() if meter is not None else (-1, -1)
     nonce = _Nonce() if entry else None
     channel = _Report(out / f"report{suffix}") if spec.report else None
+    ooms = faults.oom_kills()
     try:
         with run_uid() as uid:
             if uid is not None:
@@ -312,18 +315,20 @@ def _execute_one(
             if meter is not None:
                 launch = (meter, (str(report_w), str(spec.memory_mib)))
             fresh_folder(tmp, uid)
-            argv, sandbox = _sandboxed(binary, work, tmp, spec, launch, uid)
-            outcome = bounded(
-                argv,
-                cwd=work,
-                env={**BASE_ENV, **dict(spec.env)},
-                stdin=spec.stdin.encode(),
-                timeout=spec.timeout,
-                output_cap=spec.output_cap,
-                pass_fds=(report_w,) if meter is not None else (),
-                fixed_fds=(nonce.fds if nonce else ()) + (channel.fds if channel else ()),
-                caps=spec.caps,
-            )
+            with userns_closed(uid is not None) as (closed, closed_fds):
+                argv, sandbox = _sandboxed(binary, work, tmp, spec, launch, uid, closed)
+                outcome = bounded(
+                    argv,
+                    cwd=work,
+                    env={**BASE_ENV, **dict(spec.env)},
+                    stdin=spec.stdin.encode(),
+                    timeout=spec.timeout,
+                    output_cap=spec.output_cap,
+                    pass_fds=((report_w,) if meter is not None else ()) + closed_fds,
+                    fixed_fds=(nonce.fds if nonce else ()) + (channel.fds if channel else ()),
+                    caps=spec.caps,
+                    disk=out,
+                )
     finally:
         if meter is not None:
             os.close(report_w)
@@ -331,7 +336,20 @@ def _execute_one(
             nonce.close_child_ends()
         if channel is not None:
             channel.close_child_ends()
+    if outcome.disk_short:
+        # Whatever the program met, a full disk is not its fault: nothing is recorded, and
+        # the grade stops (cxxgate/results/faults.py), this run's files removed first.
+        remove_work(work)
+        remove_work(tmp)
+        why = "the disk ran (nearly) full while the program ran"
+        raise OSError(errno.ENOSPC, why, str(out))
     report = _read_report(report_r) if meter is not None else {}
+    killed = _died_of(outcome, report, sandbox) == signal.SIGKILL
+    if killed and not outcome.timed_out and not outcome.over_memory and faults.oom_kills() > ooms:
+        remove_work(work)
+        remove_work(tmp)
+        msg = "the kernel's OOM killer ran while this run was killed: the machine's memory ran out"
+        raise RuntimeError(f"{msg}, not a verdict on the candidate (retried by the next grade)")
     main_status = nonce.came_back() if nonce is not None else None
     report_path = channel.keep(spec.output_cap) if channel is not None else ""
     (out / f"stdout{suffix}").write_bytes(outcome.stdout)
@@ -385,14 +403,20 @@ def _execute_one(
 _ALLOCATION_FAILED = ("std::bad_alloc", "Cannot allocate memory", "out of memory", "ReserveShadow")
 
 
+def _died_of(outcome: Outcome, report: dict[str, float], sandbox: str) -> int:
+    """The signal the program died of, 0 if none. bubblewrap exits 128+N when its program
+    dies of signal N; the meter reports N itself."""
+    died_of = outcome.signal or int(report.get("signal", 0))
+    if not died_of and sandbox == "bwrap" and outcome.exit is not None and outcome.exit > 128:
+        died_of = outcome.exit - 128
+    return died_of
+
+
 def _cap_detail(outcome: Outcome, report: dict[str, float], caps: Caps, sandbox: str) -> str:
     """Which cap stopped the run, when the evidence says one did; "" otherwise."""
     if outcome.over_memory:
         return f"killed: resident memory over {caps.memory_mib} MiB"
-    # bubblewrap exits 128+N when its program dies of signal N; the meter reports N itself.
-    died_of = outcome.signal or int(report.get("signal", 0))
-    if not died_of and sandbox == "bwrap" and outcome.exit is not None and outcome.exit > 128:
-        died_of = outcome.exit - 128
+    died_of = _died_of(outcome, report, sandbox)
     if outcome.exit == 0 and not died_of:
         return ""  # whatever it met, it coped
     stderr = outcome.stderr.decode(errors="replace")
@@ -462,23 +486,17 @@ def fresh_folder(folder: Path, uid: int | None) -> Path:
 
 
 def remove_work(work: Path) -> None:
-    """Delete a run's folder whatever modes the program left on it. Root needs no mode
-    fixed (and must not chmod paths a program may still swap for symlinks); a harness that
-    is not root ran the program as itself, so it fixes only what that user could."""
-    if not work.exists():
+    """Delete a run's folder whatever the program left in it (cxxgate/util/removal.py: any
+    depth, any modes, never through a link)."""
+    if not os.path.lexists(work):
         return
-    for root, dirs, _ in os.walk(work) if os.geteuid() != 0 else ():
-        for name in dirs:
-            path = Path(root, name)
-            if not path.is_symlink():
-                path.chmod(0o700)  # before os.walk descends into it
     try:
-        shutil.rmtree(work)
+        removal.remove_tree(work)
     except OSError:
         # A process of the run may still be dying (its pid namespace ends asynchronously)
         # and writing: once more, after it had the time to.
         time.sleep(0.2)
-        shutil.rmtree(work)
+        removal.remove_tree(work)
 
 
 class _Nonce:
@@ -588,12 +606,13 @@ def _sandboxed(
     spec: RunSpec,
     launch: tuple[Path, tuple[str, ...]] | None = None,
     uid: int | None = None,
+    closed: list[str] | None = None,
 ) -> tuple[list[str], str]:
     """argv for the sandbox; `launch` is a launcher (the meter) and its own arguments,
     put in front of the binary inside the sandbox. The program sees the system, its
     work folder as /work, `tmp` as /tmp and itself as /candidate: nothing of the case or
     the build. With `uid`, it runs as that uid with no capabilities (see
-    cxxgate/host/sandbox.py)."""
+    cxxgate/host/sandbox.py); `closed` are sandbox.userns_closed's arguments."""
     args = spec.args
     if not sandbox.available():
         front = [str(launch[0]), *launch[1]] if launch else []
@@ -612,6 +631,7 @@ def _sandboxed(
         argv += ["--ro-bind", str(launch[0]), "/meter"]
         head = ["/meter", *launch[1]]
     head += _wrapper(spec)
+    argv += [*(closed or []), *sandbox.sealed()]
     return [*argv, "--chdir", "/work", *drop, *head, "/candidate", *args], "bwrap"
 
 

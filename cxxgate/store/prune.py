@@ -10,7 +10,6 @@ is graded afresh. Reuse records that point to a deleted cell are skipped at look
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from cxxgate.store import history
 from cxxgate.store.layout import Layout
+from cxxgate.util import removal
 
 KEYED = {"cell": "cells", "exec": "runs", "scan": "scans"}  # task basename -> folder
 
@@ -91,10 +91,10 @@ def _remove(folder: Path, keep: Callable[[Path], bool]) -> int:
     """Remove the entries of `folder` that `keep` refuses; return how many."""
     gone = [entry for entry in _entries(folder) if not keep(entry)]
     for entry in gone:
-        if entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+        try:
+            removal.remove_tree(entry)  # a run's leftovers may nest any depth
+        except OSError:
+            continue
     return len(gone)
 
 

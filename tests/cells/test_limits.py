@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
+import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,7 @@ from cxxgate.contract import registry
 from cxxgate.host import sandbox
 from cxxgate.host.process import Caps, bounded
 from cxxgate.library.case import Limits, load_case
+from cxxgate.results import faults
 from cxxgate.runs.run import RunResult, RunSpec, execute
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain.cellspec import CellSpec, Unit
@@ -295,3 +300,89 @@ def test_the_sandbox_tmp_is_the_runs_own_folder(tmp_path: Path) -> None:
         run = _run(tmp_path, TMPFILL)
         assert run.stdout.decode().split() == ["0", "0", str(2 * (64 << 20))], run.stdout
         assert not any(p.name.startswith("tmp") for p in Path(run.stdout_path).parent.iterdir())
+
+
+# Sleeps, writes 1 MiB to a file in /tmp, sleeps again: fails when the write did.
+TMPWRITE = """#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+int main() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::vector<char> block(1 << 20, 'x');
+  std::FILE* f = std::fopen("/tmp/scratch", "wb");
+  bool ok = f != nullptr && std::fwrite(block.data(), 1, block.size(), f) == block.size();
+  ok = f != nullptr && std::fclose(f) == 0 && ok;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  return ok ? 0 : 1;
+}
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A file system of 256 MiB of its own (a tmpfs: needs a root harness that may mount)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", str(mount)],
+                          capture_output=True, check=False)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder: Path, start: float, hold: float) -> None:
+    """Another run of the batch: fills the disk after `start` seconds, frees it `hold`
+    seconds later."""
+    time.sleep(start)
+    with (folder / "filler").open("wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * (1 << 20))
+                f.flush()
+        except OSError:
+            pass
+    time.sleep(hold)
+    (folder / "filler").unlink()
+
+
+def test_a_run_that_met_a_disk_another_run_filled_is_not_its_fault(small_disk: Path) -> None:
+    """A run's /tmp is on the disk every run shares (no longer a private tmpfs): a run
+    that fills it and frees it again before its neighbour ends failed the neighbour's
+    write, and that failure was recorded as the neighbour's. The disk is watched while a
+    run runs: nothing is recorded, the grade stops on a full disk (faults.py)."""
+    layout = Layout(small_disk / "out")
+    cell = _program(layout, TMPWRITE)
+    spec = RunSpec(cell_key=cell.key, env=cell.envelope.run_env, timeout=20,
+                   caps=Limits().caps(cell.envelope.flags))  # fmt: skip
+    layout.run(spec.key).mkdir(parents=True, exist_ok=True)
+    assert execute(spec, layout).passed  # alone, it passes
+    filler = threading.Thread(target=_fill, args=(small_disk, 0.1, 1.0))
+    filler.start()
+    try:
+        with pytest.raises(OSError) as raised:
+            execute(spec, layout)
+    finally:
+        filler.join()
+    assert raised.value.errno == errno.ENOSPC and "while the program ran" in str(raised.value)
+    assert not layout.run_result(spec.key).exists()
+    assert sorted(p.name for p in layout.run(spec.key).iterdir()) == ["stderr", "stdout"]
+
+
+def test_a_run_killed_while_the_oom_killer_ran_is_not_its_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGKILL while the kernel's OOM killer ran (its count in /proc/vmstat moved) is the
+    machine's memory running out, perhaps for a neighbour's memfd files no cap counts: a
+    harness fault, retried, never the run's result. The count is stood in for (an OOM on
+    this machine would take the suite down with it); the SIGKILL is the program's own."""
+    program = "#include <csignal>\nint main() { std::raise(SIGKILL); }\n"
+    calm = _run(tmp_path / "calm", program)  # recorded: bwrap says 128 + SIGKILL
+    assert not calm.passed and 9 in (calm.signal, calm.exit - 128), calm
+    counts = iter(range(100))
+    monkeypatch.setattr(faults, "oom_kills", lambda: next(counts))
+    with pytest.raises(RuntimeError, match="OOM killer ran while this run was killed"):
+        _run(tmp_path / "oom", program)

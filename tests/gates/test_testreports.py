@@ -179,12 +179,12 @@ def test_library_objects_that_reach_into_googletest(tmp_path: Path) -> None:
     template instances (a changed API) do not count; what it binds to GoogleTest does."""
     from cxxgate.cells.ctest import gtest_symbols
 
-    plain = gtest_symbols(_object(tmp_path, "plain", "int parse() { return 1; }\n"))
-    spi = gtest_symbols(_object(tmp_path, "spi", SPI))
-    test = gtest_symbols(_object(tmp_path, "t", SUITE))
+    plain = gtest_symbols(_object(tmp_path, "plain", "int parse() { return 1; }\n"), tmp_path)
+    spi = gtest_symbols(_object(tmp_path, "spi", SPI), tmp_path)
+    test = gtest_symbols(_object(tmp_path, "t", SUITE), tmp_path)
     assert plain == set()
     assert any("ScopedFakeTestPartResultReporter" in n and n.startswith("U ") for n in spi)
-    assert gtest_symbols(tmp_path / "none.o") == {"(not an ELF object)"}
+    assert gtest_symbols(tmp_path / "none.o", tmp_path) == {"(not an ELF object)"}
     lib, unit = "<tree>/src/lib.cpp", "<tree>/tests/t.cpp"
     ref = {"symbols": {lib: sorted(plain), unit: sorted(test)}}
     assert testunits.tampered(ref, ref, ["tests"]) == {}
@@ -240,3 +240,37 @@ def test_ccache_listing_keeps_executable_files(tmp_path: Path) -> None:
     (tmp_path / "a.o").write_text("")
     assert _names(tmp_path, products=True) == "generated/duration/duration.hpp*"
     assert before == ""
+
+
+def test_programs_and_objects_are_read_only_as_regular_files_of_the_build(tmp_path: Path) -> None:
+    """The test programs and objects are read after the build's commands and the suite's
+    tests ran, and those own the copy's folders: a FIFO in a program's place blocked the
+    harness's open for ever (the grade hung), and a link (or a linked folder) out of the
+    build had the harness, root, open a file or a device of the host. Neither is read."""
+    import threading
+
+    from cxxgate.cells.ctest import gtest_symbols
+    from cxxgate.cells.testframeworks import framework_of
+
+    build, host = tmp_path / "build", tmp_path / "host"
+    build.mkdir()
+    host.mkdir()
+    os.mkfifo(build / "prog")
+    shutil.copy(_object(tmp_path, "plain", "int parse() { return 1; }\n"), host / "x.o")
+    (build / "out").symlink_to(host)
+    (build / "x.o").symlink_to(host / "x.o")
+    found: list[object] = []
+
+    def read() -> None:
+        found.append(framework_of(build / "prog", build))
+        found.append(gtest_symbols(build / "prog", build))
+        found.append(gtest_symbols(build / "out" / "x.o", build))
+        found.append(gtest_symbols(build / "x.o", build))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "blocked on the FIFO"
+    none = {"(not an ELF object)"}
+    assert found == [None, none, none, none]
+    assert gtest_symbols(host / "x.o", host) == set()  # where it belongs, it is read
