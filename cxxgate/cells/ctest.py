@@ -38,7 +38,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from cxxgate.cells import testframeworks
-from cxxgate.host import sandbox
+from cxxgate.host import sandbox, userns
 from cxxgate.host.process import Caps, bounded
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
 from cxxgate.results import faults
@@ -201,7 +201,7 @@ def _boxed(
 ) -> Step:
     """A ctest command (test None), or one test's own command (`test`: its working folder
     as the run sees it, its environment, its timeout), in the run sandbox, where it can
-    make no user namespace (sandbox.userns_closed)."""
+    make no user namespace (userns.closed)."""
     reports = work / "reports"
     tree = cell / "trees" / "src"
     env = {**run.BASE_ENV, "GTEST_OUTPUT": f"xml:{REPORTS}/{GTEST_DIR}/"}
@@ -210,7 +210,7 @@ def _boxed(
         env = {**run.BASE_ENV, **test[1]}
         timeout = test[2]
     ooms = faults.oom_kills()
-    with sandbox.userns_closed(uid is not None) as (closed, closed_fds):
+    with userns.closed(uid is not None) as (closed, closed_fds):
         if sandbox.available():
             tmp = run.fresh_folder(work / "tmp", uid)  # each command's own /tmp
             prelude = sandbox.run_args(tmp) if uid is not None else sandbox.base_args(tmp)

@@ -55,9 +55,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from cxxgate.host import sandbox
+from cxxgate.host import sandbox, userns
 from cxxgate.host.process import Caps, Outcome, bounded
-from cxxgate.host.sandbox import userns_closed
 from cxxgate.results import faults
 from cxxgate.store import codehash
 from cxxgate.store.layout import Layout
@@ -315,7 +314,7 @@ def _execute_one(
             if meter is not None:
                 launch = (meter, (str(report_w), str(spec.memory_mib)))
             fresh_folder(tmp, uid)
-            with userns_closed(uid is not None) as (closed, closed_fds):
+            with userns.closed(uid is not None) as (closed, closed_fds):
                 argv, sandbox = _sandboxed(binary, work, tmp, spec, launch, uid, closed)
                 outcome = bounded(
                     argv,
@@ -612,7 +611,7 @@ def _sandboxed(
     put in front of the binary inside the sandbox. The program sees the system, its
     work folder as /work, `tmp` as /tmp and itself as /candidate: nothing of the case or
     the build. With `uid`, it runs as that uid with no capabilities (see
-    cxxgate/host/sandbox.py); `closed` are sandbox.userns_closed's arguments."""
+    cxxgate/host/sandbox.py); `closed` are userns.closed's arguments."""
     args = spec.args
     if not sandbox.available():
         front = [str(launch[0]), *launch[1]] if launch else []

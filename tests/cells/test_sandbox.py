@@ -10,7 +10,7 @@ import pytest
 from conftest import SHIPPED, case_library, run_grade
 
 from cxxgate.cells.cell import build
-from cxxgate.host import sandbox
+from cxxgate.host import sandbox, userns
 from cxxgate.runs import run
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain.cellspec import CellSpec, Unit
@@ -179,7 +179,7 @@ def test_a_run_writes_its_folders_only_not_the_sandboxs_own_tmpfs(
         "touch /tmp/t /work/w && echo > /dev/null && head -c 1 /dev/zero | wc -c"
     )
     spec = run.RunSpec(cell_key="k", args=("-c", script))
-    with sandbox.userns_closed(drop) as (closed, fds):
+    with userns.closed(drop) as (closed, fds):
         argv, box = run._sandboxed(Path("/bin/sh"), work, tmp, spec, None, uid, closed)
         done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30,
                               pass_fds=fds)  # fmt: skip
@@ -203,7 +203,7 @@ def test_a_run_makes_no_user_namespace_of_its_own(tmp_path: Path, drop: bool) ->
         " args=(\"thread\",)); x.start(); x.join()'"
     )
     spec = run.RunSpec(cell_key="k", args=("-c", script))
-    with sandbox.userns_closed(drop) as (closed, fds):
+    with userns.closed(drop) as (closed, fds):
         argv, _ = run._sandboxed(Path("/bin/sh"), work, tmp, spec, None, uid, closed)
         done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30,
                               pass_fds=fds)  # fmt: skip
