@@ -343,8 +343,11 @@ def _execute_one(
         why = "the disk ran (nearly) full while the program ran"
         raise OSError(errno.ENOSPC, why, str(out))
     report = _read_report(report_r) if meter is not None else {}
+    # A SIGKILL of the harness's own (the wall limit, the output cap, the resident watch)
+    # is the run's verdict whatever else the OOM killer did meanwhile.
     killed = _died_of(outcome, report, sandbox) == signal.SIGKILL
-    if killed and not outcome.timed_out and not outcome.over_memory and faults.oom_kills() > ooms:
+    ours = outcome.timed_out or outcome.overflowed or outcome.over_memory
+    if killed and not ours and faults.oom_kills() > ooms:
         remove_work(work)
         remove_work(tmp)
         msg = "the kernel's OOM killer ran while this run was killed: the machine's memory ran out"

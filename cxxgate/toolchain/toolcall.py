@@ -132,6 +132,7 @@ def tool_call(
             share_net=launch.share_net,
         )
         env = launch.env
+    ooms = faults.oom_kills()
     outcome = bounded(
         confined,
         cwd=cwd,
@@ -146,6 +147,13 @@ def tool_call(
     if launch is not None:
         text = ccache.back(text, launch)
         cached = ccache.finish(launch)
+    failed = outcome.exit != 0 and not outcome.timed_out and not outcome.overflowed
+    if failed and faults.oom_kills() > ooms:
+        # The OOM killer's first pick is the biggest process: a compiler or linker (a run
+        # may hold memory no cap counts, README "Not contained"). `Killed signal terminated
+        # program cc1plus` is no verdict on the code it compiled.
+        msg = f"{Path(argv[0]).name} failed while the kernel's OOM killer ran"
+        raise faults.ToolUnavailable(f"{msg}: the machine's memory ran out (retried next run)")
     if outcome.exit not in (0, None) and not outcome.timed_out:
         faults.raise_if_infrastructure(argv, text, cwd)
     return Step(

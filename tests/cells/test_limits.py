@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -14,13 +15,14 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, SHIPPED, run_grade
 
+from cxxgate.cells import ctest
 from cxxgate.cells.cell import build
 from cxxgate.contract import registry
 from cxxgate.host import sandbox
 from cxxgate.host.process import Caps, bounded
 from cxxgate.library.case import Limits, load_case
 from cxxgate.results import faults
-from cxxgate.runs.run import RunResult, RunSpec, execute
+from cxxgate.runs.run import RunResult, RunSpec, execute, run_uid
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain.cellspec import CellSpec, Unit
 from cxxgate.toolchain.envelope import Envelopes
@@ -386,3 +388,82 @@ def test_a_run_killed_while_the_oom_killer_ran_is_not_its_verdict(
     monkeypatch.setattr(faults, "oom_kills", lambda: next(counts))
     with pytest.raises(RuntimeError, match="OOM killer ran while this run was killed"):
         _run(tmp_path / "oom", program)
+
+
+def test_a_run_the_output_cap_killed_is_its_verdict_whatever_the_oom_killer_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harness's own SIGKILL (here the output cap's) is the run's verdict even while the
+    OOM killer's count moves: a flood is output_overflow, not a harness fault."""
+    counts = iter(range(100))
+    monkeypatch.setattr(faults, "oom_kills", lambda: next(counts))
+    flood = '#include <cstdio>\nint main() { for (;;) std::fputs("yyyyyyyy\\n", stdout); }\n'
+    layout = Layout(tmp_path / "out")
+    cell = _program(layout, flood)
+    spec = RunSpec(cell_key=cell.key, env=cell.envelope.run_env, timeout=20,
+                   caps=Limits().caps(cell.envelope.flags), output_cap=10_000)  # fmt: skip
+    layout.run(spec.key).mkdir(parents=True, exist_ok=True)
+    run = execute(spec, layout)
+    assert run.status == "output_overflow", run
+
+
+def test_a_compile_that_failed_while_the_oom_killer_ran_is_not_its_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The OOM killer's first pick is the biggest process, a neighbour's compiler: its
+    `Killed signal terminated program cc1plus` was the candidate's compile_error, cached.
+    A failed tool call while the count moved is a harness fault; a calm one stays a
+    verdict."""
+
+    def compile_broken(out: Path) -> str:
+        layout = Layout(out)
+        layout.tree("t").mkdir(parents=True, exist_ok=True)
+        layout.tree_stamp("t").write_text(json.dumps({"applied": True}))
+        spec = CellSpec(
+            kind="exe", tree_key="t", units=(Unit("prog.cpp", "int main() { return }\n"),),
+            tree_sources=(), include_dirs=(),
+            envelope=Envelopes(SHIPPED / "envelopes.yaml").get("dbg"), compile_seconds=120,
+        )  # fmt: skip
+        layout.cell(spec.key).mkdir(parents=True, exist_ok=True)
+        return build(spec, layout).status
+
+    assert compile_broken(tmp_path / "calm") == "compile_error"
+    counts = iter(range(100))
+    monkeypatch.setattr(faults, "oom_kills", lambda: next(counts))
+    with pytest.raises(faults.ToolUnavailable, match="OOM killer ran"):
+        compile_broken(tmp_path / "oom")
+
+
+def test_a_ctest_command_that_succeeded_is_kept_whatever_the_oom_killer_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/proc/vmstat oom_kill counts every OOM kill of the machine, another container's
+    cgroup OOM too: a test command that succeeded lost nothing to it and is kept; one that
+    failed while the count moved is a harness fault (a killed test fails its command)."""
+    layout = Layout(tmp_path / "out")
+    spec = CellSpec(
+        kind="exe", tree_key="t", units=(), tree_sources=(), include_dirs=(),
+        envelope=Envelopes(SHIPPED / "envelopes.yaml").get("dbg"), compile_seconds=120,
+    )  # fmt: skip
+    cell = tmp_path / "cell"
+    (cell / "trees" / "src").mkdir(parents=True)
+    layout.compiler_log.parent.mkdir(parents=True, exist_ok=True)
+    counts = iter(range(100))
+    monkeypatch.setattr(faults, "oom_kills", lambda: next(counts))
+
+    def command(status: int) -> int | None:
+        work = tmp_path / f"work{status}"
+        (work / "build").mkdir(parents=True)
+        (work / "reports").mkdir()
+        with run_uid() as uid:
+            for folder in (work / "build", work / "reports"):
+                if uid is not None:
+                    os.chown(folder, uid, uid)
+            at = sandbox.NEUTRAL_BUILD if sandbox.available() else str(work)
+            test: tuple[str, dict[str, str], float] = (at, {}, 10.0)
+            argv = ["/bin/sh", "-c", f"exit {status}"]
+            return ctest._boxed(spec, layout, cell, work, uid, Caps(), argv, "t", test).exit
+
+    assert command(0) == 0
+    with pytest.raises(RuntimeError, match="OOM killer ran while the tests ran"):
+        command(8)
