@@ -5,9 +5,9 @@ candidate binary: the run sandbox (system directories read-only, own pid/net/ipc
 namespaces), a uid of the run's own when the harness is root, the case's caps set at exec
 by prlimit (address space, file size, processes; they hold ctest and every test process
 it starts), the suite's wall limit, and the work folder deleted afterwards. The build
-cell is never written: the suite runs in a copy of its build folder (hard links the run's
-uid cannot write through, or a real copy when runs keep the harness's uid), seen at
-NEUTRAL_BUILD, the tree read-only at NEUTRAL_TREE. What stays in this cell is what the
+cell is never written: the suite runs in copies of its build folder and its tree (hard
+links the run's uid cannot write through, or real copies when runs keep the harness's
+uid), seen at NEUTRAL_BUILD and NEUTRAL_TREE. What stays in this cell is what the
 gate names: ctest's JUnit file, the GoogleTest reports (`GTEST_OUTPUT`, one file per test
 process), the suite's tests and their commands (`ctest --show-only=json-v1`), and the
 compile commands and framework macros of each test unit.
@@ -105,7 +105,11 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     cell = layout.cell(spec.needs[0])
     try:
         with run.run_uid() as uid:
-            copy = _copy_build(Path(built.binary), work / "build", uid)
+            # Testing/: the last run's logs and cost data.
+            copy = _own_copy(Path(built.binary), work / "build", uid, skip=("Testing",))
+            # Suites may write beside their sources, as in a checkout (Catch2's approval
+            # tests write next to their baselines): the tree they see is the run's own too.
+            _own_copy(cell / "trees" / "src", work / "src", uid)
             reports = work / "reports"
             reports.mkdir()
             if uid is not None:
@@ -145,10 +149,11 @@ def _cap_hit(output: str, caps: Caps) -> str:
     return ""
 
 
-def _copy_build(build: Path, dest: Path, uid: int | None) -> Path:
-    """The build folder for this run: hard links when the run's uid cannot write through
-    them (the build cell's files are the harness's, 0644/0755), a copy otherwise; every
-    folder the run's own, so ctest and the tests can add files beside them."""
+def _own_copy(folder: Path, dest: Path, uid: int | None, skip: tuple[str, ...] = ()) -> Path:
+    """A folder of the build cell (its build folder, its tree) for this run: hard links
+    when the run's uid cannot write through them (the cell's files are the harness's,
+    0644/0755), a copy otherwise; every folder the run's own, so ctest and the tests can
+    add files beside them. Names in `skip` are left out."""
 
     def link(src: str, dst: str) -> None:
         # A file the build made writable by group or others (file(CHMOD) in a hostile
@@ -161,9 +166,9 @@ def _copy_build(build: Path, dest: Path, uid: int | None) -> Path:
         except OSError:
             shutil.copy2(src, dst)
 
-    ignore = shutil.ignore_patterns("Testing")  # the last run's logs and cost data
     copy = link if uid is not None else shutil.copy2
-    shutil.copytree(build, dest, symlinks=True, ignore=ignore, copy_function=copy)
+    ignore = shutil.ignore_patterns(*skip) if skip else None
+    shutil.copytree(folder, dest, symlinks=True, ignore=ignore, copy_function=copy)
     if uid is not None:
         for root, dirs, _ in os.walk(dest):
             os.chown(root, uid, uid)
@@ -203,7 +208,6 @@ def _boxed(
     as the run sees it, its environment, its timeout), in the run sandbox, where it can
     make no user namespace (userns.closed)."""
     reports = work / "reports"
-    tree = cell / "trees" / "src"
     env = {**run.BASE_ENV, "GTEST_OUTPUT": f"xml:{REPORTS}/{GTEST_DIR}/"}
     timeout = spec.compile_seconds
     if test is not None:
@@ -220,7 +224,7 @@ def _boxed(
                 *prelude, *binds,
                 # bwrap makes missing parents 0700 (root's): the run's uid must pass through.
                 "--perms", "0755", "--dir", str(Path(NEUTRAL_TREE).parent),
-                "--ro-bind", str(tree), NEUTRAL_TREE,
+                "--bind", str(work / "src"), NEUTRAL_TREE,
                 "--bind", str(work / "build"), NEUTRAL_BUILD,
                 "--bind", str(reports), REPORTS,
                 *closed, *sandbox.sealed(),

@@ -374,3 +374,22 @@ def test_imports_hide_the_memory_checker_from_the_project(world: World, tmp_path
         tests = grade.gate("calc__calc-10/reference", "tests")
         assert tests["class"] == expected, (options, tests)
     shutil.rmtree(world.library / "calc__calc-10")
+
+
+def test_a_suite_may_write_beside_its_sources(world: World, tmp_path: Path) -> None:
+    """Some suites write into their source tree, as a checkout lets them (Catch2's approval
+    tests write next to their baselines; under a read-only tree every Catch2 v2 gold patch
+    failed `approvaltests`). The tests see a tree of the run's own: the write succeeds,
+    and the tree the build cell holds is untouched."""
+    lines = (
+        'add_test(NAME tree.write COMMAND sh -c "echo x > written && grep -qx x written"\n'
+        '         WORKING_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")\n'
+    )
+    records = _instance_with_test(world, tmp_path, 11, lines, "tree.write")
+    done = run_doit(world.out, "import", f"instances={records}", f"repo={world.repo}",
+                    library=world.library)  # fmt: skip
+    assert done.returncode == 0, done.output
+    grade = run_doit(world.out, "grade", "case=calc__calc-11", library=world.library)
+    assert grade.gate("calc__calc-11/reference", "tests")["class"] == "accept", grade.output[-2000:]
+    assert not list((world.out / "cells").glob("*/*/trees/src/written"))
+    shutil.rmtree(world.library / "calc__calc-11")
