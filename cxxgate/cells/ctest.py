@@ -5,9 +5,11 @@ candidate binary: the run sandbox (system directories read-only, own pid/net/ipc
 namespaces), a uid of the run's own when the harness is root, the case's caps set at exec
 by prlimit (address space, file size, processes; they hold ctest and every test process
 it starts), the suite's wall limit, and the work folder deleted afterwards. The build
-cell is never written: the suite runs in copies of its build folder and its tree (hard
-links the run's uid cannot write through, or real copies when runs keep the harness's
-uid), seen at NEUTRAL_BUILD and NEUTRAL_TREE. What stays in this cell is what the
+cell is never written under bubblewrap: the suite runs in copies of its build folder and
+its tree (hard links the run's uid cannot write through, or real copies when runs keep
+the harness's uid: such a suite may then rewrite a file of its tree in place, where a
+dropped uid may only add, replace or remove files), seen at NEUTRAL_BUILD and
+NEUTRAL_TREE. What stays in this cell is what the
 gate names: ctest's JUnit file, the GoogleTest reports (`GTEST_OUTPUT`, one file per test
 process), the suite's tests and their commands (`ctest --show-only=json-v1`), and the
 compile commands and framework macros of each test unit.
@@ -109,7 +111,10 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             copy = _own_copy(Path(built.binary), work / "build", uid, skip=("Testing",))
             # Suites may write beside their sources, as in a checkout (Catch2's approval
             # tests write next to their baselines): the tree they see is the run's own too.
-            _own_copy(cell / "trees" / "src", work / "src", uid)
+            # Without a sandbox the suite's paths are the build cell's real ones (its
+            # CTestTestfile names them): no copy would be seen.
+            if sandbox.available():
+                _own_copy(cell / "trees" / "src", work / "src", uid)
             reports = work / "reports"
             reports.mkdir()
             if uid is not None:

@@ -391,5 +391,6 @@ def test_a_suite_may_write_beside_its_sources(world: World, tmp_path: Path) -> N
     assert done.returncode == 0, done.output
     grade = run_doit(world.out, "grade", "case=calc__calc-11", library=world.library)
     assert grade.gate("calc__calc-11/reference", "tests")["class"] == "accept", grade.output[-2000:]
-    assert not list((world.out / "cells").glob("*/*/trees/src/written"))
+    if sandbox.available():  # without one the suite runs in the cell's real paths
+        assert not list((world.out / "cells").glob("*/*/trees/src/written"))
     shutil.rmtree(world.library / "calc__calc-11")
