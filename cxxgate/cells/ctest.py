@@ -121,18 +121,18 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
                 os.chown(reports, uid, uid)
             units, steps = _commands(spec, layout, cell, copy, out)
             steps += _macros(spec, layout, cell, copy, out, units)
-            listed = _ctest(spec, layout, out, cell, work, uid, caps,
+            listed = _ctest(spec, layout, out, work, uid, caps,
                             [ctest, "--show-only=json-v1"], "ctest-list")  # fmt: skip
             steps.append(listed)
             if listed.exit == 0:
                 (out / TESTS_JSON).write_text(listed.output)
             junit = f"{REPORTS}/{JUNIT}" if sandbox.available() else str(reports / JUNIT)
             argv = [ctest, "--output-junit", junit, *spec.extra_flags]
-            step = _ctest(spec, layout, out, cell, work, uid, caps, argv)
+            step = _ctest(spec, layout, out, work, uid, caps, argv)
             steps.append(step)
             records: dict[str, testframeworks.Record] = {}
             if not step.timed_out:
-                more, records = _framework_pass(spec, layout, cell, work, uid, caps, listed.output)
+                more, records = _framework_pass(spec, layout, work, uid, caps, listed.output)
                 steps += more
             _keep_reports(reports, out, records)
     finally:
@@ -186,7 +186,6 @@ def _ctest(
     spec: CellSpec,
     layout: Layout,
     out: Path,
-    cell: Path,
     work: Path,
     uid: int | None,
     caps: Caps,
@@ -195,13 +194,12 @@ def _ctest(
 ) -> Step:
     """One ctest command over the copied build folder, sandboxed, capped and bounded as a
     candidate run (cxxgate/runs/run.py); `what` names it in compiler-calls.log."""
-    return _boxed(spec, layout, cell, work, uid, caps, argv, what)
+    return _boxed(spec, layout, work, uid, caps, argv, what)
 
 
 def _boxed(
     spec: CellSpec,
     layout: Layout,
-    cell: Path,
     work: Path,
     uid: int | None,
     caps: Caps,
@@ -287,7 +285,6 @@ def _data_binds(spec: CellSpec) -> list[str]:
 def _framework_pass(
     spec: CellSpec,
     layout: Layout,
-    cell: Path,
     work: Path,
     uid: int | None,
     caps: Caps,
@@ -319,7 +316,7 @@ def _framework_pass(
         return f"{REPORTS}/{FRAMEWORK_DIR}/{name}" if boxed else str(folder / name)
 
     def run_one(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[int | None, bool]:
-        step = _boxed(spec, layout, cell, work, uid, caps, argv, "framework-report",
+        step = _boxed(spec, layout, work, uid, caps, argv, "framework-report",
                       (cwd, env, per_test))  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))
         return step.exit, step.timed_out

@@ -445,24 +445,22 @@ def test_a_ctest_command_that_succeeded_is_kept_whatever_the_oom_killer_did(
         kind="exe", tree_key="t", units=(), tree_sources=(), include_dirs=(),
         envelope=Envelopes(SHIPPED / "envelopes.yaml").get("dbg"), compile_seconds=120,
     )  # fmt: skip
-    cell = tmp_path / "cell"
-    (cell / "trees" / "src").mkdir(parents=True)
     layout.compiler_log.parent.mkdir(parents=True, exist_ok=True)
     counts = iter(range(100))
     monkeypatch.setattr(faults, "oom_kills", lambda: next(counts))
 
     def command(status: int) -> int | None:
         work = tmp_path / f"work{status}"
-        (work / "build").mkdir(parents=True)
-        (work / "reports").mkdir()
+        for name in ("build", "reports", "src"):
+            (work / name).mkdir(parents=True)
         with run_uid() as uid:
-            for folder in (work / "build", work / "reports"):
+            for folder in (work / "build", work / "reports", work / "src"):
                 if uid is not None:
                     os.chown(folder, uid, uid)
             at = sandbox.NEUTRAL_BUILD if sandbox.available() else str(work)
             test: tuple[str, dict[str, str], float] = (at, {}, 10.0)
             argv = ["/bin/sh", "-c", f"exit {status}"]
-            return ctest._boxed(spec, layout, cell, work, uid, Caps(), argv, "t", test).exit
+            return ctest._boxed(spec, layout, work, uid, Caps(), argv, "t", test).exit
 
     assert command(0) == 0
     with pytest.raises(RuntimeError, match="OOM killer ran while the tests ran"):
