@@ -259,10 +259,8 @@ def _boxed(
     # A test the OOM killer ended failed (a signal fails a test even under WILL_FAIL), so
     # the command failed; one that succeeded lost nothing to a kill elsewhere (a global
     # count: another container's cgroup OOM moves it too). Kills of the harness's own
-    # (wall limit, output cap, resident watch) are the suite's verdict.
-    failed = outcome.exit != 0 and not (
-        outcome.timed_out or outcome.overflowed or outcome.over_memory
-    )
+    # are the suite's verdict.
+    failed = outcome.exit != 0 and not outcome.stopped_by_harness
     if failed and faults.oom_kills() > ooms:  # a test killed for memory no cap of its own counts
         msg = "the kernel's OOM killer ran while the tests ran: the machine's memory ran out"
         raise RuntimeError(f"{msg}, not a verdict on the candidate (retried by the next grade)")

@@ -97,6 +97,12 @@ class Outcome:
     over_memory: bool = False  # killed by the resident-memory watch (Caps.resident)
     disk_short: bool = False  # `disk`'s file system was (nearly) full at some point
 
+    @property
+    def stopped_by_harness(self) -> bool:
+        """Killed by a limit of ours (wall, output cap, resident watch): its verdict, whatever
+        else the machine's OOM killer did meanwhile."""
+        return self.timed_out or self.overflowed or self.over_memory
+
 
 def bounded(
     argv: list[str],

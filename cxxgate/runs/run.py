@@ -335,21 +335,18 @@ def _execute_one(
             nonce.close_child_ends()
         if channel is not None:
             channel.close_child_ends()
-    if outcome.disk_short:
-        # Whatever the program met, a full disk is not its fault: nothing is recorded, and
-        # the grade stops (cxxgate/results/faults.py), this run's files removed first.
-        remove_work(work)
-        remove_work(tmp)
-        why = "the disk ran (nearly) full while the program ran"
-        raise OSError(errno.ENOSPC, why, str(out))
     report = _read_report(report_r) if meter is not None else {}
-    # A SIGKILL of the harness's own (the wall limit, the output cap, the resident watch)
-    # is the run's verdict whatever else the OOM killer did meanwhile.
     killed = _died_of(outcome, report, sandbox) == signal.SIGKILL
-    ours = outcome.timed_out or outcome.overflowed or outcome.over_memory
-    if killed and not ours and faults.oom_kills() > ooms:
+    oom = killed and not outcome.stopped_by_harness and faults.oom_kills() > ooms
+    if outcome.disk_short or oom:
+        # Not the program's doing, whatever it met: nothing is recorded, this run's files
+        # are removed. A full disk stops the grade (cxxgate/results/faults.py); the OOM
+        # killer's kill is a harness fault, retried.
         remove_work(work)
         remove_work(tmp)
+        if outcome.disk_short:
+            why = "the disk ran (nearly) full while the program ran"
+            raise OSError(errno.ENOSPC, why, str(out))
         msg = "the kernel's OOM killer ran while this run was killed: the machine's memory ran out"
         raise RuntimeError(f"{msg}, not a verdict on the candidate (retried by the next grade)")
     main_status = nonce.came_back() if nonce is not None else None

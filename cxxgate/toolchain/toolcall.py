@@ -147,8 +147,7 @@ def tool_call(
     if launch is not None:
         text = ccache.back(text, launch)
         cached = ccache.finish(launch)
-    failed = outcome.exit != 0 and not outcome.timed_out and not outcome.overflowed
-    if failed and faults.oom_kills() > ooms:
+    if outcome.exit != 0 and not outcome.stopped_by_harness and faults.oom_kills() > ooms:
         # The OOM killer's first pick is the biggest process: a compiler or linker (a run
         # may hold memory no cap counts, README "Not contained"). `Killed signal terminated
         # program cc1plus` is no verdict on the code it compiled.

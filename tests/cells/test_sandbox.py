@@ -161,6 +161,23 @@ def test_a_dropped_uid_may_write_its_tmp(tmp_path: Path) -> None:
     assert (tmp / "probe").read_text() == "x\n"
 
 
+def _sh_in_a_run_sandbox(
+    tmp_path: Path, drop: bool, script: str
+) -> tuple[subprocess.CompletedProcess[str], str, Path, Path]:
+    """`sh -c script` in a candidate run's sandbox (as the run's own uid with `drop`, in
+    bwrap's user namespace otherwise): its result, the sandbox's name, /work and /tmp."""
+    if drop and not sandbox.drop_uid():
+        pytest.skip("needs a root harness that drops the uid")
+    uid = 0x60000000 + 0xFFFF if drop else None
+    work, tmp = run.fresh_folder(tmp_path / "work", uid), run.fresh_folder(tmp_path / "tmp", uid)
+    spec = run.RunSpec(cell_key="k", args=("-c", script))
+    with userns.closed(drop) as (closed, fds):
+        argv, box = run._sandboxed(Path("/bin/sh"), work, tmp, spec, None, uid, closed)
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30,
+                              pass_fds=fds)  # fmt: skip
+    return done, box, work, tmp
+
+
 @pytest.mark.skipif(not sandbox.available(), reason="bubblewrap cannot run here")
 @pytest.mark.parametrize("drop", [False, True], ids=["user-namespace", "dropped-uid"])
 def test_a_run_writes_its_folders_only_not_the_sandboxs_own_tmpfs(
@@ -170,19 +187,11 @@ def test_a_run_writes_its_folders_only_not_the_sandboxs_own_tmpfs(
     in a user namespace (a harness that is not root, or root without setpriv) the run's
     own uid owned them and wrote there outside every cap. Both are read-only now; /tmp and
     /work stay writable, device nodes open."""
-    if drop and not sandbox.drop_uid():
-        pytest.skip("needs a root harness that drops the uid")
-    uid = 0x60000000 + 0xFFFF if drop else None
-    work, tmp = run.fresh_folder(tmp_path / "work", uid), run.fresh_folder(tmp_path / "tmp", uid)
     script = (
         "for f in /x /dev/x /dev/shm/x; do touch $f 2>/dev/null && echo wrote $f; done;"
         "touch /tmp/t /work/w && echo > /dev/null && head -c 1 /dev/zero | wc -c"
     )
-    spec = run.RunSpec(cell_key="k", args=("-c", script))
-    with userns.closed(drop) as (closed, fds):
-        argv, box = run._sandboxed(Path("/bin/sh"), work, tmp, spec, None, uid, closed)
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30,
-                              pass_fds=fds)  # fmt: skip
+    done, box, work, tmp = _sh_in_a_run_sandbox(tmp_path, drop, script)
     assert (box, done.returncode, done.stdout) == ("bwrap", 0, "1\n"), done.stderr
     assert (tmp / "t").exists() and (work / "w").exists()
 
@@ -193,18 +202,10 @@ def test_a_run_makes_no_user_namespace_of_its_own(tmp_path: Path, drop: bool) ->
     """In a user namespace of its own a run mounted a tmpfs of any size and filled it
     (memory outside every cap, whatever /tmp is): none can be made; processes and
     threads still can (clone3 says ENOSYS, glibc falls back to clone)."""
-    if drop and not sandbox.drop_uid():
-        pytest.skip("needs a root harness that drops the uid")
-    uid = 0x60000000 + 0xFFFE if drop else None
-    work, tmp = run.fresh_folder(tmp_path / "work", uid), run.fresh_folder(tmp_path / "tmp", uid)
     script = (
         "unshare -Urm sh -c 'mount -t tmpfs -o size=4g none /tmp && echo mounted' 2>/dev/null;"
         "(echo forked) & wait; python3 -c 'import threading as t; x = t.Thread(target=print,"
         " args=(\"thread\",)); x.start(); x.join()'"
     )
-    spec = run.RunSpec(cell_key="k", args=("-c", script))
-    with userns.closed(drop) as (closed, fds):
-        argv, _ = run._sandboxed(Path("/bin/sh"), work, tmp, spec, None, uid, closed)
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30,
-                              pass_fds=fds)  # fmt: skip
+    done, _, _, _ = _sh_in_a_run_sandbox(tmp_path, drop, script)
     assert (done.returncode, done.stdout) == (0, "forked\nthread\n"), done.stderr
