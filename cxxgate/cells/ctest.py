@@ -56,7 +56,7 @@ JUNIT = "junit.xml"
 GTEST_DIR = "gtest"
 FRAMEWORK_DIR = testframeworks.FRAMEWORK_DIR  # Catch2 / doctest reports (their records:
 FRAMEWORKS_JSON = testframeworks.FRAMEWORKS_JSON  # cxxgate/cells/testframeworks.py)
-TESTS_JSON = "tests.json"  # ctest --show-only=json-v1
+TESTS_JSON = "tests.json"  # ctest --show-only=json-v1, the cell's paths spelt (spell)
 MACROS_JSON = "macros.json"  # source path -> {macro: definition}
 COMMANDS_JSON = "commands.json"  # the test units' commands as Ninja runs them
 # The build's graph as Ninja runs it: every compile (object -> source), every link and
@@ -124,8 +124,8 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             listed = _ctest(spec, layout, out, work, uid, caps,
                             [ctest, "--show-only=json-v1"], "ctest-list")  # fmt: skip
             steps.append(listed)
-            if listed.exit == 0:
-                (out / TESTS_JSON).write_text(listed.output)
+            if listed.exit == 0:  # spelt: the gate compares it with the reference's
+                (out / TESTS_JSON).write_text(spell(listed.output, *paths(cell)))
             junit = f"{REPORTS}/{JUNIT}" if sandbox.available() else str(reports / JUNIT)
             argv = [ctest, "--output-junit", junit, *spec.extra_flags]
             step = _ctest(spec, layout, out, work, uid, caps, argv)

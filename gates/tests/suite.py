@@ -126,6 +126,8 @@ def test_checks(
     ref_cases = testreports.read_reports(ref_cell / ctest.GTEST_DIR)
     programs = testreports.programs(cell / ctest.TESTS_JSON)
     ref_programs = testreports.programs(ref_cell / ctest.TESTS_JSON)
+    registered = testreports.registrations(cell / ctest.TESTS_JSON)
+    ref_registered = testreports.registrations(ref_cell / ctest.TESTS_JSON)
     records = testframeworks.read_records(cell / ctest.FRAMEWORKS_JSON)
     ref_records = testframeworks.read_records(ref_cell / ctest.FRAMEWORKS_JSON)
     checks = []
@@ -137,7 +139,18 @@ def test_checks(
         # Catch2 or doctest when either program is one (the reference's cannot be shaped
         # by the patch): its report, against the reference's.
         other = {r.framework for r in (record, ref_record) if r} & set(frameworkreports.NAMES)
-        if word == "passed" and gtest and other:
+        # How ctest judges the run (WILL_FAIL, PASS_REGULAR_EXPRESSION, ...) and what it
+        # runs are the reference's: a patch that registers a failing test WILL_FAIL, or
+        # its command as `true`, passes it in ctest's eyes.
+        otherwise = (
+            testreports.registered_otherwise(registered.get(test), ref_registered[test])
+            if test in ref_registered
+            else ""
+        )
+        if word == "passed" and otherwise:
+            why = f"ctest says passed, but it is registered otherwise: {otherwise}"
+            found.append(Check(test, False, "registration_changed", why, f2p))
+        elif word == "passed" and gtest and other:
             ref_report = frameworkreports.of(ref_cell, ref_record)
             said = frameworkreports.proof(
                 test, record, frameworkreports.of(cell, record), ref_report

@@ -39,6 +39,10 @@ Classes, most severe first:
 |                    | is not compiled from its tree path into the reference's test    |
 |                    | programs, or a test program links with an option or a file the  |
 |                    | reference's link lacks (-Wl,--wrap=, an object from elsewhere)  |
+| registration_changed| a listed test ctest passed is registered otherwise than on the |
+|                    | reference: its command, working folder, environment or how ctest|
+|                    | reads its run (WILL_FAIL, PASS_/FAIL_/SKIP_REGULAR_EXPRESSION,  |
+|                    | SKIP_RETURN_CODE)                                               |
 | framework_redefined| a test unit sees a framework macro (EXPECT_EQ, TEST, ...)       |
 |                    | defined otherwise than the reference's unit does                |
 | framework_tamper   | an object the build compiled names GoogleTest symbols (testing::)|
@@ -80,6 +84,7 @@ NAME = "tests"
 SEVERITY = (
     "path_violation",
     "test_flags_changed",
+    "registration_changed",
     "framework_redefined",
     "framework_tamper",
     "build_fail",

@@ -36,6 +36,13 @@ CMAKE = """\
     target_link_libraries(catch_tests calc Catch2::Catch2)
     add_test(NAME catch_tests COMMAND catch_tests)
     catch_discover_tests(catch_tests)
+    # Passed by ctest's own criterion, as Catch2's self-tests are: a spec that matches
+    # nothing (exit 0, no case ran), a run that fails and must say why.
+    add_test(NAME catch_nomatch COMMAND catch_tests "no such case")
+    add_test(NAME catch_warns COMMAND catch_tests -w NoAssertions "has no assertions")
+    set_tests_properties(catch_warns PROPERTIES PASS_REGULAR_EXPRESSION "No assertions in test")
+    add_test(NAME catch_willfail COMMAND catch_tests -w NoAssertions "has no assertions")
+    set_tests_properties(catch_willfail PROPERTIES WILL_FAIL ON)
     add_executable(doc_tests tests/doc_parse.cpp)
     target_link_libraries(doc_tests calc doctest::doctest)
     add_test(NAME doc_tests COMMAND doc_tests)
@@ -72,6 +79,7 @@ FILES = {
         #include <catch2/catch.hpp>
         #include "calc/calc.hpp"
         TEST_CASE("parse digits") { CHECK(calc::parse("42") == 42); }
+        TEST_CASE("has no assertions") {}
         """,
     "tests/doc_parse.cpp": """\
         #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -95,6 +103,7 @@ PLAIN = '#include "calc/calc.hpp"\nint main() { return calc::parse("") == 0 ? 0 
 
 BODY = "    return std::stoi(text);\n"
 FIX = "    if (text.empty()) return 0;\n" + BODY
+WRONG = "    if (text.empty()) return 1;\n" + BODY
 # Run before main in every program of the project (the library's static initialiser).
 # Test discovery's listings (--list-test-names-only, --list-test-cases) are let through:
 # the tests it registers are those the reference's build registers.
@@ -154,8 +163,11 @@ FORGE = (
 """
     + AFTER
 )
+PLAIN_TEST = "add_test(NAME plain_parse COMMAND plain_parse)"
+TRUE_TEST = "add_test(NAME plain_parse COMMAND true)"
+WILL_FAIL = "set_tests_properties(plain_parse PROPERTIES WILL_FAIL ON)\n"
 F2P = ["catch_tests", "parse empty", "doc_tests", "doc parse empty", "plain_parse"]
-P2P = ["parse digits", "doc parse digits"]
+P2P = ["parse digits", "doc parse digits", "catch_nomatch", "catch_warns", "catch_willfail"]
 
 
 def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
@@ -186,6 +198,10 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         "fake_stdout": body(BODY + "}\n" + FAKE_STDOUT + "int unused() {\n    return 0;\n"),
         "forged": body(BODY + "}\n" + FORGE + "int unused() {\n    return 0;\n"),
         "filtered": body(FIX) + diff(repo, "CMakeLists.txt", filtered),
+        # A wrong fix (the plain test exits 1, no signal: WILL_FAIL reads that as a pass),
+        # no fix and the plain test's command made `true`.
+        "will_fail": body(WRONG) + diff(repo, "CMakeLists.txt", cmake + WILL_FAIL),
+        "true_command": diff(repo, "CMakeLists.txt", cmake.replace(PLAIN_TEST, TRUE_TEST)),
     }
     return repo, git(repo, "rev-parse", "HEAD"), patches
 
@@ -195,7 +211,9 @@ EXPECT = {
     "static_exit": "test_missing",
     "fake_stdout": "test_missing",
     "forged": "test_skipped",
-    "filtered": "test_skipped",
+    "filtered": "registration_changed",
+    "will_fail": "registration_changed",
+    "true_command": "registration_changed",
 }
 
 
@@ -258,6 +276,15 @@ def test_reference_and_base(graded: Grade) -> None:
     for test in ("doc_tests", "doc parse empty", "doc parse digits"):
         assert "proof: doctest report" in str(checks[test]["detail"]), checks[test]
     assert "proof: exit status only" in str(checks["plain_parse"]["detail"])
+    # ctest passes these by its own criterion; the report says what the reference's says
+    # (here the reference's own: every candidate's must say the same).
+    for test, said in (
+        ("catch_nomatch", "no case, 0 assertions"),
+        ("catch_warns", "1 failed, 0 assertions"),
+        ("catch_willfail", "1 failed, 0 assertions"),
+    ):
+        assert checks[test]["ok"], checks[test]
+        assert f"Catch2 report as the reference's: {said}" in str(checks[test]["detail"])
     # ...and in the benchmark-shaped report, per instance.
     report = json.loads((graded.out / "swe_report.json").read_text())
     proof = report["instances"][CASE]["proof"]  # the reference (no predictions)
@@ -269,8 +296,9 @@ def test_reference_and_base(graded: Grade) -> None:
 def test_candidates(graded: Grade) -> None:
     """An honest fix is accepted; a library that exits 0 before main, one that prints a
     report to stdout, one that writes a passing report to the path on its command line,
-    and a build that filters the new cases out are rejected; the plain program's exit 0
-    is all its check can see (accepted on its exit status, said so)."""
+    a build that filters the new cases out, one that registers the failing plain test
+    WILL_FAIL and one that makes its command `true` are rejected; the plain program's
+    exit 0 is all its check can see (accepted on its exit status, said so)."""
     rows = graded.rows
     for name, klass in EXPECT.items():
         assert rows[f"{CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
@@ -289,10 +317,20 @@ def test_candidates(graded: Grade) -> None:
     forged = _checks(graded, "forged")
     assert not any(forged[t]["ok"] for t in F2P[:4]), forged
     assert "1 Catch2 assertions passed, 2 on the reference" in str(forged["parse empty"]["detail"])
-    assert "did not run: parse digits" in str(forged["catch_tests"]["detail"])
+    assert "did not run: has no assertions, parse digits" in str(forged["catch_tests"]["detail"])
+    # Commands that filter the new cases out are not the reference's commands.
     filtered = _checks(graded, "filtered")
-    assert filtered["catch_tests"]["class"] == "test_skipped", filtered["catch_tests"]
-    assert filtered["doc_tests"]["class"] == "test_skipped", filtered["doc_tests"]
-    assert "did not run: doc parse empty" in str(filtered["doc_tests"]["detail"])
+    for test in ("catch_tests", "doc_tests"):
+        assert filtered[test]["class"] == "registration_changed", filtered[test]
+        assert "its command is" in str(filtered[test]["detail"]), filtered[test]
     assert filtered["parse empty"]["ok"]  # their own ctest tests still run them
     assert filtered["doc parse empty"]["ok"]
+    good = _checks(graded, "good")
+    assert "Catch2 report as the reference's" in str(good["catch_warns"]["detail"])
+    # The forged report (one passed case) is not the reference's run of these.
+    assert not forged["catch_warns"]["ok"] and not forged["catch_willfail"]["ok"], forged
+    will_fail = _checks(graded, "will_fail")["plain_parse"]
+    assert "its WILL_FAIL is true, on the reference \"(none)\"" in str(will_fail["detail"])
+    true_command = _checks(graded, "true_command")["plain_parse"]
+    assert true_command["class"] == "registration_changed", true_command
+    assert "its command is" in str(true_command["detail"]), true_command

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -79,8 +80,22 @@ def test_outcomes_from_real_reports(tmp_path: Path) -> None:
     # reference's run of the same program.
     ref = [c for c in cases if c.report.startswith("suite-test")]
     skipped = [c for c in cases if c.report.startswith("skip-test")]
-    assert testreports.proof("suite-test", "suite-test", cases, ref).outcome == "failed"
-    renamed = [testreports.Case(c.name, c.outcome, "skip-test.xml") for c in ref]
+    fixed = [replace(c, outcome="passed") if c.name == "Kind.Fails" else c for c in ref]
+    assert testreports.proof("suite-test", "suite-test", cases, fixed).outcome == "failed"
+    # A run that says what the reference's says, failed case and all (ctest passed both
+    # by WILL_FAIL or a regular expression: registrations are compared in suite.py).
+    same = testreports.proof("suite-test", "suite-test", cases, ref)
+    assert (same.outcome, same.why) == (
+        "passed",
+        "GoogleTest cases as the reference's: 1 failed, 1 not_run, 1 passed, 1 skipped",
+    )
+    # ...and a run that passes where that reference's failed is not that run.
+    differs = testreports.proof("suite-test", "suite-test", fixed, ref)
+    assert (differs.outcome, differs.why) == (
+        "failed",
+        "GoogleTest case Kind.Fails passed here, failed on the reference",
+    )
+    renamed = [testreports.Case(c.name, c.outcome, "skip-test.xml") for c in fixed]
     said = testreports.proof("skip-test", "skip-test", skipped, renamed)
     assert said.kind == "program" and said.outcome == "skipped"
     # gtest_discover_tests' style: the ctest name is the case's.
