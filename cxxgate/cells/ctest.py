@@ -6,13 +6,14 @@ namespaces), a uid of the run's own when the harness is root, the case's caps se
 by prlimit (address space, file size, processes; they hold ctest and every test process
 it starts), the suite's wall limit, and the work folder deleted afterwards. The build
 cell is never written under bubblewrap: the suite runs in copies of its build folder and
-its tree (hard links the run's uid cannot write through, or real copies when runs keep
-the harness's uid: such a suite may then rewrite a file of its tree in place, where a
-dropped uid may only add, replace or remove files), seen at NEUTRAL_BUILD and
-NEUTRAL_TREE. What stays in this cell is what the
-gate names: ctest's JUnit file, the GoogleTest reports (`GTEST_OUTPUT`, one file per test
-process), the suite's tests and their commands (`ctest --show-only=json-v1`), and the
-compile commands and framework macros of each test unit.
+its tree, seen at NEUTRAL_BUILD and NEUTRAL_TREE, where a dropped uid may add files but
+neither write, remove nor replace any file of the build or the tree (_own_copy); runs
+that keep the harness's uid get real copies, which they may rewrite. ctest lists the
+suite once (`--show-only=json-v1`, reading the project's CTestTestfile.cmake files) and
+the run reads that listing written back by the harness (cxxgate/cells/ctestfile.py):
+no code of the project runs inside ctest's run. What stays in this cell is what the gate
+names: ctest's JUnit file, the GoogleTest reports (`GTEST_OUTPUT`, one file per test
+process), the listing, and the compile commands and framework macros of each test unit.
 
 Test units: the units of the build under a test folder, with the commands Ninja runs for
 them (`ninja -t compdb`, which keeps a compiler launcher the project may set; CMake's
@@ -39,7 +40,8 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate.cells import testframeworks
+from cxxgate.cells import ctestfile, testframeworks
+from cxxgate.cells.shadows import shadowed
 from cxxgate.host import sandbox, userns
 from cxxgate.host.process import Caps, bounded
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -67,6 +69,8 @@ GRAPH_JSON = "graph.json"
 CAPS_UNIT = "caps.json"
 TEST_DIRS_UNIT = "test-dirs"
 REPORTS = "/reports"  # where the run writes its reports, inside the sandbox
+NEUTRAL_CTEST = "/src/ctest"  # the harness's CTestTestfile.cmake (ctestfile.py), inside it
+LISTING = "ctest-list"  # the listing command, as compiler-calls.log names it
 # The test frameworks' macros a header could redefine (GoogleTest, Catch2, doctest).
 FRAMEWORK_MACRO = re.compile(
     r"(EXPECT|ASSERT|GTEST|TEST|TYPED_TEST|REQUIRE|CHECK|CATCH|DOCTEST|SUCCEED|FAIL)\w*"
@@ -122,17 +126,24 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             units, steps = _commands(spec, layout, cell, copy, out)
             steps += _macros(spec, layout, cell, copy, out, units)
             listed = _ctest(spec, layout, out, work, uid, caps,
-                            [ctest, "--show-only=json-v1"], "ctest-list")  # fmt: skip
+                            [ctest, "--show-only=json-v1"], LISTING)  # fmt: skip
             steps.append(listed)
-            if listed.exit == 0:  # spelt: the gate compares it with the reference's
-                (out / TESTS_JSON).write_text(spell(listed.output, *paths(cell)))
+            if listed.timed_out:
+                return "timeout", "ctest did not list the tests in time", steps, None
+            try:  # the run reads the listing (cxxgate/cells/ctestfile.py), nothing else
+                listing = ctestfile.write(listed.output, listed.exit, _folder(work / "ctest"))
+            except ValueError as err:
+                why = f"ctest could not list the tests ({err}): {listed.output[-400:]}"
+                return "compile_error", why, steps, None
+            # spelt: the gate compares it with the reference's
+            (out / TESTS_JSON).write_text(spell(listing, *paths(cell)))
             junit = f"{REPORTS}/{JUNIT}" if sandbox.available() else str(reports / JUNIT)
             argv = [ctest, "--output-junit", junit, *spec.extra_flags]
             step = _ctest(spec, layout, out, work, uid, caps, argv)
             steps.append(step)
             records: dict[str, testframeworks.Record] = {}
             if not step.timed_out:
-                more, records = _framework_pass(spec, layout, work, uid, caps, listed.output)
+                more, records = _framework_pass(spec, layout, work, uid, caps, listing)
                 steps += more
             _keep_reports(reports, out, records)
     finally:
@@ -155,16 +166,23 @@ def _cap_hit(output: str, caps: Caps) -> str:
 
 
 def _own_copy(folder: Path, dest: Path, uid: int | None, skip: tuple[str, ...] = ()) -> Path:
-    """A folder of the build cell (its build folder, its tree) for this run: hard links
-    when the run's uid cannot write through them (the cell's files are the harness's,
-    0644/0755), a copy otherwise; every folder the run's own, so ctest and the tests can
-    add files beside them. Names in `skip` are left out."""
+    """A folder of the build cell (its build folder, its tree) for this run. Under a uid
+    of the run's own: hard links to the cell's files (the harness's, 0644/0755: not
+    writable through), every folder the harness's with the sticky bit and open to all
+    (1777, as /tmp): the suite adds files beside its programs and sources, and removes or
+    renames its own, but none of the build's or the tree's. A test (or a script ctest
+    runs while it lists the tests) that put a fixed program in place of another test's
+    program, or rewrote a golden file a later test reads, would change what the later
+    test is. Runs that keep the harness's uid get a plain copy. Names in `skip` are left
+    out."""
 
     def link(src: str, dst: str) -> None:
         # A file the build made writable by group or others (file(CHMOD) in a hostile
-        # CMakeLists.txt) would let the run write the build cell through the link: copied.
+        # CMakeLists.txt) would let the run write the build cell through the link: copied,
+        # and not writable by the run either.
         if os.lstat(src).st_mode & 0o022:
             shutil.copy2(src, dst)
+            os.chmod(dst, stat.S_IMODE(os.lstat(dst).st_mode) & ~0o022)
             return
         try:
             os.link(src, dst)
@@ -176,10 +194,19 @@ def _own_copy(folder: Path, dest: Path, uid: int | None, skip: tuple[str, ...] =
     shutil.copytree(folder, dest, symlinks=True, ignore=ignore, copy_function=copy)
     if uid is not None:
         for root, dirs, _ in os.walk(dest):
-            os.chown(root, uid, uid)
+            os.chmod(root, 0o1777)
             for name in dirs:
-                os.chown(Path(root, name), uid, uid, follow_symlinks=False)
+                if not Path(root, name).is_symlink():
+                    os.chmod(Path(root, name), 0o1777)
     return dest
+
+
+def _folder(path: Path) -> Path:
+    """A folder of the harness's in the run's work folder, where ctest may add files
+    (its Testing/ logs) beside what the harness wrote, but replace none of them."""
+    path.mkdir()
+    os.chmod(path, 0o1777)
+    return path
 
 
 def _ctest(
@@ -192,8 +219,10 @@ def _ctest(
     argv: list[str],
     what: str = "ctest",
 ) -> Step:
-    """One ctest command over the copied build folder, sandboxed, capped and bounded as a
-    candidate run (cxxgate/runs/run.py); `what` names it in compiler-calls.log."""
+    """One ctest command, sandboxed, capped and bounded as a candidate run
+    (cxxgate/runs/run.py); `what` names it in compiler-calls.log. The listing
+    (LISTING) reads the project's CTestTestfile.cmake files in the copied build folder;
+    the run reads the harness's (ctestfile.py)."""
     return _boxed(spec, layout, work, uid, caps, argv, what)
 
 
@@ -223,23 +252,26 @@ def _boxed(
             prelude = sandbox.run_args(tmp) if uid is not None else sandbox.base_args(tmp)
             binds = [a for s, d in spec.envelope.toolchain.binds for a in ("--ro-bind", s, d)]
             binds += _data_binds(spec)
+            test_dir = NEUTRAL_BUILD if what == LISTING else NEUTRAL_CTEST
             argv = [
                 *prelude, *binds,
                 # bwrap makes missing parents 0700 (root's): the run's uid must pass through.
                 "--perms", "0755", "--dir", str(Path(NEUTRAL_TREE).parent),
                 "--bind", str(work / "src"), NEUTRAL_TREE,
                 "--bind", str(work / "build"), NEUTRAL_BUILD,
+                *([] if what == LISTING else ["--bind", str(work / "ctest"), NEUTRAL_CTEST]),
                 "--bind", str(reports), REPORTS,
                 *closed, *sandbox.sealed(),
                 "--chdir", test[0] if test else NEUTRAL_BUILD,
                 *(sandbox.drop_args(uid) if uid is not None else []),
-                *(argv if test else [argv[0], "--test-dir", NEUTRAL_BUILD, *argv[1:]]),
+                *(argv if test else [argv[0], "--test-dir", test_dir, *argv[1:]]),
             ]  # fmt: skip
             box = "bwrap"
         else:
             if test is None:
                 env["GTEST_OUTPUT"] = f"xml:{reports / GTEST_DIR}/"
-                argv = [argv[0], "--test-dir", str(work / "build"), *argv[1:]]
+                test_dir = str(work / ("build" if what == LISTING else "ctest"))
+                argv = [argv[0], "--test-dir", test_dir, *argv[1:]]
             box = "none"
         with layout.compiler_log.open("a") as log:
             log.write(f"{time.time():.3f} {spec.key} test {what}\n")
@@ -428,7 +460,8 @@ def _graph(
     """What the build compiled and linked, read before any of its programs runs: per
     compile, object (build-relative) -> source (spelt) and the GoogleTest symbols the
     object names (defined or undefined, pyelftools); per other command with an output
-    (links, archives), output -> its words (spelt). Ninja's own commands, not the
+    (links, archives), output -> its words (spelt); per link, the strong symbols two of
+    its inputs define (cxxgate/cells/shadows.py). Ninja's own commands, not the
     project's word: the objects are those Ninja made."""
     compiles: dict[str, str] = {}
     symbols: dict[str, list[str]] = {}
@@ -449,7 +482,8 @@ def _graph(
             except ValueError:
                 words = command.split()
             links[output] = [spell(w, tree_at, build_at) for w in words]
-    return {"compiles": compiles, "symbols": symbols, "links": links}
+    shadows = shadowed(links, copy)
+    return {"compiles": compiles, "symbols": symbols, "links": links, "shadowed": shadows}
 
 
 def _inside(copy: Path, build_at: str, directory: str) -> Path:

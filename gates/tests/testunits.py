@@ -181,7 +181,8 @@ def new_link_words(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[st
     """What each test program's link command has that the reference's lacks, beyond
     objects compiled from tree sources and files the build itself made: an option
     (`-Wl,--wrap=...`, a library), an object or archive from elsewhere (the build
-    folder's copy of a test source, a file the patch ships)."""
+    folder's copy of a test source, a file the patch ships); and each library of the
+    build the reference's link names that this one leaves out."""
     compiled_from_tree = {
         obj for obj, src in mine.get("compiles", {}).items() if src.startswith("<tree>/")
     }
@@ -196,6 +197,25 @@ def new_link_words(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[st
         new = [w for w in words if w not in known and w not in compiled_from_tree and w not in made]
         if new:
             found.append(f"{program} links with {' '.join(sorted(set(new))[:8])}")
+        # A library of the build the reference's program links, and this one does not:
+        # the tests would run a twin of it (the project's own keeps the bug).
+        gone = sorted(w for w in known if w in ref["links"] and w not in words)
+        if gone:
+            found.append(f"{program} no longer links {' '.join(gone[:8])}")
+    return found
+
+
+def new_shadows(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """Each test program that links two definitions of a strong symbol from files the
+    build made where the reference's link of it does not (cxxgate/cells/shadows.py): the
+    tests would run one copy of `parse` and the project's library keep another."""
+    found = []
+    theirs, here = ref.get("shadowed", {}), mine.get("shadowed", {})
+    for program in test_programs(ref, test_dirs):
+        known = {said.partition(":")[0] for said in theirs.get(program, [])}
+        new = [said for said in here.get(program, []) if said.partition(":")[0] not in known]
+        if new:
+            found.append(f"{program} links two definitions of {'; '.join(new[:3])}")
     return found
 
 

@@ -163,11 +163,56 @@ FORGE = (
 """
     + AFTER
 )
+# ctest runs a TEST_INCLUDE_FILES script each time it reads CTestTestfile.cmake: one that
+# registers plain_parse WILL_FAIL only on its second read (the first is the harness's
+# listing), and one that, while ctest lists the tests, compiles a fixed parse and puts
+# relinked test programs in place of the built ones.
+HOOK = """
+configure_file(cmake/hook.cmake.in ${CMAKE_BINARY_DIR}/hook.cmake @ONLY)
+set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_BINARY_DIR}/hook.cmake)
+set(CXX "${CMAKE_CXX_COMPILER}")
+"""
+SECOND_READ = """\
+if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/read-once")
+  set_tests_properties(plain_parse PROPERTIES WILL_FAIL ON)
+else()
+  file(WRITE "${CMAKE_CURRENT_LIST_DIR}/read-once" "")
+endif()
+"""
+RELINK = """\
+set(d "${CMAKE_CURRENT_LIST_DIR}")
+file(WRITE "${d}/fixed.cpp" "#include <string>\\nnamespace calc {\\n")
+file(APPEND "${d}/fixed.cpp" "int parse(const std::string& t) {\\n")
+file(APPEND "${d}/fixed.cpp" "return t.empty() ? 0 : std::stoi(t); }\\n}\\n")
+execute_process(COMMAND "@CXX@" -c "${d}/fixed.cpp" -o "${d}/fixed.o")
+foreach(p catch_tests doc_tests plain_parse)
+  file(GLOB objs "${d}/CMakeFiles/${p}.dir/tests/*.o")
+  execute_process(COMMAND "@CXX@" ${objs} "${d}/fixed.o" -o "${d}/${p}.fixed")
+  execute_process(COMMAND mv -f "${d}/${p}.fixed" "${d}/${p}")
+endforeach()
+"""
+# A fixed twin of the library, from a new tree source, linked into the test programs in
+# place of calc (which keeps the bug), or listed before it.
+TWIN = "add_library(calc_t src/parse_t.cpp)\ntarget_include_directories(calc_t PUBLIC include)\n"
 PLAIN_TEST = "add_test(NAME plain_parse COMMAND plain_parse)"
 TRUE_TEST = "add_test(NAME plain_parse COMMAND true)"
 WILL_FAIL = "set_tests_properties(plain_parse PROPERTIES WILL_FAIL ON)\n"
 F2P = ["catch_tests", "parse empty", "doc_tests", "doc parse empty", "plain_parse"]
 P2P = ["parse digits", "doc parse digits", "catch_nomatch", "catch_warns", "catch_willfail"]
+
+
+def new_file(rel: str, text: str) -> str:
+    lines = text.splitlines()
+    head = f"diff --git a/{rel} b/{rel}\nnew file mode 100644\n--- /dev/null\n+++ b/{rel}\n"
+    return head + f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
+
+
+def twin(cmake: str, libraries: str) -> str:
+    library = "add_library(calc src/parse.cpp)\n"
+    cmake = cmake.replace(library, library + TWIN)
+    for program in ("catch_tests", "doc_tests", "plain_parse"):
+        cmake = cmake.replace(f"({program} calc", f"({program} {libraries}")
+    return cmake
 
 
 def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
@@ -202,6 +247,15 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         # no fix and the plain test's command made `true`.
         "will_fail": body(WRONG) + diff(repo, "CMakeLists.txt", cmake + WILL_FAIL),
         "true_command": diff(repo, "CMakeLists.txt", cmake.replace(PLAIN_TEST, TRUE_TEST)),
+        "second_read": body(WRONG)
+        + diff(repo, "CMakeLists.txt", cmake + HOOK)
+        + new_file("cmake/hook.cmake.in", SECOND_READ),
+        "relinked": diff(repo, "CMakeLists.txt", cmake + HOOK)
+        + new_file("cmake/hook.cmake.in", RELINK),
+        "twin": diff(repo, "CMakeLists.txt", twin(cmake, "calc_t"))
+        + new_file("src/parse_t.cpp", source.replace(BODY, FIX)),
+        "twin_first": diff(repo, "CMakeLists.txt", twin(cmake, "calc_t calc"))
+        + new_file("src/parse_t.cpp", source.replace(BODY, FIX)),
     }
     return repo, git(repo, "rev-parse", "HEAD"), patches
 
@@ -214,6 +268,10 @@ EXPECT = {
     "filtered": "registration_changed",
     "will_fail": "registration_changed",
     "true_command": "registration_changed",
+    "second_read": "f2p_fail",
+    "relinked": "f2p_fail",
+    "twin": "test_flags_changed",
+    "twin_first": "test_flags_changed",
 }
 
 
@@ -331,6 +389,14 @@ def test_candidates(graded: Grade) -> None:
     assert not forged["catch_warns"]["ok"] and not forged["catch_willfail"]["ok"], forged
     will_fail = _checks(graded, "will_fail")["plain_parse"]
     assert "its WILL_FAIL is true, on the reference \"(none)\"" in str(will_fail["detail"])
+    # Nothing of the project runs inside ctest's run: the script's second read never
+    # comes, and the listing's relinking cannot replace the build's programs.
+    for name in ("second_read", "relinked"):
+        assert not _checks(graded, name)["plain_parse"]["ok"], name
+    twin = _checks(graded, "twin")["test_links"]
+    assert "plain_parse no longer links libcalc.a" in str(twin["detail"]), twin
+    first = _checks(graded, "twin_first")["test_shadows"]
+    assert "plain_parse links two definitions of _ZN4calc5parse" in str(first["detail"]), first
     true_command = _checks(graded, "true_command")["plain_parse"]
     assert true_command["class"] == "registration_changed", true_command
     assert "its command is" in str(true_command["detail"]), true_command

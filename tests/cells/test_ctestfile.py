@@ -1,0 +1,62 @@
+"""ctest's listing written back as the CTestTestfile.cmake the run reads
+(cxxgate/cells/ctestfile.py): the real ctest lists it again as it was listed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cxxgate.cells import ctestfile
+
+pytestmark = pytest.mark.skipif(shutil.which("ctest") is None, reason="cmake is needed")
+
+# Names and values CMake would read otherwise if they were written plainly: brackets that
+# close a bracket argument early, a leading newline, semicolons, variables, quotes.
+AWKWARD = ["a]=", "b]]==]x", "\nlead", "semi;colon", "${X} $ENV{HOME} \\n", 'q"uote', "[tag]"]
+
+
+def _listing(tests: list[dict[str, object]]) -> str:
+    return json.dumps({"kind": "ctestInfo", "version": {"major": 1, "minor": 0}, "tests": tests})
+
+
+def test_the_listing_round_trips_through_ctest(tmp_path: Path) -> None:
+    tests: list[dict[str, object]] = [
+        {
+            "name": name,
+            "command": ["/bin/echo", name, "--flag"],
+            "properties": [
+                {"name": "ENVIRONMENT", "value": ["A=1;2", "B=x"]},
+                {"name": "PASS_REGULAR_EXPRESSION", "value": [name]},
+                {"name": "TIMEOUT", "value": 12.5},
+                {"name": "WILL_FAIL", "value": True},
+                {"name": "WORKING_DIRECTORY", "value": "/tmp"},
+            ],
+        }
+        for name in AWKWARD
+    ]
+    # ctest's stderr follows its stdout in the step's output: a script's message().
+    written = ctestfile.write(_listing(tests) + "CMake Warning: from a script\n", 0, tmp_path)
+    assert json.loads(written)["tests"] == tests
+    again = subprocess.run(
+        ["ctest", "--show-only=json-v1", "--test-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    listed = json.loads(again.stdout)["tests"]
+    for test in listed:
+        test.pop("backtrace", None)
+    assert listed == tests
+
+
+def test_no_listing_is_refused(tmp_path: Path) -> None:
+    """A failed or empty listing writes no file: the suite does not run (the project's
+    own CTestTestfile.cmake would run its scripts again)."""
+    for output, code in (("", 0), (_listing([]), 8), ('{"tests": 3}', 0), ("[1]", 0)):
+        with pytest.raises(ValueError):
+            ctestfile.write(output, code, tmp_path)
+    assert not (tmp_path / ctestfile.NAME).exists()

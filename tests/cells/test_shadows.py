@@ -1,0 +1,65 @@
+"""Two definitions of one symbol in a link's inputs (cxxgate/cells/shadows.py), on objects
+and archives made by the real g++ and ar: a fixed twin listed before the project's
+library is seen whether it is an object, an archive or a thin archive; inline functions
+and template instances (weak) are not shadows."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cxxgate.cells import shadows
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("g++") is None or shutil.which("ar") is None, reason="g++ and ar are needed"
+)
+
+PARSE = """\
+#include <string>
+namespace calc {
+inline int twice(int x) { return 2 * x; }
+template <class T> T same(T x) { return x; }
+int parse(const std::string& t) { return %s; }
+int use() { return twice(same(1)); }
+}
+"""
+LONG = "a_member_name_longer_than_sixteen_bytes"
+
+
+def _object(build: Path, name: str, body: str) -> str:
+    (build / f"{name}.cpp").write_text(PARSE % body)
+    subprocess.run(["g++", "-c", f"{name}.cpp", "-o", f"{name}.o"], cwd=build, check=True)
+    return f"{name}.o"
+
+
+def test_a_twin_before_the_library_is_a_shadow(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    bug = _object(build, "parse", "std::stoi(t)")
+    fix = _object(build, LONG, "t.empty() ? 0 : std::stoi(t)")
+    subprocess.run(["ar", "qc", "libcalc.a", bug], cwd=build, check=True)
+    subprocess.run(["ar", "qc", "libtwin.a", fix], cwd=build, check=True)
+    subprocess.run(["ar", "qcT", "libthin.a", fix], cwd=build, check=True)
+    links = {
+        "libcalc.a": ["ar", "qc", "libcalc.a", bug],  # an archive's own command: skipped
+        "plain": ["c++", "main.o", "-o", "plain", "libcalc.a"],
+        "object_first": ["c++", fix, "-o", "object_first", "libcalc.a"],
+        "archive_first": ["c++", "-o", "archive_first", "libtwin.a", "libcalc.a"],
+        "thin_first": ["c++", "-o", "thin_first", "libthin.a", "<build>/libcalc.a"],
+        "outside": ["c++", "-o", "outside", "/usr/lib/libtwin.a", "libcalc.a"],
+    }
+    found = shadows.shadowed(links, build)
+    assert set(found) == {"object_first", "archive_first", "thin_first"}, found
+    parse = "_ZN4calc5parseERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+    assert found["archive_first"] == [
+        f"_ZN4calc3useEv: libtwin.a({LONG}.o), libcalc.a(parse.o)",
+        f"{parse}: libtwin.a({LONG}.o), libcalc.a(parse.o)",
+    ]
+    assert found["thin_first"][1] == f"{parse}: libthin.a({LONG}.o), libcalc.a(parse.o)"
+    for output in found:
+        names = {said.partition(":")[0] for said in found[output]}
+        # twice() and same<int>() are weak in both: not counted.
+        assert names == {parse, "_ZN4calc3useEv"}, (output, names)
