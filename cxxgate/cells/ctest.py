@@ -113,6 +113,10 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
         with run.run_uid() as uid:
             # Testing/: the last run's logs and cost data.
             copy = _own_copy(Path(built.binary), work / "build", uid, skip=("Testing",))
+            # A test may build (nlohmann/json's download_test_data runs `cmake --build`):
+            # Ninja appends to its logs, which are the run's own.
+            for log in (".ninja_log", ".ninja_deps"):
+                _run_owned(copy / log, uid)
             # Suites may write beside their sources, as in a checkout (Catch2's approval
             # tests write next to their baselines): the tree they see is the run's own too.
             # Without a sandbox the suite's paths are the build cell's real ones (its
@@ -199,6 +203,16 @@ def _own_copy(folder: Path, dest: Path, uid: int | None, skip: tuple[str, ...] =
                 if not Path(root, name).is_symlink():
                     os.chmod(Path(root, name), 0o1777)
     return dest
+
+
+def _run_owned(path: Path, uid: int | None) -> None:
+    """The copy's file at `path` made a file of the run's own (a copy, not a link)."""
+    if uid is None or path.is_symlink() or not path.is_file():
+        return
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(data)
+    os.chown(path, uid, uid)
 
 
 def _folder(path: Path) -> Path:

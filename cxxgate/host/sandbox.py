@@ -66,6 +66,9 @@ def _system_args(tmp: Path | None = None) -> list[str]:
             args += ["--symlink", str(path.readlink()), str(path)]
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
+    # bwrap would make /etc 0700 for the binds below: git, run by a dropped uid, then
+    # stops at "unable to access '/etc/gitconfig': Permission denied".
+    args += ["--perms", "0755", "--dir", "/etc"]
     for extra in _SYSTEM_FILES:
         if Path(extra).exists():
             args += ["--ro-bind", extra, extra]

@@ -380,9 +380,13 @@ def test_a_suite_may_write_beside_its_sources(world: World, tmp_path: Path) -> N
     """Some suites write into their source tree, as a checkout lets them (Catch2's approval
     tests write next to their baselines; under a read-only tree every Catch2 v2 gold patch
     failed `approvaltests`). The tests see a tree of the run's own: the write succeeds,
-    and the tree the build cell holds is untouched."""
+    and the tree the build cell holds is untouched. Some build, and run git (nlohmann/json's
+    download_test_data: `cmake --build`, Ninja appending to its log, then `git clone`):
+    both work as the run's uid."""
     lines = (
-        'add_test(NAME tree.write COMMAND sh -c "echo x > written && grep -qx x written"\n'
+        "add_custom_target(stamp COMMAND ${CMAKE_COMMAND} -E echo built)\n"
+        'add_test(NAME tree.write COMMAND sh -c "echo x > written && grep -qx x written'
+        ' && cmake --build ${CMAKE_BINARY_DIR} --target stamp && git config --list"\n'
         '         WORKING_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")\n'
     )
     records = _instance_with_test(world, tmp_path, 11, lines, "tree.write")

@@ -268,8 +268,8 @@ EXPECT = {
     "filtered": "registration_changed",
     "will_fail": "registration_changed",
     "true_command": "registration_changed",
-    "second_read": "f2p_fail",
-    "relinked": "f2p_fail",
+    "second_read": "f2p_fail:" + ",".join(F2P),
+    "relinked": "f2p_fail:" + ",".join(F2P),
     "twin": "test_flags_changed",
     "twin_first": "test_flags_changed",
 }
@@ -296,10 +296,8 @@ def _case(library: Path, repo: Path, base: str, patches: dict[str, str]) -> None
         "patches:",
     ]
     for name, klass in EXPECT.items():
-        verdict = "accept" if klass == "accept" else "reject"
-        lines.append(
-            f"  - {{file: patches/{name}.patch, expect: {{verdict: {verdict}, tests: {klass}}}}}"
-        )
+        expect = {"verdict": "accept" if klass == "accept" else "reject", "tests": klass}
+        lines.append(f"  - {{file: patches/{name}.patch, expect: {json.dumps(expect)}}}")
     (case / "case.yaml").write_text("\n".join(lines) + "\n")
 
 
