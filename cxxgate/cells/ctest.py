@@ -267,13 +267,14 @@ def _boxed(
             binds = [a for s, d in spec.envelope.toolchain.binds for a in ("--ro-bind", s, d)]
             binds += _data_binds(spec)
             test_dir = NEUTRAL_BUILD if what == LISTING else NEUTRAL_CTEST
+            harness_file = test is None and what != LISTING  # the run reads ctestfile.py's
             argv = [
                 *prelude, *binds,
                 # bwrap makes missing parents 0700 (root's): the run's uid must pass through.
                 "--perms", "0755", "--dir", str(Path(NEUTRAL_TREE).parent),
                 "--bind", str(work / "src"), NEUTRAL_TREE,
                 "--bind", str(work / "build"), NEUTRAL_BUILD,
-                *([] if what == LISTING else ["--bind", str(work / "ctest"), NEUTRAL_CTEST]),
+                *(["--bind", str(work / "ctest"), NEUTRAL_CTEST] if harness_file else []),
                 "--bind", str(reports), REPORTS,
                 *closed, *sandbox.sealed(),
                 "--chdir", test[0] if test else NEUTRAL_BUILD,

@@ -4,19 +4,22 @@ A linker takes an archive member only for a symbol still undefined, so a program
 links a fixed `parse` (an object of its own, or a library listed first) and the
 project's library, whose member defines the same `parse`, builds without a word: the
 tests run the fixed copy while the library keeps the bug. The shadow shows in the
-inputs themselves: two of them define the same strong global symbol. For each link
-command of the build (Ninja's, cxxgate/cells/ctest.py), the objects, archives and shared
-objects it names that lie in the build folder are read (pyelftools; an archive's members
-by its fixed-width `ar` headers, which no library we depend on reads) and every strong
-global symbol two of them define is kept. Weak and common definitions (inline
-functions, template instances, C tentative definitions) are many by design and left out.
-The gate compares each test program's shadows with the reference's
-(cxxgate/gates/tests/testunits.py).
+inputs themselves: two of them define the same symbol with different bytes. For each
+link command of the build (Ninja's, cxxgate/cells/ctest.py), the objects, archives and
+shared objects it names that lie in the build folder are read (pyelftools; an archive's
+members by its fixed-width `ar` headers, which no library we depend on reads) and every
+symbol two of them define is kept: global, or weak outside a COMDAT group (a fixed twin
+made weak still wins when it comes first). Inline functions and template instances
+(weak, in COMDAT groups) and common symbols are many by design and left out; a slim
+LTO object (its symbols in GCC's own sections) is named as unread. The gate compares
+each test program's shadows with the reference's (cxxgate/gates/tests/testunits.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import struct
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -29,6 +32,8 @@ from cxxgate.cells.testframeworks import open_regular
 _AR = b"!<arch>\n"
 _THIN = b"!<thin>\n"
 _LIMIT = 256 << 20  # bytes read from one input
+SLIM_LTO = "__gnu_lto_slim"  # the symbol a slim LTO object defines, and stands for
+_EXPORTED = ("STV_DEFAULT", "STV_PROTECTED")
 
 
 def members(data: bytes, folder: Path, inside: Path) -> Iterator[tuple[str, bytes]]:
@@ -61,26 +66,41 @@ def members(data: bytes, folder: Path, inside: Path) -> Iterator[tuple[str, byte
         yield name, body
 
 
-def strong_definitions(data: bytes) -> set[str]:
-    """The strong global symbols an ELF file defines for a link: a relocatable object's
-    symbol table, a shared object's exports (.dynsym, default or protected visibility:
-    its hidden symbols bind nothing outside it)."""
+def definitions(data: bytes) -> set[str]:
+    """The symbols an ELF file defines for a link that a second definition would shadow:
+    global ones, and weak ones outside COMDAT groups (a hand-made `__attribute__((weak))`;
+    inline functions and template instances are weak in a group, in every object that
+    uses them). For a shared object, its exports (.dynsym, default or protected
+    visibility). A slim LTO object holds its symbols in GCC's own sections, which
+    pyelftools does not read: its SLIM_LTO stands for all of them."""
     try:
         elf = ELFFile(io.BytesIO(data))
         shared = elf["e_type"] == "ET_DYN"
         table = elf.get_section_by_name(".dynsym" if shared else ".symtab")
         if not isinstance(table, SymbolTableSection):
             return set()
-        return {
-            sym.name
-            for sym in table.iter_symbols()
-            if sym.name
-            and sym["st_info"]["bind"] == "STB_GLOBAL"
-            and sym["st_info"]["type"] not in ("STT_FILE", "STT_SECTION")
-            and sym["st_shndx"] not in ("SHN_UNDEF", "SHN_COMMON")
-            and (not shared or sym["st_other"]["visibility"] in ("STV_DEFAULT", "STV_PROTECTED"))
-        }
-    except (ELFError, ValueError, OSError):
+        grouped: set[int] = set()
+        for section in elf.iter_sections():
+            if section["sh_type"] == "SHT_GROUP":
+                order = "<" if elf.little_endian else ">"
+                words = struct.unpack(f"{order}{section['sh_size'] // 4}I", section.data())
+                grouped.update(words[1:] if words and words[0] & 1 else ())  # GRP_COMDAT
+        found: set[str] = set()
+        for sym in table.iter_symbols():
+            bind, shndx = sym["st_info"]["bind"], sym["st_shndx"]
+            if sym.name == SLIM_LTO:  # a common symbol
+                found.add(SLIM_LTO)
+            if (
+                not sym.name
+                or sym["st_info"]["type"] in ("STT_FILE", "STT_SECTION")
+                or shndx in ("SHN_UNDEF", "SHN_COMMON")
+                or (shared and sym["st_other"]["visibility"] not in _EXPORTED)
+            ):
+                continue
+            if bind == "STB_GLOBAL" or (bind == "STB_WEAK" and shndx not in grouped):
+                found.add(sym.name)
+        return found
+    except (ELFError, ValueError, OSError, struct.error):
         return set()
 
 
@@ -99,10 +119,12 @@ def _input(word: str, copy: Path) -> Path | None:
 
 def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[str, list[str]]:
     """Per link output (not an archive), up to `limit` `symbol: input, input` for each
-    strong symbol two of its build-made inputs define."""
-    read: dict[Path, dict[str, set[str]]] = {}  # input -> member -> definitions
+    symbol two of its build-made inputs define with different bytes (the same object
+    archived twice, one source in two libraries, is one definition), and `input is slim
+    LTO: ...` for each input whose symbols are not read."""
+    read: dict[Path, list[tuple[str, str, set[str]]]] = {}  # input -> (label, digest, names)
 
-    def definitions(path: Path) -> dict[str, set[str]]:
+    def inputs(path: Path) -> list[tuple[str, str, set[str]]]:
         if path not in read:
             opened = open_regular(path, copy)
             data = b""
@@ -110,29 +132,31 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
                 with opened as f:
                     data = f.read(_LIMIT)
             label = path.relative_to(copy).as_posix()
-            if data.startswith((_AR, _THIN)):
-                read[path] = {
-                    f"{label}({name})": strong_definitions(body)
-                    for name, body in members(data, path.parent, copy)
-                }
-            else:
-                read[path] = {label: strong_definitions(data)}
+            parts = (
+                [(f"{label}({name})", body) for name, body in members(data, path.parent, copy)]
+                if data.startswith((_AR, _THIN))
+                else [(label, data)]
+            )
+            read[path] = [
+                (name, hashlib.sha256(body).hexdigest(), definitions(body)) for name, body in parts
+            ]
         return read[path]
 
     found: dict[str, list[str]] = {}
     for output, words in sorted(links.items()):
         if output.endswith(".a"):
             continue
-        owners: dict[str, list[str]] = {}
+        owners: dict[str, dict[str, str]] = {}  # symbol -> digest -> label
+        unread: list[str] = []
         for word in words:
             path = _input(word, copy)
-            if path is None:
-                continue
-            for label, names in definitions(path).items():
+            for label, digest, names in inputs(path) if path is not None else []:
                 for name in names:
-                    if label not in owners.setdefault(name, []):
-                        owners[name].append(label)
-        two = sorted(f"{n}: {', '.join(o)}" for n, o in owners.items() if len(o) > 1)
-        if two:
-            found[output] = two[:limit]
+                    owners.setdefault(name, {}).setdefault(digest, label)
+                if SLIM_LTO in names:
+                    unread.append(f"{label} is slim LTO: its symbols are not read")
+        two = [f"{n}: {', '.join(o.values())}" for n, o in owners.items() if len(o) > 1]
+        said = sorted(set(unread)) + sorted(t for t in two if not t.startswith(SLIM_LTO))
+        if said:
+            found[output] = said[:limit]
     return found

@@ -63,3 +63,29 @@ def test_a_twin_before_the_library_is_a_shadow(tmp_path: Path) -> None:
         names = {said.partition(":")[0] for said in found[output]}
         # twice() and same<int>() are weak in both: not counted.
         assert names == {parse, "_ZN4calc3useEv"}, (output, names)
+
+
+def test_weak_twins_slim_lto_and_one_object_twice(tmp_path: Path) -> None:
+    """A fixed twin made `__attribute__((weak))` still shadows (no COMDAT group); one
+    object archived into two libraries is one definition; a slim LTO object is named as
+    unread."""
+    build = tmp_path / "build"
+    build.mkdir()
+    bug = _object(build, "parse", "std::stoi(t)")
+    (build / "weak.cpp").write_text(
+        (PARSE % "t.empty() ? 0 : std::stoi(t)").replace("int parse", "[[gnu::weak]] int parse")
+    )
+    subprocess.run(["g++", "-c", "weak.cpp", "-o", "weak.o"], cwd=build, check=True)
+    subprocess.run(["g++", "-flto", "-fno-fat-lto-objects", "-c", "weak.cpp", "-o", "lto.o"],
+                   cwd=build, check=True)  # fmt: skip
+    for lib in ("libcalc.a", "libsame.a"):
+        subprocess.run(["ar", "qc", lib, bug], cwd=build, check=True)
+    links = {
+        "weak_first": ["c++", "weak.o", "-o", "weak_first", "libcalc.a"],
+        "twice": ["c++", "-o", "twice", "libsame.a", "libcalc.a"],
+        "lto": ["c++", "lto.o", "-o", "lto", "libcalc.a"],
+    }
+    found = shadows.shadowed(links, build)
+    assert set(found) == {"weak_first", "lto"}, found
+    assert any(s.startswith("_ZN4calc5parse") and "weak.o" in s for s in found["weak_first"])
+    assert found["lto"] == ["lto.o is slim LTO: its symbols are not read"]

@@ -15,6 +15,8 @@ import pytest
 from conftest import SHIPPED, Grade, run_grade
 from repos import diff, git, new_repo
 
+from cxxgate.host import sandbox
+
 pytestmark = pytest.mark.skipif(
     not Path("/usr/include/catch2/catch.hpp").is_file()
     or not Path("/usr/include/doctest/doctest.h").is_file(),
@@ -187,13 +189,30 @@ file(APPEND "${d}/fixed.cpp" "return t.empty() ? 0 : std::stoi(t); }\\n}\\n")
 execute_process(COMMAND "@CXX@" -c "${d}/fixed.cpp" -o "${d}/fixed.o")
 foreach(p catch_tests doc_tests plain_parse)
   file(GLOB objs "${d}/CMakeFiles/${p}.dir/tests/*.o")
-  execute_process(COMMAND "@CXX@" ${objs} "${d}/fixed.o" -o "${d}/${p}.fixed")
-  execute_process(COMMAND mv -f "${d}/${p}.fixed" "${d}/${p}")
+  execute_process(COMMAND "@CXX@" ${objs} "${d}/fixed.o" -o "${d}/${p}.fixed"
+                  RESULT_VARIABLE linked)
+  execute_process(COMMAND mv -f "${d}/${p}.fixed" "${d}/${p}" RESULT_VARIABLE moved)
+  message("relink ${p}: linked ${linked}, moved ${moved}")
 endforeach()
 """
 # A fixed twin of the library, from a new tree source, linked into the test programs in
 # place of calc (which keeps the bug), or listed before it.
 TWIN = "add_library(calc_t src/parse_t.cpp)\ntarget_include_directories(calc_t PUBLIC include)\n"
+LTO = "target_compile_options(calc_t PRIVATE -flto -fno-fat-lto-objects)\n"
+LIBRARY = "add_library(calc src/parse.cpp)\n"
+SHARED_SOURCE = """\
+add_library(calc_extra src/extra.cpp src/blank.cpp)
+add_library(calc src/parse.cpp src/blank.cpp)
+target_link_libraries(calc PUBLIC calc_extra)
+"""
+BLANK = """\
+#include <string>
+namespace calc {
+bool blank(const std::string& t) { return t.empty(); }
+}
+"""
+EXTRA = "namespace calc {\nint extra() { return 1; }\n}\n"
+PROGRAMS = ("catch_tests", "doc_tests", "plain_parse")
 PLAIN_TEST = "add_test(NAME plain_parse COMMAND plain_parse)"
 TRUE_TEST = "add_test(NAME plain_parse COMMAND true)"
 WILL_FAIL = "set_tests_properties(plain_parse PROPERTIES WILL_FAIL ON)\n"
@@ -208,9 +227,8 @@ def new_file(rel: str, text: str) -> str:
 
 
 def twin(cmake: str, libraries: str) -> str:
-    library = "add_library(calc src/parse.cpp)\n"
-    cmake = cmake.replace(library, library + TWIN)
-    for program in ("catch_tests", "doc_tests", "plain_parse"):
+    cmake = cmake.replace(LIBRARY, LIBRARY + TWIN)
+    for program in PROGRAMS:
         cmake = cmake.replace(f"({program} calc", f"({program} {libraries}")
     return cmake
 
@@ -219,6 +237,10 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
     repo = root / "fw.git"
     new_repo(repo, FILES)
     source = (repo / "src/parse.cpp").read_text()
+    weak = source.replace(BODY, FIX).replace("int parse(", "[[gnu::weak]] int parse(")
+    blank_fix = source.replace(BODY, "    if (blank(text)) return 0;\n" + BODY).replace(
+        "namespace calc {\n", "namespace calc {\nbool blank(const std::string& t);\n", 1
+    )
 
     def body(text: str) -> str:
         return diff(repo, "src/parse.cpp", source.replace(BODY, text))
@@ -256,6 +278,21 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         + new_file("src/parse_t.cpp", source.replace(BODY, FIX)),
         "twin_first": diff(repo, "CMakeLists.txt", twin(cmake, "calc_t calc"))
         + new_file("src/parse_t.cpp", source.replace(BODY, FIX)),
+        # The twin made weak (no COMDAT group: still a second definition), compiled into
+        # the test programs themselves, or compiled to slim LTO (no ELF symbols to read).
+        "weak_twin_first": diff(repo, "CMakeLists.txt", twin(cmake, "calc_t calc"))
+        + new_file("src/parse_t.cpp", weak),
+        "weak_object": diff(repo, "CMakeLists.txt", cmake + "".join(
+            f"target_sources({program} PRIVATE src/parse_w.cpp)\n" for program in PROGRAMS
+        )) + new_file("src/parse_w.cpp", weak),
+        "lto_twin_first": diff(repo, "CMakeLists.txt", twin(cmake, "calc_t calc") + LTO)
+        + new_file("src/parse_t.cpp", source.replace(BODY, FIX)),
+        # Honest: a new helper compiled into the library and into a second library it
+        # links (one source, two archives: the same bytes twice is no shadow).
+        "shared_source": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, SHARED_SOURCE))
+        + diff(repo, "src/parse.cpp", blank_fix)
+        + new_file("src/blank.cpp", BLANK)
+        + new_file("src/extra.cpp", EXTRA),
     }
     return repo, git(repo, "rev-parse", "HEAD"), patches
 
@@ -272,6 +309,10 @@ EXPECT = {
     "relinked": "f2p_fail:" + ",".join(F2P),
     "twin": "test_flags_changed",
     "twin_first": "test_flags_changed",
+    "weak_twin_first": "test_flags_changed",
+    "weak_object": "test_flags_changed",
+    "lto_twin_first": "test_flags_changed",
+    "shared_source": "accept",
 }
 
 
@@ -391,10 +432,23 @@ def test_candidates(graded: Grade) -> None:
     # comes, and the listing's relinking cannot replace the build's programs.
     for name in ("second_read", "relinked"):
         assert not _checks(graded, name)["plain_parse"]["ok"], name
+    # The relinked program was made, and refused in place of the build's (sticky folder).
+    listing = [
+        step["output"]
+        for cell in graded.rows[f"{CASE}/relinked"]["evidence"]
+        if (graded.out / cell / "result.json").is_file()
+        for step in json.loads((graded.out / cell / "result.json").read_text())["steps"]
+        if step["source"] == "ctest-list"
+    ]
+    if sandbox.drop_uid():
+        assert "relink plain_parse: linked 0, moved 1" in "".join(listing), listing
     twin = _checks(graded, "twin")["test_links"]
     assert "plain_parse no longer links libcalc.a" in str(twin["detail"]), twin
-    first = _checks(graded, "twin_first")["test_shadows"]
-    assert "plain_parse links two definitions of _ZN4calc5parse" in str(first["detail"]), first
+    for name in ("twin_first", "weak_twin_first", "weak_object"):
+        said = _checks(graded, name)["test_shadows"]
+        assert "plain_parse links two definitions of _ZN4calc5parse" in str(said["detail"]), said
+    lto = _checks(graded, "lto_twin_first")["test_shadows"]
+    assert "libcalc_t.a(parse_t.cpp.o) is slim LTO" in str(lto["detail"]), lto
     true_command = _checks(graded, "true_command")["plain_parse"]
     assert true_command["class"] == "registration_changed", true_command
     assert "its command is" in str(true_command["detail"]), true_command
