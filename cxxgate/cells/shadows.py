@@ -8,11 +8,15 @@ inputs themselves: two of them define the same symbol with different bytes. For 
 link command of the build (Ninja's, cxxgate/cells/ctest.py), the objects, archives and
 shared objects it names that lie in the build folder are read (pyelftools; an archive's
 members by its fixed-width `ar` headers, which no library we depend on reads) and every
-symbol two of them define is kept: global, or weak outside a COMDAT group (a fixed twin
-made weak still wins when it comes first). Inline functions and template instances
-(weak, in COMDAT groups) and common symbols are many by design and left out; a slim
-LTO object (its symbols in GCC's own sections) is named as unread. The gate compares
-each test program's shadows with the reference's (cxxgate/gates/tests/testunits.py).
+symbol two of them define is kept: global, or weak or GNU unique outside a COMDAT group
+(a fixed twin made weak still wins when it comes first), by its name without a version.
+Inline functions and template instances (in COMDAT groups) and common symbols are many
+by design and left out. A file is read by its contents, as the linker reads it, whatever
+its name; one whose symbols cannot be read (a slim LTO object, a linker script, ELF
+pyelftools refuses) is named as unread. The gate compares each test program's shadows
+with the reference's (cxxgate/gates/tests/testunits.py). The linker's own record (a map
+of which member satisfied which symbol, from a harness re-link) would be the stronger
+evidence; it is not built.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import hashlib
 import io
 import struct
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -66,19 +70,22 @@ def members(data: bytes, folder: Path, inside: Path) -> Iterator[tuple[str, byte
         yield name, body
 
 
-def definitions(data: bytes) -> set[str]:
-    """The symbols an ELF file defines for a link that a second definition would shadow:
-    global ones, and weak ones outside COMDAT groups (a hand-made `__attribute__((weak))`;
-    inline functions and template instances are weak in a group, in every object that
-    uses them). For a shared object, its exports (.dynsym, default or protected
-    visibility). A slim LTO object holds its symbols in GCC's own sections, which
-    pyelftools does not read: its SLIM_LTO stands for all of them."""
+def definitions(data: bytes) -> tuple[set[str], str]:
+    """The symbols an ELF file defines for a link that a second definition would shadow,
+    and why it could not be read ("" when it was). Every binding but local counts
+    (global; weak and GNU unique outside a COMDAT group: inline functions, template
+    instances and their statics are in one, in every object that uses them), by name
+    without its version (`parse@@V1` binds `parse`). A shared object: its exports
+    (.dynsym, default or protected visibility). A slim LTO object holds its symbols in
+    GCC's own sections, a linker script or any other file is not ELF: unread."""
+    if not data.startswith(b"\x7fELF"):
+        return set(), "not an ELF object or an archive (a linker script?)"
     try:
         elf = ELFFile(io.BytesIO(data))
         shared = elf["e_type"] == "ET_DYN"
         table = elf.get_section_by_name(".dynsym" if shared else ".symtab")
         if not isinstance(table, SymbolTableSection):
-            return set()
+            return set(), ""
         grouped: set[int] = set()
         for section in elf.iter_sections():
             if section["sh_type"] == "SHT_GROUP":
@@ -89,26 +96,28 @@ def definitions(data: bytes) -> set[str]:
         for sym in table.iter_symbols():
             bind, shndx = sym["st_info"]["bind"], sym["st_shndx"]
             if sym.name == SLIM_LTO:  # a common symbol
-                found.add(SLIM_LTO)
+                return set(), "slim LTO: its symbols are in GCC's own sections"
             if (
                 not sym.name
+                or bind == "STB_LOCAL"
                 or sym["st_info"]["type"] in ("STT_FILE", "STT_SECTION")
                 or shndx in ("SHN_UNDEF", "SHN_COMMON")
                 or (shared and sym["st_other"]["visibility"] not in _EXPORTED)
+                or (bind != "STB_GLOBAL" and shndx in grouped)
             ):
                 continue
-            if bind == "STB_GLOBAL" or (bind == "STB_WEAK" and shndx not in grouped):
-                found.add(sym.name)
-        return found
-    except (ELFError, ValueError, OSError, struct.error):
-        return set()
+            found.add(sym.name.partition("@")[0])
+        return found, ""
+    except (ELFError, ValueError, OSError, struct.error) as err:
+        return set(), f"its ELF does not read ({err})"[:120]
 
 
-def _input(word: str, copy: Path) -> Path | None:
+def _input(word: str, output: str, copy: Path) -> Path | None:
     """The build-folder file a link word names (spelt `<build>/...` or relative to the
-    build folder), when it is an object, an archive or a shared object."""
-    name = PurePosixPath(word).name
-    if word.startswith("-") or not (name.endswith((".o", ".obj", ".a", ".so")) or ".so." in name):
+    build folder; `@file`, a response file, as itself), whatever its name: the linker
+    reads a file by its contents (a twin archive named `libcalc_t.lib` links)."""
+    word = word.removeprefix("@")
+    if word.startswith("-") or word == output:
         return None
     if word.startswith("<build>/"):
         return copy / word.removeprefix("<build>/")
@@ -120,17 +129,19 @@ def _input(word: str, copy: Path) -> Path | None:
 def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[str, list[str]]:
     """Per link output (not an archive), up to `limit` `symbol: input, input` for each
     symbol two of its build-made inputs define with different bytes (the same object
-    archived twice, one source in two libraries, is one definition), and `input is slim
-    LTO: ...` for each input whose symbols are not read."""
-    read: dict[Path, list[tuple[str, str, set[str]]]] = {}  # input -> (label, digest, names)
+    archived twice, one source in two libraries, is one definition), and `input is
+    unread: why` for each input whose symbols are not read."""
+    # input -> [(label, digest, names, why unread)]; None: not a regular file of the build
+    read: dict[Path, list[tuple[str, str, set[str], str]] | None] = {}
 
-    def inputs(path: Path) -> list[tuple[str, str, set[str]]]:
+    def inputs(path: Path) -> list[tuple[str, str, set[str], str]] | None:
         if path not in read:
             opened = open_regular(path, copy)
-            data = b""
-            if opened is not None:
-                with opened as f:
-                    data = f.read(_LIMIT)
+            if opened is None:
+                read[path] = None
+                return None
+            with opened as f:
+                data = f.read(_LIMIT)
             label = path.relative_to(copy).as_posix()
             parts = (
                 [(f"{label}({name})", body) for name, body in members(data, path.parent, copy)]
@@ -138,7 +149,7 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
                 else [(label, data)]
             )
             read[path] = [
-                (name, hashlib.sha256(body).hexdigest(), definitions(body)) for name, body in parts
+                (name, hashlib.sha256(body).hexdigest(), *definitions(body)) for name, body in parts
             ]
         return read[path]
 
@@ -149,14 +160,14 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
         owners: dict[str, dict[str, str]] = {}  # symbol -> digest -> label
         unread: list[str] = []
         for word in words:
-            path = _input(word, copy)
-            for label, digest, names in inputs(path) if path is not None else []:
+            path = _input(word, output, copy)
+            for label, digest, names, why in (inputs(path) if path else None) or []:
                 for name in names:
                     owners.setdefault(name, {}).setdefault(digest, label)
-                if SLIM_LTO in names:
-                    unread.append(f"{label} is slim LTO: its symbols are not read")
+                if why:
+                    unread.append(f"{label} is unread: {why}")
         two = [f"{n}: {', '.join(o.values())}" for n, o in owners.items() if len(o) > 1]
-        said = sorted(set(unread)) + sorted(t for t in two if not t.startswith(SLIM_LTO))
+        said = sorted(set(unread)) + sorted(two)
         if said:
             found[output] = said[:limit]
     return found

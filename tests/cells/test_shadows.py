@@ -88,4 +88,37 @@ def test_weak_twins_slim_lto_and_one_object_twice(tmp_path: Path) -> None:
     found = shadows.shadowed(links, build)
     assert set(found) == {"weak_first", "lto"}, found
     assert any(s.startswith("_ZN4calc5parse") and "weak.o" in s for s in found["weak_first"])
-    assert found["lto"] == ["lto.o is slim LTO: its symbols are not read"]
+    assert found["lto"] == ["lto.o is unread: slim LTO: its symbols are in GCC's own sections"]
+
+
+def test_twins_by_another_name_binding_version_or_script(tmp_path: Path) -> None:
+    """A twin archive named `.lib`, a twin `parse` bound GNU unique or versioned
+    `parse@@V1`, and a linker script named like an archive: each is seen."""
+    build = tmp_path / "build"
+    build.mkdir()
+    bug = _object(build, "parse", "std::stoi(t)")
+    fix = _object(build, "fixed", "t.empty() ? 0 : std::stoi(t)")
+    mangled = "_ZN4calc5parseERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+    for name, asm in (
+        ("unique", f'asm(".type {mangled}, @gnu_unique_object");'),
+        ("versioned", f'asm(".symver {mangled}, {mangled}@@V1");'),
+    ):
+        (build / f"{name}.cpp").write_text(
+            (PARSE % "t.empty() ? 0 : std::stoi(t)") + asm
+        )
+        subprocess.run(["g++", "-c", f"{name}.cpp", "-o", f"{name}.o"], cwd=build, check=True)
+    subprocess.run(["ar", "qc", "libcalc.a", bug], cwd=build, check=True)
+    subprocess.run(["ar", "qc", "libtwin.lib", fix], cwd=build, check=True)
+    (build / "libscript.a").write_text(f"INPUT({fix})\n")
+    links = {
+        "suffix": ["c++", "-o", "suffix", "libtwin.lib", "libcalc.a"],
+        "unique": ["c++", "unique.o", "-o", "unique", "libcalc.a"],
+        "versioned": ["c++", "versioned.o", "-o", "versioned", "libcalc.a"],
+        "script": ["c++", "-o", "script", "libscript.a", "libcalc.a"],
+    }
+    found = shadows.shadowed(links, build)
+    for output in ("suffix", "unique", "versioned"):
+        assert any(s.startswith(mangled) for s in found[output]), (output, found.get(output))
+    assert found["script"] == [
+        "libscript.a is unread: not an ELF object or an archive (a linker script?)"
+    ]
