@@ -60,14 +60,14 @@ class KnownPatch(Strict):
 
 
 class Limits(Strict):
-    run_seconds: float = Field(default=5.0, gt=0, le=600)
+    run_seconds: float = Field(default=5.0, gt=0, le=3600)
     output_bytes: int = Field(default=1 << 20, gt=0)
     compile_seconds: float = Field(default=120.0, gt=0)
     # A repository case's whole CMake build (configure, then build) and its whole ctest
     # run are one call each: limits of their own, sized for real projects (a full fmt
     # test build takes minutes). Each test within the run has run_seconds (ctest --timeout).
     build_seconds: float = Field(default=1800.0, gt=0)
-    test_seconds: float = Field(default=1800.0, gt=0)
+    test_seconds: float = Field(default=3600.0, gt=0)
     # Caps on every candidate run (cxxgate/host/process.py Caps): address space (resident memory
     # for sanitizer builds), the size one file may grow to, processes of the run's uid.
     memory_mib: int = Field(default=1024, ge=64, le=65536)
