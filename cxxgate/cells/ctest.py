@@ -197,11 +197,8 @@ def _own_copy(folder: Path, dest: Path, uid: int | None, skip: tuple[str, ...] =
     ignore = shutil.ignore_patterns(*skip) if skip else None
     shutil.copytree(folder, dest, symlinks=True, ignore=ignore, copy_function=copy)
     if uid is not None:
-        for root, dirs, _ in os.walk(dest):
+        for root, _, _ in os.walk(dest):  # every folder, none through a link
             os.chmod(root, 0o1777)
-            for name in dirs:
-                if not Path(root, name).is_symlink():
-                    os.chmod(Path(root, name), 0o1777)
     return dest
 
 
@@ -475,9 +472,9 @@ def _graph(
     """What the build compiled and linked, read before any of its programs runs: per
     compile, object (build-relative) -> source (spelt) and the GoogleTest symbols the
     object names (defined or undefined, pyelftools); per other command with an output
-    (links, archives), output -> its words (spelt); per link, the strong symbols two of
-    its inputs define (cxxgate/cells/shadows.py). Ninja's own commands, not the
-    project's word: the objects are those Ninja made."""
+    (links, archives), output -> its words (spelt); per link, the symbols two of its
+    inputs define and the inputs it cannot read (cxxgate/cells/shadows.py). Ninja's own
+    commands, not the project's word: the objects are those Ninja made."""
     compiles: dict[str, str] = {}
     symbols: dict[str, list[str]] = {}
     links: dict[str, list[str]] = {}

@@ -206,16 +206,18 @@ def new_link_words(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[st
 
 
 def new_shadows(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
-    """Each test program that links two definitions of a strong symbol from files the
-    build made where the reference's link of it does not (cxxgate/cells/shadows.py): the
-    tests would run one copy of `parse` and the project's library keep another."""
+    """Each test program that links two definitions of a symbol from files the build made,
+    or a build file whose symbols cannot be read, where the reference's link of it does
+    not (cxxgate/cells/shadows.py): the tests would run one copy of `parse` and the
+    project's library keep another."""
     found = []
     theirs, here = ref.get("shadowed", {}), mine.get("shadowed", {})
     for program in test_programs(ref, test_dirs):
         known = {said.partition(":")[0] for said in theirs.get(program, [])}
         new = [said for said in here.get(program, []) if said.partition(":")[0] not in known]
         if new:
-            found.append(f"{program} links two definitions of {'; '.join(new[:3])}")
+            said = [s if " is unread: " in s else f"two definitions of {s}" for s in new[:3]]
+            found.append(f"{program} links {'; '.join(said)}")
     return found
 
 
