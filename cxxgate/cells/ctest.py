@@ -137,8 +137,8 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             try:  # the run reads the listing (cxxgate/cells/ctestfile.py), nothing else
                 listing = ctestfile.write(listed.output, listed.exit, _folder(work / "ctest"))
             except ValueError as err:
-                why = f"ctest could not list the tests ({err}): {listed.output[-400:]}"
-                return "compile_error", why, steps, None
+                why = f"ctest could not list the tests ({err}): {_cap_hit(listed.output, caps)}"
+                return "compile_error", why + listed.output[-400:], steps, None
             # spelt: the gate compares it with the reference's
             (out / TESTS_JSON).write_text(spell(listing, *paths(cell)))
             junit = f"{REPORTS}/{JUNIT}" if sandbox.available() else str(reports / JUNIT)
