@@ -77,11 +77,10 @@ def open_regular(path: Path, inside: Path) -> BinaryIO | None:
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, RuntimeError):
         return None
-    f = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        f.close()
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder opens too (a link word `.`)
+        os.close(fd)
         return None
-    return f
+    return os.fdopen(fd, "rb")
 
 
 def framework_of(program: Path, inside: Path) -> Framework | None:

@@ -50,6 +50,8 @@ def test_a_twin_before_the_library_is_a_shadow(tmp_path: Path) -> None:
         "archive_first": ["c++", "-o", "archive_first", "libtwin.a", "libcalc.a"],
         "thin_first": ["c++", "-o", "thin_first", "libthin.a", "<build>/libcalc.a"],
         "outside": ["c++", "-o", "outside", "/usr/lib/libtwin.a", "libcalc.a"],
+        # Words that name a folder or nothing are no input (nlohmann/json's links).
+        "folders": ["c++", ".", "-o", "folders", "CMakeFiles", "missing.o", "libcalc.a"],
     }
     found = shadows.shadowed(links, build)
     assert set(found) == {"object_first", "archive_first", "thin_first"}, found
