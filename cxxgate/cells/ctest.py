@@ -40,8 +40,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate.cells import ctestfile, testframeworks
-from cxxgate.cells.shadows import shadowed
+from cxxgate.cells import ctestfile, shadows, testframeworks
 from cxxgate.host import sandbox, userns
 from cxxgate.host.process import Caps, bounded
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -473,8 +472,9 @@ def _graph(
     compile, object (build-relative) -> source (spelt) and the GoogleTest symbols the
     object names (defined or undefined, pyelftools); per other command with an output
     (links, archives), output -> its words (spelt); per link, the symbols two of its
-    inputs define and the inputs it cannot read (cxxgate/cells/shadows.py). Ninja's own
-    commands, not the project's word: the objects are those Ninja made."""
+    inputs define and the inputs it cannot read, and the sources the program it made
+    holds code from (cxxgate/cells/shadows.py). Ninja's own commands, not the project's
+    word: the objects are those Ninja made."""
     compiles: dict[str, str] = {}
     symbols: dict[str, list[str]] = {}
     links: dict[str, list[str]] = {}
@@ -494,8 +494,11 @@ def _graph(
             except ValueError:
                 words = command.split()
             links[output] = [spell(w, tree_at, build_at) for w in words]
-    shadows = shadowed(links, copy)
-    return {"compiles": compiles, "symbols": symbols, "links": links, "shadowed": shadows}
+    held = {out: shadows.sources(copy / out, copy) for out in links if not out.endswith(".a")}
+    return {
+        "compiles": compiles, "symbols": symbols, "links": links,
+        "shadowed": shadows.shadowed(links, copy), "sources": held,
+    }  # fmt: skip
 
 
 def _inside(copy: Path, build_at: str, directory: str) -> Path:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import io
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
@@ -40,18 +39,29 @@ SLIM_LTO = "__gnu_lto_slim"  # the symbol a slim LTO object defines, and stands 
 _EXPORTED = ("STV_DEFAULT", "STV_PROTECTED")
 
 
-def members(data: bytes, folder: Path, inside: Path) -> Iterator[tuple[str, bytes]]:
+def members(data: bytes, folder: Path, inside: Path) -> list[tuple[str, bytes]]:
     """(name, bytes) of each member of a GNU / System V archive; a thin archive's members
-    are read from their paths (relative to `folder`) when they lie in `inside`."""
+    are read from their paths (relative to `folder`), which must be regular files in
+    `inside`. Raises ValueError for an archive the linker might read otherwise: a header
+    that does not parse, a member the archive's symbol index points to that the headers
+    do not reach (a size that hides a member), a thin member out of reach."""
     thin = data.startswith(_THIN)
-    at, names = 8, b""
-    while at + 60 <= len(data):
+    at, names, index = 8, b"", b""
+    found: list[tuple[str, bytes]] = []
+    starts: set[int] = set()
+    while at < len(data):
         header = data[at : at + 60]
-        raw, size = header[:16].decode(errors="replace").rstrip(), int(header[48:58] or 0)
+        size_field = header[48:58].strip()
+        if len(header) < 60 or header[58:60] != b"`\n" or not size_field.isdigit():
+            raise ValueError(f"a member header at byte {at} does not parse")
+        starts.add(at)
+        raw, size = header[:16].decode(errors="replace").rstrip(), int(size_field)
+        table = raw in ("/", "//", "/SYM64/")
         at += 60
-        body = b"" if thin and raw not in ("/", "//", "/SYM64/") else data[at : at + size]
-        at += 0 if thin and raw not in ("/", "//", "/SYM64/") else size + size % 2
+        body = data[at : at + size] if table or not thin else b""
+        at += size + size % 2 if table or not thin else 0
         if raw in ("/", "/SYM64/"):
+            index = (b"8" if raw == "/SYM64/" else b"4") + body
             continue
         if raw == "//":
             names = body
@@ -64,10 +74,17 @@ def members(data: bytes, folder: Path, inside: Path) -> Iterator[tuple[str, byte
         if thin:
             opened = open_regular(folder / name, inside)
             if opened is None:
-                continue
+                raise ValueError(f"its member {name} is not a file of the build")
             with opened as f:
                 body = f.read(_LIMIT)
-        yield name, body
+        found.append((name, body))
+    width = int(index[:1] or b"4")
+    count = int.from_bytes(index[1 : 1 + width], "big") if index else 0
+    offsets = index[1 + width : 1 + width + count * width]
+    if any(int.from_bytes(offsets[i : i + width], "big") not in starts
+           for i in range(0, len(offsets), width)):  # fmt: skip
+        raise ValueError("its symbol index points to a member the headers do not reach")
+    return found
 
 
 def definitions(data: bytes) -> tuple[set[str], str]:
@@ -143,11 +160,15 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
             with opened as f:
                 data = f.read(_LIMIT)
             label = path.relative_to(copy).as_posix()
-            parts = (
-                [(f"{label}({name})", body) for name, body in members(data, path.parent, copy)]
-                if data.startswith((_AR, _THIN))
-                else [(label, data)]
-            )
+            try:
+                parts = (
+                    [(f"{label}({name})", body) for name, body in members(data, path.parent, copy)]
+                    if data.startswith((_AR, _THIN))
+                    else [(label, data)]
+                )
+            except ValueError as err:
+                read[path] = [(label, "", set(), f"an archive that does not read: {err}")]
+                return read[path]
             read[path] = [
                 (name, hashlib.sha256(body).hexdigest(), *definitions(body)) for name, body in parts
             ]
@@ -171,3 +192,24 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
         if said:
             found[output] = said[:limit]
     return found
+
+
+def sources(program: Path, inside: Path) -> list[str]:
+    """The source files a linked program holds code from, as its symbol table names them
+    (the STT_FILE entry each object brings, a file name without its folder): what the
+    linker put in, read from the program the suite runs, whatever the command that made
+    it or changed it after. Empty for a program without a symbol table (stripped: the
+    link check sees the option)."""
+    opened = open_regular(program, inside)
+    if opened is None:
+        return []
+    try:
+        with opened as f:
+            table = ELFFile(f).get_section_by_name(".symtab")
+            if not isinstance(table, SymbolTableSection):
+                return []
+            return sorted(
+                {s.name for s in table.iter_symbols() if s["st_info"]["type"] == "STT_FILE"}
+            )
+    except (ELFError, ValueError, OSError, struct.error):
+        return []

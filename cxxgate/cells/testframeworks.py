@@ -75,7 +75,7 @@ def open_regular(path: Path, inside: Path) -> BinaryIO | None:
         if not real.is_relative_to(inside.resolve()):
             return None
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # ValueError: a NUL in the name
         return None
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder opens too (a link word `.`)
         os.close(fd)

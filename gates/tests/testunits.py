@@ -221,6 +221,28 @@ def new_shadows(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str])
     return found
 
 
+def lost_sources(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """Each test program that no longer holds code from a source outside the test folders
+    that the reference's program holds code from, while the build still compiles a tree
+    source of that name (cxxgate/cells/shadows.py `sources`, read from the program
+    itself; the compiler records a source by its file name only): the tests would run
+    that code from somewhere else (a twin linked first, an archive rewritten after the
+    link, an inline copy), and the project's keep the bug. A source the build no longer
+    compiles at all (code moved out, the file gone) is not asked."""
+    compiled = {
+        PurePosixPath(src).name
+        for src in mine.get("compiles", {}).values()
+        if src.startswith("<tree>/") and not _in_dirs(src, test_dirs)
+    }
+    theirs, here = ref.get("sources", {}), mine.get("sources", {})
+    found = []
+    for program in test_programs(ref, test_dirs):
+        lost = sorted(set(theirs.get(program, [])) & compiled - set(here.get(program, [])))
+        if lost:
+            found.append(f"{program} no longer holds code from {', '.join(lost[:5])}")
+    return found
+
+
 _PRINTER = re.compile(r"_ZN7testing8internal\d+Print\w*")
 
 

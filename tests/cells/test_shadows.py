@@ -124,3 +124,38 @@ def test_twins_by_another_name_binding_version_or_script(tmp_path: Path) -> None
     assert found["script"] == [
         "libscript.a is unread: not an ELF object or an archive (a linker script?)"
     ]
+
+
+def test_archives_that_do_not_read_are_unread_and_never_raise(tmp_path: Path) -> None:
+    """A header whose size hides the next member from the walk (the linker still finds it
+    by the archive's index), a size that is not a number or is negative, a thin member
+    outside the build, a NUL in a link word: named unread, never an exception or a loop."""
+    build = tmp_path / "build"
+    build.mkdir()
+    bug = _object(build, "parse", "std::stoi(t)")
+    fix = _object(build, "fixed", "t.empty() ? 0 : std::stoi(t)")
+    subprocess.run(["ar", "qcs", "libboth.a", bug, fix], cwd=build, check=True)
+    data = (build / "libboth.a").read_bytes()
+    first = data.index(b"parse.o/")  # the first member's header
+    size = int(data[first + 48 : first + 58])
+    whole = size + size % 2 + 60 + len(data) - (first + 60 + size + size % 2)
+    hidden = data[: first + 48] + str(whole - 60).ljust(10).encode() + data[first + 58 :]
+    (build / "libhidden.a").write_bytes(hidden)
+    for name, field in (("libjunk.a", b"zz".ljust(10)), ("libneg.a", b"-60".ljust(10))):
+        (build / name).write_bytes(data[: first + 48] + field + data[first + 58 :])
+    outside = tmp_path / "outside.o"
+    outside.write_bytes((build / fix).read_bytes())
+    subprocess.run(["ar", "qcT", "libthin.a", str(outside)], cwd=build, check=True)
+    links = {
+        name: ["c++", "-o", name, f"lib{name}.a", "\0", "libcalc.a"]
+        for name in ("hidden", "junk", "neg", "thin")
+    }
+    found = shadows.shadowed(links, build)
+    why = {
+        "hidden": "its symbol index points to a member the headers do not reach",
+        "junk": f"a member header at byte {first} does not parse",
+        "neg": f"a member header at byte {first} does not parse",
+        "thin": f"its member {outside} is not a file of the build",
+    }
+    for name, said in why.items():
+        assert found[name] == [f"lib{name}.a is unread: an archive that does not read: {said}"]

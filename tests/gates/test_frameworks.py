@@ -199,6 +199,12 @@ endforeach()
 # place of calc (which keeps the bug), or listed before it.
 TWIN = "add_library(calc_t src/parse_t.cpp)\ntarget_include_directories(calc_t PUBLIC include)\n"
 LTO = "target_compile_options(calc_t PRIVATE -flto -fno-fat-lto-objects)\n"
+REWRITE = """\
+add_custom_target(after ALL COMMAND ${CMAKE_COMMAND} -E copy
+                  ${CMAKE_BINARY_DIR}/libcalc.a ${CMAKE_BINARY_DIR}/libcalc_t.a)
+add_dependencies(after catch_tests doc_tests plain_parse)
+"""
+INLINE = "target_sources(calc INTERFACE ${CMAKE_CURRENT_SOURCE_DIR}/src/fix.cpp)\n"
 LIBRARY = "add_library(calc src/parse.cpp)\n"
 SHARED_SOURCE = """\
 add_library(calc_extra src/extra.cpp src/blank.cpp)
@@ -287,6 +293,14 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         )) + new_file("src/parse_w.cpp", weak),
         "lto_twin_first": diff(repo, "CMakeLists.txt", twin(cmake, "calc_t calc") + LTO)
         + new_file("src/parse_t.cpp", source.replace(BODY, FIX)),
+        # The twin's archive overwritten with the project's after the test programs are
+        # linked (what the link read is gone), and a fixed inline copy (a COMDAT group)
+        # compiled into each test program through the library's INTERFACE sources.
+        "rewritten": diff(repo, "CMakeLists.txt", twin(cmake, "calc_t calc") + REWRITE)
+        + new_file("src/parse_t.cpp", source.replace(BODY, FIX)),
+        "inline_copy": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, LIBRARY + INLINE))
+        + new_file("src/fix.cpp", source.replace(BODY, FIX).replace(
+            "int parse(", "[[gnu::used]] inline int parse(")),
         # Honest: a new helper compiled into the library and into a second library it
         # links (one source, two archives: the same bytes twice is no shadow).
         "shared_source": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, SHARED_SOURCE))
@@ -312,6 +326,8 @@ EXPECT = {
     "weak_twin_first": "test_flags_changed",
     "weak_object": "test_flags_changed",
     "lto_twin_first": "test_flags_changed",
+    "rewritten": "test_flags_changed",
+    "inline_copy": "test_flags_changed",
     "shared_source": "accept",
 }
 
@@ -447,6 +463,9 @@ def test_candidates(graded: Grade) -> None:
     for name in ("twin_first", "weak_twin_first", "weak_object"):
         said = _checks(graded, name)["test_shadows"]
         assert "plain_parse links two definitions of _ZN4calc5parse" in str(said["detail"]), said
+    for name in ("rewritten", "inline_copy", "twin_first"):
+        said = _checks(graded, name)["test_sources"]
+        assert "plain_parse no longer holds code from parse.cpp" in str(said["detail"]), said
     lto = _checks(graded, "lto_twin_first")["test_shadows"]
     assert "libcalc_t.a(parse_t.cpp.o) is unread: slim LTO" in str(lto["detail"]), lto
     true_command = _checks(graded, "true_command")["plain_parse"]
