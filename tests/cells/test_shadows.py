@@ -159,3 +159,25 @@ def test_archives_that_do_not_read_are_unread_and_never_raise(tmp_path: Path) ->
     }
     for name, said in why.items():
         assert found[name] == [f"lib{name}.a is unread: an archive that does not read: {said}"]
+
+
+def test_a_program_names_the_sources_it_holds_code_from(tmp_path: Path) -> None:
+    """Read from the linked program: with a fixed twin listed first, the project's
+    parse.cpp is not in it, whatever the twin's archive is called."""
+    build = tmp_path / "build"
+    build.mkdir()
+    bug = _object(build, "parse", "std::stoi(t)")
+    fix = _object(build, "fixed", "t.empty() ? 0 : std::stoi(t)")
+    (build / "main.cpp").write_text(
+        "#include <string>\nnamespace calc { int parse(const std::string&); }\n"
+        'int main() { return calc::parse(""); }\n'
+    )
+    subprocess.run(["g++", "-c", "main.cpp", "-o", "main.o"], cwd=build, check=True)
+    subprocess.run(["ar", "qc", "libcalc.a", bug], cwd=build, check=True)
+    subprocess.run(["ar", "qc", "libtwin.lib", fix], cwd=build, check=True)
+    for name, inputs in (("plain", ["libcalc.a"]), ("twinned", ["libtwin.lib", "libcalc.a"])):
+        subprocess.run(["g++", "main.o", *inputs, "-o", name], cwd=build, check=True)
+    assert {"main.cpp", "parse.cpp"} <= set(shadows.sources(build / "plain", build))
+    held = set(shadows.sources(build / "twinned", build))
+    assert "fixed.cpp" in held and "parse.cpp" not in held, held
+    assert shadows.sources(tmp_path / "elsewhere", build) == []
