@@ -1,4 +1,5 @@
-"""Symbols a link takes two definitions of, from files the build made.
+"""Symbols a link takes two definitions of, from files the build made; the sources a
+linked program holds code from.
 
 A linker takes an archive member only for a symbol still undefined, so a program that
 links a fixed `parse` (an object of its own, or a library listed first) and the
@@ -13,10 +14,12 @@ symbol two of them define is kept: global, or weak or GNU unique outside a COMDA
 Inline functions and template instances (in COMDAT groups) and common symbols are many
 by design and left out. A file is read by its contents, as the linker reads it, whatever
 its name; one whose symbols cannot be read (a slim LTO object, a linker script, ELF
-pyelftools refuses) is named as unread. The gate compares each test program's shadows
-with the reference's (cxxgate/gates/tests/testunits.py). The linker's own record (a map
-of which member satisfied which symbol, from a harness re-link) would be the stronger
-evidence; it is not built.
+pyelftools refuses, an archive whose headers and index disagree) is named as unread.
+What the linker did put in shows in the program itself: one STT_FILE entry per object it
+took (`sources`). The gate compares both with the reference's program
+(cxxgate/gates/tests/testunits.py). The linker's own record (a map of which member
+satisfied which symbol, from a harness re-link) would be the stronger evidence; it is not
+built.
 """
 
 from __future__ import annotations
