@@ -48,6 +48,10 @@ Classes, most severe first:
 | framework_tamper   | an object the build compiled names GoogleTest symbols (testing::)|
 |                    | that the reference's object of the same source does not (a      |
 |                    | library initialiser installing a fake result reporter)           |
+| library_bypassed   | a test program no longer holds code from a source the reference's|
+|                    | holds code from, while the build still compiles it: the tests   |
+|                    | run a twin of it (linked first, rewritten after the link, an    |
+|                    | inline copy), or none of it (a check emptied)                   |
 | build_fail         | configure or build failed (the first diagnostic is the summary) |
 | hang               | a listed test ran into its time limit, or the suite did, or the |
 |                    | build ran past `limits.build_seconds`                           |
@@ -87,6 +91,7 @@ SEVERITY = (
     "registration_changed",
     "framework_redefined",
     "framework_tamper",
+    "library_bypassed",
     "build_fail",
     "hang",
     "test_missing",
