@@ -128,10 +128,9 @@ def test_checks(
     ref_cell = Path(ref_suite.binary).parent if ref_suite.binary else cell
     cases = testreports.read_reports(cell / ctest.GTEST_DIR)
     ref_cases = testreports.read_reports(ref_cell / ctest.GTEST_DIR)
-    programs = testreports.programs(cell / ctest.TESTS_JSON)
-    ref_programs = testreports.programs(ref_cell / ctest.TESTS_JSON)
     registered = testreports.registrations(cell / ctest.TESTS_JSON)
     ref_registered = testreports.registrations(ref_cell / ctest.TESTS_JSON)
+    programs, ref_programs = testreports.programs(registered), testreports.programs(ref_registered)
     records = testframeworks.read_records(cell / ctest.FRAMEWORKS_JSON)
     ref_records = testframeworks.read_records(ref_cell / ctest.FRAMEWORKS_JSON)
     checks = []

@@ -72,21 +72,6 @@ def _outcome(case: TestCase) -> Outcome:
     return "passed"
 
 
-def programs(tests_json: Path) -> dict[str, str]:
-    """ctest name -> the file name of the program its command runs (ctest
-    --show-only=json-v1); empty when the listing is missing."""
-    try:
-        listing = json.loads(tests_json.read_text())
-    except (OSError, ValueError):
-        return {}
-    found: dict[str, str] = {}
-    for test in listing.get("tests", []):
-        command = test.get("command") or []
-        if command:
-            found[str(test.get("name"))] = PurePosixPath(str(command[0])).name
-    return found
-
-
 # The properties of a ctest test that decide how ctest reads its run (a test passes by
 # failing, by what it prints, is skipped by an exit code) or what it runs in.
 JUDGED_BY = (
@@ -116,6 +101,16 @@ def registrations(tests_json: Path) -> dict[str, dict[str, object]]:
             if isinstance(p, dict) and p.get("name") in JUDGED_BY
         }
         found[str(test.get("name"))] = {"command": test.get("command") or [], **props}
+    return found
+
+
+def programs(registered: dict[str, dict[str, object]]) -> dict[str, str]:
+    """ctest name -> the file name of the program its command runs (from registrations)."""
+    found = {}
+    for name, reg in registered.items():
+        command = reg["command"]
+        if isinstance(command, list) and command:
+            found[name] = PurePosixPath(str(command[0])).name
     return found
 
 
