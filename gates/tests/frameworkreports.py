@@ -27,12 +27,12 @@ Catch2 v2 (`<Catch>`; before 2.10 without case totals) and v3 (`<Catch2TestRun>`
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from cxxgate.cells.testframeworks import FRAMEWORK_DIR, Record
+from cxxgate.gates.tests import testreports
 from cxxgate.gates.tests.testreports import Outcome, Proof
 
 NAMES = {"catch2": "Catch2", "doctest": "doctest"}
@@ -151,18 +151,17 @@ def proof(
     differs = _differs(report, reference)
     if differs:
         return Proof(said.kind, "failed", f"{name} report differs from the reference's: {differs}")
-    outcomes = Counter(report.cases.values())
-    summary = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) or "no case"
+    summary = testreports.tally(report.cases) or "no case"
     why = f"{name} report as the reference's: {summary}, {report.assertions} assertions"
     return Proof(said.kind, "passed", why)
 
 
 def _differs(report: Report, reference: Report) -> str:
     """The first difference between a report and the reference's ("" when none)."""
-    for case in sorted(set(report.cases) | set(reference.cases)):
-        here, there = report.cases.get(case, "absent"), reference.cases.get(case, "absent")
-        if here != there:
-            return f"case {case!r} {here} here, {there} on the reference"
+    differs = testreports.first_difference(report.cases, reference.cases)
+    if differs:
+        case, here, there = differs
+        return f"case {case!r} {here} here, {there} on the reference"
     if report.assertions != reference.assertions:
         return f"{report.assertions} assertions passed, {reference.assertions} on the reference"
     return ""

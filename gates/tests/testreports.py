@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -174,13 +175,28 @@ def proof(test: str, program: str | None, cases: list[Case], reference: list[Cas
     if said.kind == "case":
         mine, ref = [c for c in mine if c.name == test], [c for c in ref if c.name == test]
     here, there = ({c.name: c.outcome for c in run} for run in (mine, ref))
+    differs = first_difference(here, there)
+    if differs:
+        name, this, that = differs
+        why = f"GoogleTest case {name} {this} here, {that} on the reference"
+        return Proof(said.kind, "failed", why)
+    return Proof(said.kind, "passed", f"GoogleTest cases as the reference's: {tally(here)}")
+
+
+def first_difference(
+    here: Mapping[str, str], there: Mapping[str, str]
+) -> tuple[str, str, str] | None:
+    """(case, outcome here, outcome on the reference) of the first case, by name, whose
+    outcomes differ (`absent` where a run has no such case); None when none does."""
     for name in sorted(set(here) | set(there)):
         if here.get(name) != there.get(name):
-            why = f"GoogleTest case {name} {here.get(name, 'absent')} here, "
-            why += f"{there.get(name, 'absent')} on the reference"
-            return Proof(said.kind, "failed", why)
-    summary = ", ".join(f"{n} {o}" for o, n in sorted(Counter(here.values()).items()))
-    return Proof(said.kind, "passed", f"GoogleTest cases as the reference's: {summary}")
+            return name, here.get(name, "absent"), there.get(name, "absent")
+    return None
+
+
+def tally(cases: Mapping[str, str]) -> str:
+    """`1 failed, 2 passed`: how many cases had each outcome ("" for none)."""
+    return ", ".join(f"{n} {o}" for o, n in sorted(Counter(cases.values()).items()))
 
 
 def _judged(test: str, program: str | None, cases: list[Case], reference: list[Case]) -> Proof:
