@@ -164,8 +164,8 @@ def blank_raw_strings(text: str) -> tuple[str, bool]:
     pos = 0
     # Only the lines where a raw string may start are read token by token (from their
     # start: no ordinary literal spans a line of -E output, so a line start is a token
-    # boundary); the rest is copied. Reading all of a unit this way cost most of a grade's
-    # Python time.
+    # boundary); the rest is copied. Reading all of a unit this way took, with the line
+    # stripping below, 28 % of the doit master's samples in a cold grade (py-spy).
     while (at := text.find('R"', pos)) >= 0:
         start = max(pos, text.rfind("\n", pos, at) + 1)
         out.append(text[pos:start])
