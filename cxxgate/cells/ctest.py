@@ -35,12 +35,13 @@ import stat
 import time
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate.cells import ctestfile, shadows, testframeworks
+from cxxgate.cells import ctestfile, relink, shadows, testframeworks
 from cxxgate.host import sandbox, userns
 from cxxgate.host.process import Caps, bounded
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -437,7 +438,7 @@ def _commands(
     tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
     views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
     mounts = ((str(copy), NEUTRAL_BUILD),) if sandbox.available() else ()
-    argv = [ninja, "-C", build_at, "-t", "compdb"]
+    argv = [ninja, "-C", build_at, "-t", "compdb", "-x"]  # -x: response files inline
     step = toolcall.tool_call(
         layout, spec, "inspect", "build.ninja", argv, copy,
         read=spec.data_paths, mounts=mounts, views=views,
@@ -450,8 +451,49 @@ def _commands(
     listing = {"tree": tree_at, "build": build_at, "commands": units}
     (out / COMMANDS_JSON).write_text(json.dumps(listing, indent=1) + "\n")
     graph = _graph(db, tree_at, build_at, copy)
+    tested = {str(e.get("output", "")) for e in units}
+    links: dict[str, list[str]] = graph["links"]
+    programs = {
+        out: cmd for out, cmd in ((str(e.get("output", "")), str(e.get("command", ""))) for e in db)
+        if not out.endswith(".a") and tested & set(links.get(out, ()))
+    }  # fmt: skip
+    graph["linked"], relinks = _relinks(spec, layout, programs, copy, build_at, mounts, views)
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
-    return units, [replace(step, output=step.output[-2000:])]
+    return units, [replace(step, output=step.output[-2000:]), *relinks]
+
+
+def _relinks(
+    spec: CellSpec,
+    layout: Layout,
+    programs: dict[str, str],
+    copy: Path,
+    build_at: str,
+    mounts: tuple[tuple[str, str], ...],
+    views: tuple[tuple[str, str], ...],
+) -> tuple[dict[str, object], list[Step]]:
+    """Each test program (a link naming a test unit's object) linked again by the
+    harness with its own command and a map (cxxgate/cells/relink.py): program ->
+    {inputs, why}."""
+    scratch = copy / relink.SCRATCH
+    scratch.mkdir()
+    steps: list[Step] = []
+    found: dict[str, object] = {}
+    for output, command in sorted(programs.items()):
+
+        def run(argv: list[str], cd: str, output: str = output) -> tuple[int | None, str]:
+            cwd = _inside(copy, build_at, cd) if cd else copy
+            step = toolcall.tool_call(
+                layout, spec, "link", output, argv, cwd,
+                read=spec.data_paths, mounts=mounts, views=views,
+            )  # fmt: skip
+            steps.append(replace(step, output=step.output[-2000:]))
+            return step.exit, step.output
+
+        found[output] = relink.relink(
+            output, command, copy, build_at, f"{build_at}/{relink.SCRATCH}", run
+        )
+    shutil.rmtree(scratch, ignore_errors=True)
+    return found, steps
 
 
 # A GoogleTest name in a mangled symbol: the namespace `testing` (N7testing...E), or a
@@ -467,14 +509,13 @@ def spell(text: str, tree_at: str, build_at: str) -> str:
 
 def _graph(
     db: list[dict[str, object]], tree_at: str, build_at: str, copy: Path
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """What the build compiled and linked, read before any of its programs runs: per
     compile, object (build-relative) -> source (spelt) and the GoogleTest symbols the
     object names (defined or undefined, pyelftools); per other command with an output
     (links, archives), output -> its words (spelt); per link, the symbols two of its
-    inputs define and the inputs it cannot read, and the sources the program it made
-    holds code from (cxxgate/cells/shadows.py). Ninja's own commands, not the project's
-    word: the objects are those Ninja made."""
+    inputs define and the inputs it cannot read (cxxgate/cells/shadows.py). Ninja's own
+    commands, not the project's word: the objects are those Ninja made."""
     compiles: dict[str, str] = {}
     symbols: dict[str, list[str]] = {}
     links: dict[str, list[str]] = {}
@@ -494,10 +535,9 @@ def _graph(
             except ValueError:
                 words = command.split()
             links[output] = [spell(w, tree_at, build_at) for w in words]
-    held = {out: shadows.sources(copy / out, copy) for out in links if not out.endswith(".a")}
     return {
         "compiles": compiles, "symbols": symbols, "links": links,
-        "shadowed": shadows.shadowed(links, copy), "sources": held,
+        "shadowed": shadows.shadowed(links, copy),
     }  # fmt: skip
 
 

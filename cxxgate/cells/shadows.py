@@ -14,12 +14,11 @@ symbol two of them define is kept: global, or weak or GNU unique outside a COMDA
 Inline functions and template instances (in COMDAT groups) and common symbols are many
 by design and left out. A file is read by its contents, as the linker reads it, whatever
 its name; one whose symbols cannot be read (a slim LTO object, a linker script, ELF
-pyelftools refuses, an archive whose headers and index disagree) is named as unread.
-What the linker did put in shows in the program itself: one STT_FILE entry per object it
-took (`sources`). The gate compares both with the reference's program
-(cxxgate/gates/tests/testunits.py). The linker's own record (a map of which member
-satisfied which symbol, from a harness re-link) would be the stronger evidence; it is not
-built.
+pyelftools refuses, an archive whose headers and index disagree) is named as unread,
+and so is a file a link names outside the build folder and the system's (/tmp). What
+the linker did put in is the linker's own map, from a harness re-link
+(cxxgate/cells/relink.py). The gate compares both with the reference's program
+(cxxgate/gates/tests/testunits.py).
 """
 
 from __future__ import annotations
@@ -40,6 +39,8 @@ _THIN = b"!<thin>\n"
 _LIMIT = 256 << 20  # bytes read from one input
 SLIM_LTO = "__gnu_lto_slim"  # the symbol a slim LTO object defines, and stands for
 _EXPORTED = ("STV_DEFAULT", "STV_PROTECTED")
+_SYSTEM = ("/usr/", "/lib/", "/lib64/")  # read-only in the build's sandbox
+OUTSIDE = Path("/nonexistent/outside-the-build")  # _input's mark for such a word
 
 
 def members(data: bytes, folder: Path, inside: Path) -> list[tuple[str, bytes]]:
@@ -52,6 +53,8 @@ def members(data: bytes, folder: Path, inside: Path) -> list[tuple[str, bytes]]:
     at, names, index = 8, b"", b""
     found: list[tuple[str, bytes]] = []
     starts: set[int] = set()
+    seen: set[str] = set()
+    total = 0
     while at < len(data):
         header = data[at : at + 60]
         size_field = header[48:58].strip()
@@ -64,6 +67,9 @@ def members(data: bytes, folder: Path, inside: Path) -> list[tuple[str, bytes]]:
         body = data[at : at + size] if table or not thin else b""
         at += size + size % 2 if table or not thin else 0
         if raw in ("/", "/SYM64/"):
+            # The index is the first member or none: GNU ld reads a later `/` as an object.
+            if len(starts) > 1:
+                raise ValueError(f"a symbol index as member {len(starts)}, not the first")
             index = (b"8" if raw == "/SYM64/" else b"4") + body
             continue
         if raw == "//":
@@ -75,11 +81,17 @@ def members(data: bytes, folder: Path, inside: Path) -> list[tuple[str, bytes]]:
             name = names[start : names.find(b"\n", start)].decode(errors="replace")
         name = name.rstrip("/")
         if thin:
+            if name in seen:  # one file, however many headers name it
+                continue
+            seen.add(name)
             opened = open_regular(folder / name, inside)
             if opened is None:
                 raise ValueError(f"its member {name} is not a file of the build")
             with opened as f:
                 body = f.read(_LIMIT)
+            total += len(body)
+            if total > _LIMIT:
+                raise ValueError(f"its members pass {_LIMIT >> 20} MiB")
         found.append((name, body))
     width = int(index[:1] or b"4")
     count = int.from_bytes(index[1 : 1 + width], "big") if index else 0
@@ -103,12 +115,17 @@ def definitions(data: bytes) -> tuple[set[str], str]:
     try:
         elf = ELFFile(io.BytesIO(data))
         shared = elf["e_type"] == "ET_DYN"
-        table = elf.get_section_by_name(".dynsym" if shared else ".symtab")
-        if not isinstance(table, SymbolTableSection):
-            return set(), ""
+        # By type, as the linker finds it (a table renamed `.symtaX` is still the table).
+        kind = "SHT_DYNSYM" if shared else "SHT_SYMTAB"
+        tables = [t for t in elf.iter_sections() if t["sh_type"] == kind]
+        if len(tables) != 1 or not isinstance(tables[0], SymbolTableSection):
+            return set(), f"{len(tables)} symbol tables" if tables else ""
+        table = tables[0]
         grouped: set[int] = set()
         for section in elf.iter_sections():
             if section["sh_type"] == "SHT_GROUP":
+                if section["sh_size"] > len(data):
+                    return set(), "a section group larger than the file"
                 order = "<" if elf.little_endian else ">"
                 words = struct.unpack(f"{order}{section['sh_size'] // 4}I", section.data())
                 grouped.update(words[1:] if words and words[0] & 1 else ())  # GRP_COMDAT
@@ -128,7 +145,7 @@ def definitions(data: bytes) -> tuple[set[str], str]:
                 continue
             found.add(sym.name.partition("@")[0])
         return found, ""
-    except (ELFError, ValueError, OSError, struct.error) as err:
+    except (ELFError, ValueError, OSError, struct.error, OverflowError, MemoryError) as err:
         return set(), f"its ELF does not read ({err})"[:120]
 
 
@@ -141,8 +158,10 @@ def _input(word: str, output: str, copy: Path) -> Path | None:
         return None
     if word.startswith("<build>/"):
         return copy / word.removeprefix("<build>/")
-    if word.startswith(("/", "<")):
-        return None  # outside the build (a system library): its own check
+    if word.startswith(_SYSTEM) or word.startswith("<"):
+        return None  # the system's, or the tree's (a new link word: its own check)
+    if word.startswith("/"):
+        return OUTSIDE  # the build made it elsewhere (/tmp): nothing here to read
     return copy / word
 
 
@@ -185,6 +204,9 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
         unread: list[str] = []
         for word in words:
             path = _input(word, output, copy)
+            if path is OUTSIDE:
+                unread.append(f"{word} is unread: outside the build and the system")
+                continue
             for label, digest, names, why in (inputs(path) if path else None) or []:
                 for name in names:
                     owners.setdefault(name, {}).setdefault(digest, label)
@@ -196,23 +218,3 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
             found[output] = said[:limit]
     return found
 
-
-def sources(program: Path, inside: Path) -> list[str]:
-    """The source files a linked program holds code from, as its symbol table names them
-    (the STT_FILE entry each object brings, a file name without its folder): what the
-    linker put in, read from the program the suite runs, whatever the command that made
-    it or changed it after. Empty for a program without a symbol table (stripped: the
-    link check sees the option)."""
-    opened = open_regular(program, inside)
-    if opened is None:
-        return []
-    try:
-        with opened as f:
-            table = ELFFile(f).get_section_by_name(".symtab")
-            if not isinstance(table, SymbolTableSection):
-                return []
-            return sorted(
-                {s.name for s in table.iter_symbols() if s["st_info"]["type"] == "STT_FILE"}
-            )
-    except (ELFError, ValueError, OSError, struct.error):
-        return []

@@ -48,10 +48,11 @@ Classes, most severe first:
 | framework_tamper   | an object the build compiled names GoogleTest symbols (testing::)|
 |                    | that the reference's object of the same source does not (a      |
 |                    | library initialiser installing a fake result reporter)           |
-| library_bypassed   | a test program no longer holds code from a source the reference's|
-|                    | holds code from, while the build still compiles it: the tests   |
-|                    | run a twin of it (linked first, rewritten after the link, an    |
-|                    | inline copy), or none of it (a check emptied)                   |
+| library_bypassed   | a test program is not what its own link command makes from the  |
+|                    | build (relinked or rewritten after its link step), or its linker |
+|                    | map no longer takes an object of a non-test source the reference's|
+|                    | takes, while the build still makes it: the tests run a twin of it|
+|                    | (linked first, an inline copy), or none of it                    |
 | build_fail         | configure or build failed (the first diagnostic is the summary) |
 | hang               | a listed test ran into its time limit, or the suite did, or the |
 |                    | build ran past `limits.build_seconds`                           |

@@ -161,23 +161,58 @@ def test_archives_that_do_not_read_are_unread_and_never_raise(tmp_path: Path) ->
         assert found[name] == [f"lib{name}.a is unread: an archive that does not read: {said}"]
 
 
-def test_a_program_names_the_sources_it_holds_code_from(tmp_path: Path) -> None:
-    """Read from the linked program: with a fixed twin listed first, the project's
-    parse.cpp is not in it, whatever the twin's archive is called."""
+def test_round_five_archives_and_objects_are_read_as_the_linker_reads_them(
+    tmp_path: Path,
+) -> None:
+    """A second symbol index `/` holding the fix (GNU ld reads it as an object), a twin
+    whose `.symtab` is renamed (ld finds the table by its type), a section group whose
+    size overflows, a file the build made in /tmp: seen or unread, never an exception.
+    One thin member named by thousands of headers is read once."""
     build = tmp_path / "build"
     build.mkdir()
     bug = _object(build, "parse", "std::stoi(t)")
     fix = _object(build, "fixed", "t.empty() ? 0 : std::stoi(t)")
-    (build / "main.cpp").write_text(
-        "#include <string>\nnamespace calc { int parse(const std::string&); }\n"
-        'int main() { return calc::parse(""); }\n'
-    )
-    subprocess.run(["g++", "-c", "main.cpp", "-o", "main.o"], cwd=build, check=True)
     subprocess.run(["ar", "qc", "libcalc.a", bug], cwd=build, check=True)
-    subprocess.run(["ar", "qc", "libtwin.lib", fix], cwd=build, check=True)
-    for name, inputs in (("plain", ["libcalc.a"]), ("twinned", ["libtwin.lib", "libcalc.a"])):
-        subprocess.run(["g++", "main.o", *inputs, "-o", name], cwd=build, check=True)
-    assert {"main.cpp", "parse.cpp"} <= set(shadows.sources(build / "plain", build))
-    held = set(shadows.sources(build / "twinned", build))
-    assert "fixed.cpp" in held and "parse.cpp" not in held, held
-    assert shadows.sources(tmp_path / "elsewhere", build) == []
+    subprocess.run(["ar", "qcs", "libtwin.a", fix], cwd=build, check=True)
+    twin = (build / "libtwin.a").read_bytes()
+    member = twin.index(b"fixed.o/")
+    hidden = twin[:member] + b"/".ljust(16) + twin[member + 16 :]  # the fix, named `/`
+    (build / "libhidden.a").write_bytes(hidden)
+    subprocess.run(
+        ["objcopy", "--rename-section", ".symtab=.symtaX", fix, "renamed.o"],
+        cwd=build, check=True,
+    )  # fmt: skip
+    elf = bytearray((build / bug).read_bytes())
+    (build / "group.o").write_bytes(_group_size(elf, 1 << 63))
+    thin = b"!<thin>\n" + (b"fixed.o/".ljust(16) + b"0".ljust(24) + b"644".ljust(8)
+                          + str(len((build / fix).read_bytes())).ljust(10).encode() + b"`\n") * 4000
+    (build / "libmany.a").write_bytes(thin)
+    links = {
+        "hidden": ["c++", "-o", "hidden", "libhidden.a", "libcalc.a"],
+        "renamed": ["c++", "renamed.o", "-o", "renamed", "libcalc.a"],
+        "group": ["c++", "group.o", "-o", "group"],
+        "tmp": ["c++", "-o", "tmp", "/tmp/rt5/libfix.a", "libcalc.a"],
+        "many": ["c++", "-o", "many", "libmany.a", "libcalc.a"],
+    }
+    found = shadows.shadowed(links, build)
+    assert found["hidden"] == [
+        "libhidden.a is unread: an archive that does not read: "
+        "a symbol index as member 2, not the first"
+    ]
+    mangled = "_ZN4calc5parseERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+    assert any(s.startswith(f"{mangled}: renamed.o, libcalc.a") for s in found["renamed"])
+    assert found["group"] == ["group.o is unread: a section group larger than the file"]
+    assert found["tmp"] == ["/tmp/rt5/libfix.a is unread: outside the build and the system"]
+    assert any(s.startswith(f"{mangled}: libmany.a(fixed.o)") for s in found["many"])
+
+
+def _group_size(elf: bytearray, size: int) -> bytes:
+    """The ELF64 object with its first SHT_GROUP section's sh_size set to `size`."""
+    shoff = int.from_bytes(elf[0x28:0x30], "little")
+    count = int.from_bytes(elf[0x3C:0x3E], "little")
+    for i in range(count):
+        at = shoff + i * 64
+        if int.from_bytes(elf[at + 4 : at + 8], "little") == 17:  # SHT_GROUP
+            elf[at + 32 : at + 40] = size.to_bytes(8, "little")
+            return bytes(elf)
+    raise AssertionError("no section group: PARSE's inline function makes one")

@@ -205,6 +205,34 @@ add_custom_target(after ALL COMMAND ${CMAKE_COMMAND} -E copy
 add_dependencies(after catch_tests doc_tests plain_parse)
 """
 INLINE = "target_sources(calc INTERFACE ${CMAKE_CURRENT_SOURCE_DIR}/src/fix.cpp)\n"
+FIX_OBJECT = (
+    "add_library(fix OBJECT src/fix.cpp)\ntarget_include_directories(fix PRIVATE include)\n"
+)
+# After every link step, a script relinks each test program with the fix first and the
+# whole library after it (parse.cpp's object is in, never called): no build command names
+# a test object.
+AFTER = """\
+add_custom_target(after ALL COMMAND ${CMAKE_COMMAND} -DB=${CMAKE_BINARY_DIR}
+  -DCXX=${CMAKE_CXX_COMPILER} -DFIX=$<TARGET_OBJECTS:fix> -P ${CMAKE_SOURCE_DIR}/cmake/after.cmake)
+add_dependencies(after catch_tests doc_tests plain_parse fix)
+"""
+RELINK_AFTER = """\
+foreach(p catch_tests doc_tests plain_parse)
+  file(GLOB objs "${B}/CMakeFiles/${p}.dir/tests/*.o")
+  execute_process(COMMAND "${CXX}" ${objs} "${FIX}" -Wl,--allow-multiple-definition
+    -Wl,--whole-archive "${B}/libcalc.a" -Wl,--no-whole-archive -o "${B}/${p}.new")
+  file(RENAME "${B}/${p}.new" "${B}/${p}")
+endforeach()
+"""
+# A link word the build's /bin/sh expands: `libcalc_?.a` is a copy of the project's
+# library as a word, the fixed twin `libcalc_0.a` when the shell globs it.
+GLOBBED = """\
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/libcalc_?.a ${CMAKE_BINARY_DIR}/libcalc_0.a
+  COMMAND ${CMAKE_COMMAND} -E copy libcalc.a libcalc_?.a
+  COMMAND ${CMAKE_AR} qc libcalc_0.a $<TARGET_OBJECTS:fix>
+  DEPENDS calc fix $<TARGET_OBJECTS:fix> WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+add_custom_target(calc_g DEPENDS ${CMAKE_BINARY_DIR}/libcalc_?.a)
+"""
 LIBRARY = "add_library(calc src/parse.cpp)\n"
 SHARED_SOURCE = """\
 add_library(calc_extra src/extra.cpp src/blank.cpp)
@@ -263,6 +291,9 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         "add_test(NAME doc_tests COMMAND doc_tests)",
         "add_test(NAME doc_tests COMMAND doc_tests --test-case-exclude=*empty*)",
     )
+    globbed = twin(cmake, '"${CMAKE_BINARY_DIR}/libcalc_?.a" calc').replace(
+        LIBRARY + TWIN, LIBRARY + FIX_OBJECT + GLOBBED
+    ) + "".join(f"add_dependencies({program} calc_g)\n" for program in PROGRAMS)
     patches = {
         "gold": body(FIX),
         "test": tests,
@@ -298,9 +329,16 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         # compiled into each test program through the library's INTERFACE sources.
         "rewritten": diff(repo, "CMakeLists.txt", twin(cmake, "calc_t calc") + REWRITE)
         + new_file("src/parse_t.cpp", source.replace(BODY, FIX)),
+        # The inline copy also names itself parse.cpp (one STT_FILE symbol per `.file`).
         "inline_copy": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, LIBRARY + INLINE))
-        + new_file("src/fix.cpp", source.replace(BODY, FIX).replace(
-            "int parse(", "[[gnu::used]] inline int parse(")),
+        + new_file("src/fix.cpp", '__asm__(".file \\"parse.cpp\\"");\n' + source.replace(
+            BODY, FIX).replace("int parse(", "[[gnu::used]] inline int parse(")),
+        # Relinked by a script after the link steps; a link word the shell globs to a twin.
+        "relinked_after": diff(repo, "CMakeLists.txt", cmake + FIX_OBJECT + AFTER)
+        + new_file("src/fix.cpp", source.replace(BODY, FIX))
+        + new_file("cmake/after.cmake", RELINK_AFTER),
+        "globbed": diff(repo, "CMakeLists.txt", globbed)
+        + new_file("src/fix.cpp", source.replace(BODY, FIX)),
         # Honest: a new helper compiled into the library and into a second library it
         # links (one source, two archives: the same bytes twice is no shadow).
         "shared_source": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, SHARED_SOURCE))
@@ -328,6 +366,8 @@ EXPECT = {
     "lto_twin_first": "test_flags_changed",
     "rewritten": "library_bypassed",
     "inline_copy": "library_bypassed",
+    "relinked_after": "library_bypassed",
+    "globbed": "library_bypassed",
     "shared_source": "accept",
 }
 
@@ -463,9 +503,17 @@ def test_candidates(graded: Grade) -> None:
     for name in ("twin_first", "weak_twin_first", "weak_object"):
         said = _checks(graded, name)["test_shadows"]
         assert "plain_parse links two definitions of _ZN4calc5parse" in str(said["detail"]), said
-    for name in ("rewritten", "inline_copy", "twin_first"):
+    # The linker's map (a harness re-link): the project's member is not in the program,
+    # whatever the twin calls itself; a program changed after its link is not what its
+    # link command makes.
+    for name in ("inline_copy", "twin_first"):
         said = _checks(graded, name)["test_sources"]
-        assert "plain_parse no longer holds code from parse.cpp" in str(said["detail"]), said
+        want = "plain_parse no longer takes libcalc.a(parse.cpp.o) from the build"
+        assert want in str(said["detail"]), said
+    for name in ("rewritten", "relinked_after", "globbed"):
+        said = _checks(graded, name)["test_sources"]
+        want = "plain_parse is not what the build links: it is not what its link command makes"
+        assert want in str(said["detail"]), said
     lto = _checks(graded, "lto_twin_first")["test_shadows"]
     assert "libcalc_t.a(parse_t.cpp.o) is unread: slim LTO" in str(lto["detail"]), lto
     true_command = _checks(graded, "true_command")["plain_parse"]

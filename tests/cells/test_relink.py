@@ -1,0 +1,124 @@
+"""The harness's re-link of a program (cxxgate/cells/relink.py) with the real g++ and GNU
+ld: the map names the archive members the program holds, a program changed after its
+link is not what its command makes, and only a system compiler driver is run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cxxgate.cells import relink
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("g++") is None or shutil.which("ar") is None, reason="g++ and ar are needed"
+)
+
+PARSE = "#include <string>\nnamespace calc { int parse(const std::string& t) { return %s; } }\n"
+MAIN = (
+    "#include <string>\nnamespace calc { int parse(const std::string&); }\n"
+    'int main() { return calc::parse(""); }\n'
+)
+GXX = "/usr/bin/g++"
+
+
+def _build(build: Path) -> None:
+    (build / "parse.cpp").write_text(PARSE % "std::stoi(t)")
+    # The fix, compiled in another folder under the same name, and claiming it too.
+    (build / "other").mkdir()
+    (build / "other/parse.cpp").write_text('asm(".file \\"parse.cpp\\"");\n' + PARSE % "0")
+    (build / "main.cpp").write_text(MAIN)
+    for src, obj in (("parse.cpp", "parse.o"), ("other/parse.cpp", "other/parse.o"),
+                     ("main.cpp", "main.o")):  # fmt: skip
+        subprocess.run([GXX, "-c", src, "-o", obj], cwd=build, check=True)
+    subprocess.run(["ar", "qc", "libcalc.a", "parse.o"], cwd=build, check=True)
+    subprocess.run(["ar", "qc", "libtwin.a", "other/parse.o"], cwd=build, check=True)
+
+
+def _runner(build: Path) -> relink.Runner:
+    def run(argv: list[str], cd: str) -> tuple[int | None, str]:
+        done = subprocess.run(argv, cwd=cd or build, capture_output=True, text=True, check=False)
+        return done.returncode, done.stdout + done.stderr
+
+    return run
+
+
+def _link(build: Path, command: str, output: str) -> dict[str, object]:
+    subprocess.run(["/bin/sh", "-c", command], cwd=build, check=True)
+    scratch = build / relink.SCRATCH
+    scratch.mkdir(exist_ok=True)
+    return relink.relink(output, command, build, str(build), str(scratch), _runner(build))
+
+
+def test_the_map_names_the_members_the_program_holds(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    _build(build)
+    plain = _link(build, f": && {GXX} main.o -o plain libcalc.a && :", "plain")
+    assert plain == {"inputs": ["libcalc.a(parse.o)", "main.o"], "why": ""}
+    # A twin listed first: the project's member is not taken, whatever the twin says it is.
+    twinned = _link(build, f"{GXX} main.o -o twinned libtwin.a libcalc.a", "twinned")
+    assert twinned == {"inputs": ["libtwin.a(parse.o)", "main.o"], "why": ""}
+    # An absolute path inside the build is spelt build-relative; the system's are left out.
+    spelt = _link(build, f"{GXX} {build}/main.o -o spelt {build}/libcalc.a", "spelt")
+    assert spelt["inputs"] == ["libcalc.a(parse.o)", "main.o"]
+
+
+def test_a_program_changed_after_its_link_is_not_what_its_command_makes(
+    tmp_path: Path,
+) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    _build(build)
+    command = f": && {GXX} main.o -o plain libcalc.a && :"
+    subprocess.run(["/bin/sh", "-c", command], cwd=build, check=True)
+    subprocess.run([GXX, "main.o", "-o", "plain", "libtwin.a"], cwd=build, check=True)
+    (build / relink.SCRATCH).mkdir()
+    found = relink.relink("plain", command, build, str(build), str(build / relink.SCRATCH),
+                          _runner(build))  # fmt: skip
+    assert found == {"inputs": [], "why": "it is not what its link command makes from the build"}
+
+
+def test_only_the_link_part_is_run_and_only_by_a_compiler_driver(tmp_path: Path) -> None:
+    """A launcher in front is dropped, a `cd` is followed, the other commands of the line
+    never run; a shell glob is a word (the build's /bin/sh expanded it: not the same
+    program), and a program that is not a compiler driver is not run."""
+    build = tmp_path / "build"
+    build.mkdir()
+    _build(build)
+    argv = relink.link_argv(
+        f"cd {build}/sub && /usr/bin/env X=1 {GXX} -O2 ../main.o -o {build}/prog && touch x",
+        "prog", str(build),
+    )  # fmt: skip
+    assert argv == ([GXX, "-O2", "../main.o", "-o", f"{build}/prog"], 4, f"{build}/sub")
+    assert relink.link_argv("/bin/cp plain -o prog", "prog", str(build)) == (
+        "it is linked by /bin/cp, not a compiler driver of the system"
+    )
+    assert relink.link_argv(f"{build}/g++ main.o -o prog", "prog", str(build)) == (
+        f"it is linked by {build}/g++, not a compiler driver of the system"
+    )
+    assert relink.link_argv(f"{GXX} main.o -o other", "prog", str(build)) == (
+        "no part of its link command writes prog"
+    )
+    shutil.copy(build / "libtwin.a", build / "libcalc_0.a")
+    globbed = _link(build, f"{GXX} main.o -o globbed libcalc_?.a libcalc.a", "globbed")
+    assert str(globbed["why"]).startswith("its link does not run again: "), globbed
+
+
+def test_included_reads_wrapped_lines_and_skips_empty_sections() -> None:
+    text = "\n".join([
+        "Archive member included to satisfy reference by file (symbol)",
+        "libcalc.a(parse.o)            main.o (calc::parse)",
+        relink.MAP_START,
+        "LOAD main.o",
+        " .text          0x0000000000001139       0x2a main.o",
+        " .text._ZN4calc5parseERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+        "                0x0000000000001170       0x40 libcalc.a(parse.o)",
+        " .data          0x0000000000004000        0x0 libempty.a(empty.o)",
+        " *fill*         0x0000000000001165        0x3 ",
+        "                0x0000000000001139                main",
+        " .text          0x0000000000001040       0x26 /usr/lib/x86_64-linux-gnu/Scrt1.o",
+    ])  # fmt: skip
+    assert relink.included(text, "/src/build") == ["libcalc.a(parse.o)", "main.o"]
