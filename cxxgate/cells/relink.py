@@ -115,13 +115,13 @@ def relink(
     """`{"inputs": [...], "why": ""}` for a program its link command makes again byte for
     byte; `why` says what failed otherwise. `scratch` is a folder the command may write,
     as the command sees it; it is `copy / SCRATCH` on the host."""
+    built = _digest(copy / output, copy)
+    if not built:
+        return {"inputs": [], "why": "the program is not a file of the build"}
     found = link_argv(command, output, build_at)
     if isinstance(found, str):
         return {"inputs": [], "why": found}
     argv, at, cd = found
-    built = _digest(copy / output, copy)
-    if not built:
-        return {"inputs": [], "why": "the program is not a file of the build"}
     host = copy / SCRATCH
     for name in ("program", "map"):
         (host / name).unlink(missing_ok=True)
