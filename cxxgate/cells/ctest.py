@@ -181,10 +181,13 @@ def _own_copy(folder: Path, dest: Path, uid: int | None, skip: tuple[str, ...] =
     out."""
 
     def link(src: str, dst: str) -> None:
+        mode = os.lstat(src).st_mode
+        if not stat.S_ISREG(mode):
+            return  # a FIFO, socket or device the build made is not the build's product
         # A file the build made writable by group or others (file(CHMOD) in a hostile
         # CMakeLists.txt) would let the run write the build cell through the link: copied,
         # and not writable by the run either.
-        if os.lstat(src).st_mode & 0o022:
+        if mode & 0o022:
             shutil.copy2(src, dst)
             os.chmod(dst, stat.S_IMODE(os.lstat(dst).st_mode) & ~0o022)
             return
@@ -193,7 +196,11 @@ def _own_copy(folder: Path, dest: Path, uid: int | None, skip: tuple[str, ...] =
         except OSError:
             shutil.copy2(src, dst)
 
-    copy = link if uid is not None else shutil.copy2
+    def plain(src: str, dst: str) -> None:
+        if stat.S_ISREG(os.lstat(src).st_mode):
+            shutil.copy2(src, dst)
+
+    copy = link if uid is not None else plain
     ignore = shutil.ignore_patterns(*skip) if skip else None
     shutil.copytree(folder, dest, symlinks=True, ignore=ignore, copy_function=copy)
     if uid is not None:
@@ -457,7 +464,7 @@ def _commands(
         out: cmd for out, cmd in ((str(e.get("output", "")), str(e.get("command", ""))) for e in db)
         if not out.endswith(".a") and tested & set(links.get(out, ()))
     }  # fmt: skip
-    graph["linked"], relinks = _relinks(spec, layout, programs, copy, build_at, mounts, views)
+    graph["linked"], relinks = _relinks(spec, layout, programs, copy, build_at, out, views)
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
     return units, [replace(step, output=step.output[-2000:]), *relinks]
 
@@ -468,31 +475,43 @@ def _relinks(
     programs: dict[str, str],
     copy: Path,
     build_at: str,
-    mounts: tuple[tuple[str, str], ...],
+    out: Path,
     views: tuple[tuple[str, str], ...],
 ) -> tuple[dict[str, object], list[Step]]:
     """Each test program (a link naming a test unit's object) linked again by the
     harness with its own command and a map (cxxgate/cells/relink.py): program ->
-    {inputs, why}."""
-    scratch = copy / relink.SCRATCH
+    {inputs, why}. The build is seen read-only, the re-link writes only a fresh folder of
+    the harness's, and each has RELINK_SECONDS: a link input the build made a FIFO stalls
+    one re-link, not every one."""
+    scratch = out / "relink"
+    run.remove_work(scratch)
     scratch.mkdir()
+    boxed = sandbox.available()
+    seen = f"{NEUTRAL_BUILD}-relink" if boxed else str(scratch)
+    views = (*views, (str(copy), NEUTRAL_BUILD)) if boxed else views
     steps: list[Step] = []
     found: dict[str, object] = {}
+    stalled = ""
     for output, command in sorted(programs.items()):
 
-        def run(argv: list[str], cd: str, output: str = output) -> tuple[int | None, str]:
-            cwd = _inside(copy, build_at, cd) if cd else copy
+        def again(argv: list[str], cd: str, output: str = output) -> tuple[int | None, str]:
+            where = cd or build_at
+            cwd = scratch if boxed else _inside(copy, build_at, where)
             step = toolcall.tool_call(
                 layout, spec, "link", output, argv, cwd,
-                read=spec.data_paths, mounts=mounts, views=views,
+                read=spec.data_paths, mounts=((str(scratch), seen),) if boxed else (),
+                views=views, inside=where if boxed else "", seconds=RELINK_SECONDS,
             )  # fmt: skip
             steps.append(replace(step, output=step.output[-2000:]))
-            return step.exit, step.output
+            return (None, "it ran out of time") if step.timed_out else (step.exit, step.output)
 
-        found[output] = relink.relink(
-            output, command, copy, build_at, f"{build_at}/{relink.SCRATCH}", run
-        )
-    shutil.rmtree(scratch, ignore_errors=True)
+        if stalled:
+            found[output] = {"inputs": [], "why": f"not linked again: {stalled} ran out of time"}
+            continue
+        found[output] = relink.relink(output, command, copy, build_at, seen, scratch, again)
+        if "ran out of time" in str(found[output]["why"]):  # type: ignore[index]
+            stalled = output
+    run.remove_work(scratch)
     return found, steps
 
 
@@ -505,6 +524,10 @@ def spell(text: str, tree_at: str, build_at: str) -> str:
     """A path or command with a cell's own tree and build folders spelt <tree>, <build>
     (they differ between cells without a sandbox)."""
     return text.replace(tree_at, "<tree>").replace(build_at, "<build>")
+
+
+RELINK_SECONDS = 120.0  # one test program's link, run again
+_SOURCE_SUFFIXES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".m", ".mm", ".cu", ".s", ".S")
 
 
 def _graph(
@@ -524,11 +547,13 @@ def _graph(
         if not output or not command:
             continue
         directory = str(entry.get("directory", build_at))
-        if " -c " in f" {command} " and output.endswith((".o", ".obj")):
-            source = spell(str(entry.get("file", "")), tree_at, build_at)
+        # A compile by what it reads and makes, not by how its command is spelt (`-c`,
+        # `--compile`, a `cp`); a source made into two objects is read in both.
+        source = spell(str(entry.get("file", "")), tree_at, build_at)
+        if output.endswith((".o", ".obj")) and source.lower().endswith(_SOURCE_SUFFIXES):
             compiles[output] = source
             found = _inside(copy, build_at, directory) / output
-            symbols[source] = sorted(gtest_symbols(found, copy))
+            symbols[source] = sorted(set(symbols.get(source, [])) | gtest_symbols(found, copy))
         elif "--regenerate-during-build" not in command:
             try:
                 words = shlex.split(command)
@@ -582,29 +607,38 @@ def _macros(
 ) -> list[Step]:
     """`-E -dM` of each test unit with its own compile command: the framework macros it
     sees, per source path (relative to the tree), in macros.json."""
-    tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
-    scratch = copy / ".cxxgate-macros"
+    boxed = sandbox.available()
+    tree_at, build_at = paths(cell) if boxed else (paths(cell)[0], str(copy))
+    # As the re-links (_relinks): the build read-only, the output in a folder of the
+    # harness's own (a unit's flags are the candidate's: a plugin runs in this step).
+    scratch = out / "macros"
+    run.remove_work(scratch)
     scratch.mkdir()
-    views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
-    mounts = ((str(copy), NEUTRAL_BUILD),) if sandbox.available() else ()
+    seen = f"{NEUTRAL_BUILD}-macros" if boxed else str(scratch)
+    tree = (str(cell / "trees" / "src"), NEUTRAL_TREE)
+    views = (tree, (str(copy), NEUTRAL_BUILD)) if boxed else ()
     steps: list[Step] = []
     found: dict[str, dict[str, str]] = {}
     for i, entry in enumerate(units):
         rel = str(PurePosixPath(str(entry["file"])).relative_to(tree_at))
-        argv = _dm_argv(_compiler_on(entry_argv(entry)), f"{build_at}/.cxxgate-macros/{i}.h")
+        argv = _dm_argv(_compiler_on(entry_argv(entry)), f"{seen}/{i}.h")
         directory = str(entry.get("directory", build_at))
-        inside = directory.startswith(build_at)
-        cwd = copy / Path(directory).relative_to(build_at) if inside else copy
+        cwd = scratch if boxed else _inside(copy, build_at, directory)
         step = toolcall.tool_call(
             layout, spec, "inspect", rel, argv, cwd,
-            read=spec.data_paths, mounts=mounts, views=views,
+            read=spec.data_paths, mounts=((str(scratch), seen),) if boxed else (),
+            views=views, inside=directory if boxed else "",
         )  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))
-        defined = scratch / f"{i}.h"
-        text = defined.read_text(errors="replace") if step.exit == 0 and defined.is_file() else ""
-        found[rel] = framework_macros(text) if step.exit == 0 else {"": "did not preprocess"}
+        defined = testframeworks.open_regular(scratch / f"{i}.h", scratch)
+        text = ""
+        if defined is not None:
+            with defined as f:
+                text = f.read(64 * _MIB).decode(errors="replace") if step.exit == 0 else ""
+        key = rel if rel not in found else f"{rel}#{i}"  # a unit compiled twice: both read
+        found[key] = framework_macros(text) if step.exit == 0 else {"": "did not preprocess"}
     (out / MACROS_JSON).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
-    shutil.rmtree(scratch, ignore_errors=True)
+    run.remove_work(scratch)
     return steps
 
 

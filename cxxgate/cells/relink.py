@@ -31,7 +31,6 @@ _SYSTEM = ("/usr/",)
 # name too long for its column sits on the line before.
 _INPUT = re.compile(r"^ (?:\S+)?\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S.*)$")
 MAP_START = "Linker script and memory map"
-SCRATCH = ".cxxgate-relink"
 
 Runner = Callable[[list[str], str], tuple[int | None, str]]  # (argv, cd) -> (exit, output)
 
@@ -110,11 +109,11 @@ def _digest(path: Path, inside: Path) -> str:
 
 
 def relink(
-    output: str, command: str, copy: Path, build_at: str, scratch: str, run: Runner
+    output: str, command: str, copy: Path, build_at: str, scratch: str, host: Path, run: Runner
 ) -> dict[str, object]:
     """`{"inputs": [...], "why": ""}` for a program its link command makes again byte for
     byte; `why` says what failed otherwise. `scratch` is a folder the command may write,
-    as the command sees it; it is `copy / SCRATCH` on the host."""
+    as the command sees it; `host` is that folder on the host."""
     built = _digest(copy / output, copy)
     if not built:
         return {"inputs": [], "why": "the program is not a file of the build"}
@@ -122,7 +121,6 @@ def relink(
     if isinstance(found, str):
         return {"inputs": [], "why": found}
     argv, at, cd = found
-    host = copy / SCRATCH
     for name in ("program", "map"):
         (host / name).unlink(missing_ok=True)
     argv = [*argv[:at], f"{scratch}/program", *argv[at + 1 :], f"-Wl,-Map={scratch}/map"]
@@ -137,4 +135,9 @@ def relink(
         mapped.close()
     if MAP_START not in text:
         return {"inputs": [], "why": "its linker wrote no map as GNU ld writes one"}
-    return {"inputs": included(text, build_at), "why": ""}
+    inputs = included(text, build_at)
+    # The map spells a member `lib.a(m.o)`: a file of that very name would read as one.
+    named = [n for n in inputs if "(" in n and open_regular(copy / n, copy) is not None]
+    if named:
+        return {"inputs": [], "why": f"a file of the build is named like a member: {named[0]}"}
+    return {"inputs": inputs, "why": ""}

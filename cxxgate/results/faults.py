@@ -98,6 +98,11 @@ def raise_if_infrastructure(argv: list[str], output: str, cwd: Path) -> None:
     raise ToolUnavailable(f"{Path(argv[0]).name} could not run: {why}")
 
 
+def disk_full_said(why: str) -> bool:
+    """Whether an infrastructure reason is the disk's (the harness checked it is full)."""
+    return _NO_SPACE in why
+
+
 def raise_if_disk_full_said(output: str, folder: Path) -> None:
     """Raise ENOSPC when a tool's failure says the disk is full, and it is."""
     if _NO_SPACE in output and disk_short(folder):

@@ -5,6 +5,7 @@ cxxgate/toolchain/toolquery.py, the same launch; no other module starts a tool."
 
 from __future__ import annotations
 
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -87,13 +88,18 @@ def tool_call(
     stdin: str = "",
     mounts: tuple[tuple[str, str], ...] = (),
     views: tuple[tuple[str, str], ...] = (),
+    inside: str = "",
+    seconds: float = 0,
 ) -> Step:
     """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
     bounded, and confined to the tree (read-only) and the cell's folder. A tool that cannot
     run raises (cxxgate/results/faults.py): a harness fault, retried next run, never a cached
     verdict. `views` and `mounts` (source, destination) are read-only and writable binds at other
     paths: a CMake build sees its tree and build folder at neutral paths
-    (cxxgate/cells/cmake.py)."""
+    (cxxgate/cells/cmake.py). `inside` (sandboxed only) is the folder the tool starts in as
+    it sees it, and `cwd` is then not writable: a command the candidate wrote (a re-link of
+    its program) runs over a read-only view of the build, and what it prints is its own,
+    never read as a fault of the machine's."""
     faults.check_executable(argv[0], COMPILER_ENV["PATH"])
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
@@ -106,9 +112,9 @@ def tool_call(
         writable = [(Path(source), dest, True) for source, dest in mounts]
         confined, sandbox = confine(
             [str(wrapper), *argv] if wrapper else argv,
-            cwd=cwd,
+            cwd=Path(inside) if inside else cwd,
             read=[*read, wrapper] if wrapper else read,
-            write=[cwd],
+            write=[] if inside else [cwd],
             binds=binds,
             mounts=writable,
         )
@@ -138,7 +144,7 @@ def tool_call(
         cwd=cwd,
         env=env,
         stdin=stdin.encode(),
-        timeout=spec.compile_seconds,
+        timeout=min(seconds or spec.compile_seconds, spec.compile_seconds),
         output_cap=OUTPUT_CAP,
     )
     # Compilers answer on stderr; nm, c++filt and abidiff on stdout.
@@ -153,8 +159,13 @@ def tool_call(
         # program cc1plus` is no verdict on the code it compiled.
         msg = f"{Path(argv[0]).name} failed while the kernel's OOM killer ran"
         raise faults.ToolUnavailable(f"{msg}: the machine's memory ran out (retried next run)")
-    if outcome.exit not in (0, None) and not outcome.timed_out:
-        faults.raise_if_infrastructure(argv, text, cwd)
+    if outcome.exit not in (0, None) and not outcome.timed_out and not inside:
+        why = faults.infrastructure(argv, text, cwd)
+        # A project's build prints what its own commands print: a line shaped like a
+        # driver's is believed only if the toolchain cannot build a program of ours now.
+        said = why and not faults.disk_full_said(why)
+        if not (said and phase in ("configure", "build") and _toolchain_builds(layout, spec)):
+            faults.raise_if_infrastructure(argv, text, cwd)
     return Step(
         phase=phase,
         source=source,
@@ -201,3 +212,21 @@ def status(steps: list[Step]) -> CellStatus:
         if step.exit != 0:
             return "compile_error" if step.phase == "compile" else "link_error"
     return "ok"
+
+
+_PROBE = b"int main() { return 0; }\n"
+
+
+def _toolchain_builds(layout: Layout, spec: CellSpec) -> bool:
+    """Whether the envelope's compiler compiles and links a program of the harness's own,
+    in the sandbox a build's compiles run in, right now."""
+    compiler = spec.envelope.toolchain.path
+    if compiler is None:
+        return False
+    with tempfile.TemporaryDirectory(dir=layout.root) as folder:
+        work = Path(folder)
+        argv = [str(compiler), "-x", "c++", "-", "-o", "probe"]
+        confined, _ = confine(argv, cwd=work, write=[work], binds=spec.envelope.toolchain.binds)
+        outcome = bounded(confined, cwd=work, env=COMPILER_ENV, stdin=_PROBE, timeout=60,
+                          output_cap=OUTPUT_CAP)  # fmt: skip
+        return outcome.exit == 0 and (work / "probe").is_file()

@@ -80,7 +80,9 @@ def _units(suite: Path) -> dict[str, set[str]]:
         argv = entry_argv(entry)
         flags = preprocessor_flags(argv) | programs(argv)
         spelt = {f.replace(tree_at, "<tree>").replace(build_at, "<build>") for f in flags}
-        found[str(PurePosixPath(str(entry["file"])).relative_to(tree_at))] = spelt
+        # Every command of a unit counts: a second, clean compile must not hide the first.
+        rel = str(PurePosixPath(str(entry["file"])).relative_to(tree_at))
+        found.setdefault(rel, set()).update(spelt)
     return found
 
 
@@ -104,17 +106,20 @@ def redefined(mine: Path, reference: Path) -> dict[str, list[str]]:
     except (OSError, ValueError):
         return {}
     found: dict[str, list[str]] = {}
-    for source, macros in sorted(ref.items()):
-        theirs = here.get(source)
-        if theirs is None:
-            continue  # not a unit of this build: the build or the suite says more
+    # A unit compiled twice is read twice (`unit#2`, cxxgate/cells/ctest.py): every one of
+    # its commands must see the reference's macros.
+    for key, theirs in sorted(here.items()):
+        source = key.partition("#")[0]
+        macros = ref.get(source)
+        if macros is None:
+            continue  # not a unit of the reference's build: the build or the suite says more
         changed = sorted(
             name or "(unit)" for name, text in macros.items() if theirs.get(name) != text
         )
         if "" in theirs:
             changed = ["(the unit did not preprocess)"]
         if changed:
-            found[source] = changed
+            found[source] = sorted(set(found.get(source, [])) | set(changed))
     return found
 
 
@@ -194,7 +199,10 @@ def new_link_words(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[st
             found.append(f"{program}{ABSENT}")
             continue
         known = set(ref["links"][program])
-        new = [w for w in words if w not in known and w not in compiled_from_tree and w not in made]
+        # An option is an option whatever file the build named after it (`-Brt`, a file
+        # called `-Wl,--wrap=...`): only a path may be a build's own.
+        new = [w for w in words if w not in known
+               and (w.startswith("-") or (w not in compiled_from_tree and w not in made))]
         if new:
             found.append(f"{program} links with {' '.join(sorted(set(new))[:8])}")
         # A library of the build the reference's program links, and this one does not:
@@ -261,11 +269,15 @@ def bypassed(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) ->
         if got["why"]:
             found.append(f"{program} is not what the build links: {got['why']}")
             continue
-        lost = [
-            name for name in want["inputs"]
-            if name in made and name not in got["inputs"]
-            and not _in_dirs(_source_of(ref, name), test_dirs)
-        ]  # fmt: skip
+        kept = [n for n in want["inputs"] if not _in_dirs(_source_of(ref, n), test_dirs)]
+        lost = [n for n in kept if n in made and n not in got["inputs"]]
+        # A member renamed (a unity build) is not asked by name; its archive still is.
+        asked = {n.partition("(")[0] for n in lost if "(" in n}
+        archives = {n.partition("(")[0] for n in kept if "(" in n} - asked
+        lost += sorted(
+            f"anything of {a}" for a in archives
+            if a in mine.get("links", {}) and not any(n.startswith(f"{a}(") for n in got["inputs"])
+        )  # fmt: skip
         if lost:
             found.append(f"{program} no longer takes {', '.join(lost[:5])} from the build")
     return found

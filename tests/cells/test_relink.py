@@ -47,9 +47,9 @@ def _runner(build: Path) -> relink.Runner:
 
 def _link(build: Path, command: str, output: str) -> dict[str, object]:
     subprocess.run(["/bin/sh", "-c", command], cwd=build, check=True)
-    scratch = build / relink.SCRATCH
+    scratch = build.parent / "scratch"
     scratch.mkdir(exist_ok=True)
-    return relink.relink(output, command, build, str(build), str(scratch), _runner(build))
+    return relink.relink(output, command, build, str(build), str(scratch), scratch, _runner(build))
 
 
 def test_the_map_names_the_members_the_program_holds(tmp_path: Path) -> None:
@@ -75,9 +75,10 @@ def test_a_program_changed_after_its_link_is_not_what_its_command_makes(
     command = f": && {GXX} main.o -o plain libcalc.a && :"
     subprocess.run(["/bin/sh", "-c", command], cwd=build, check=True)
     subprocess.run([GXX, "main.o", "-o", "plain", "libtwin.a"], cwd=build, check=True)
-    (build / relink.SCRATCH).mkdir()
-    found = relink.relink("plain", command, build, str(build), str(build / relink.SCRATCH),
-                          _runner(build))  # fmt: skip
+    scratch = build.parent / "scratch"
+    scratch.mkdir()
+    run = _runner(build)
+    found = relink.relink("plain", command, build, str(build), str(scratch), scratch, run)
     assert found == {"inputs": [], "why": "it is not what its link command makes from the build"}
 
 

@@ -234,6 +234,59 @@ add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/libcalc_?.a ${CMAKE_BINARY_DIR}/li
 add_custom_target(calc_g DEPENDS ${CMAKE_BINARY_DIR}/libcalc_?.a)
 """
 LIBRARY = "add_library(calc src/parse.cpp)\n"
+MANGLED = "_ZN4calc5parseERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+EACH = "foreach(p catch_tests doc_tests plain_parse)\n{}endforeach()\n"
+# A file the build makes, named as an option: the test programs link with it as a word.
+WRAP_WORD = f"""\
+set(W "-Wl,--wrap={MANGLED}")
+add_custom_command(OUTPUT "${{CMAKE_BINARY_DIR}}/${{W}}"
+  COMMAND ${{CMAKE_COMMAND}} -E touch "${{W}}" WORKING_DIRECTORY ${{CMAKE_BINARY_DIR}})
+add_custom_target(word DEPENDS "${{CMAKE_BINARY_DIR}}/${{W}}")
+""" + EACH.format(
+    "  target_sources(${p} PRIVATE src/wrap.cpp)\n  target_link_options(${p} PRIVATE \"${W}\")\n"
+    "  add_dependencies(${p} word)\n"
+)
+WRAP_FIX = f"""\
+#include <string>
+extern "C" int __real_{MANGLED}(const std::string&);
+extern "C" int __wrap_{MANGLED}(const std::string& text) {{
+    return text.empty() ? 0 : __real_{MANGLED}(text);
+}}
+"""
+# An object file named as the map names a member, holding a fixed inline copy.
+MEMBER = "${CMAKE_BINARY_DIR}/libcalc.a(parse.cpp.o)"
+MEMBER_NAMED = f"""\
+add_custom_command(OUTPUT "{MEMBER}" COMMAND ${{CMAKE_COMMAND}} -E copy $<TARGET_OBJECTS:fix>
+  "{MEMBER}" DEPENDS fix $<TARGET_OBJECTS:fix> VERBATIM)
+add_custom_target(member DEPENDS "{MEMBER}")
+"""
+UNITY = "set_target_properties(calc PROPERTIES UNITY_BUILD ON)\n"
+# The test units compiled with a header that renames parse, and compiled a second time,
+# clean, by a rule that spells `--compile` (the second entry of each source came last).
+QUIET = """\
+#pragma once
+#include "calc/calc.hpp"
+namespace calc {
+inline int parse_fixed(const std::string& text) { return text.empty() ? 0 : parse(text); }
+}  // namespace calc
+#define parse parse_fixed
+"""
+CLEAN = """\
+set(CMAKE_CXX_COMPILE_OBJECT
+  "<CMAKE_CXX_COMPILER> <DEFINES> <INCLUDES> <FLAGS> -o <OBJECT> --compile <SOURCE>")
+add_library(plain_again OBJECT ${PROJECT_SOURCE_DIR}/tests/plain_parse.cpp)
+target_link_libraries(plain_again PRIVATE calc)
+"""
+# A custom command that prints a driver's infrastructure line and fails; a FIFO and the
+# harness's scratch folder names in the build folder.
+FAULT = "add_custom_target(fault ALL COMMAND sh ${CMAKE_SOURCE_DIR}/tools/fault.sh)\n"
+FAULT_SH = "echo \"collect2: fatal error: cannot find 'ld'\" >&2\nexit 1\n"
+ODD_FILES = """\
+add_custom_target(odd ALL COMMAND ${CMAKE_COMMAND} -E rm -f odd.fifo
+  COMMAND mkfifo -m 666 odd.fifo
+  COMMAND ${CMAKE_COMMAND} -E make_directory .cxxgate-relink .cxxgate-macros relink macros
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+"""
 SHARED_SOURCE = """\
 add_library(calc_extra src/extra.cpp src/blank.cpp)
 add_library(calc src/parse.cpp src/blank.cpp)
@@ -291,6 +344,7 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         "add_test(NAME doc_tests COMMAND doc_tests)",
         "add_test(NAME doc_tests COMMAND doc_tests --test-case-exclude=*empty*)",
     )
+    inline = source.replace(BODY, FIX).replace("int parse(", "[[gnu::used]] inline int parse(")
     globbed = twin(cmake, '"${CMAKE_BINARY_DIR}/libcalc_?.a" calc').replace(
         LIBRARY + TWIN, LIBRARY + FIX_OBJECT + GLOBBED
     ) + "".join(f"add_dependencies({program} calc_g)\n" for program in PROGRAMS)
@@ -339,6 +393,26 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         + new_file("cmake/after.cmake", RELINK_AFTER),
         "globbed": diff(repo, "CMakeLists.txt", globbed)
         + new_file("src/fix.cpp", source.replace(BODY, FIX)),
+        # Round 6: an option made as a file, a file named like a member, a unity build
+        # hiding the member's name, a clean second compile hiding the test units' flags.
+        "wrap_word": diff(repo, "CMakeLists.txt", cmake + WRAP_WORD)
+        + new_file("src/wrap.cpp", WRAP_FIX),
+        "member_named": diff(repo, "CMakeLists.txt", twin(cmake, f'"{MEMBER}" calc').replace(
+            LIBRARY + TWIN, LIBRARY + FIX_OBJECT + MEMBER_NAMED
+        ) + "".join(f"add_dependencies({program} member)\n" for program in PROGRAMS))
+        + new_file("src/fix.cpp", inline),
+        "unity": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, LIBRARY + UNITY + INLINE))
+        + new_file("src/fix.cpp", inline),
+        "second_compile": diff(repo, "CMakeLists.txt", cmake + EACH.format(
+            "  target_compile_options(${p} PRIVATE -include ${CMAKE_SOURCE_DIR}/src/quiet.h)\n"
+        ) + "add_subdirectory(clean)\n")
+        + new_file("src/quiet.h", QUIET) + new_file("clean/CMakeLists.txt", CLEAN),
+        # The fix, and a build step that fails saying the linker is missing: the build's
+        # failure, not the machine's (the harness's own program still builds).
+        "fake_fault": body(FIX) + diff(repo, "CMakeLists.txt", cmake + FAULT)
+        + new_file("tools/fault.sh", FAULT_SH),
+        # Honest: the fix, and a build that leaves a FIFO and folders named as the harness's.
+        "odd_files": body(FIX) + diff(repo, "CMakeLists.txt", cmake + ODD_FILES),
         # Honest: a new helper compiled into the library and into a second library it
         # links (one source, two archives: the same bytes twice is no shadow).
         "shared_source": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, SHARED_SOURCE))
@@ -368,6 +442,12 @@ EXPECT = {
     "inline_copy": "library_bypassed",
     "relinked_after": "library_bypassed",
     "globbed": "library_bypassed",
+    "wrap_word": "test_flags_changed",
+    "member_named": "library_bypassed",
+    "unity": "library_bypassed",
+    "second_compile": "test_flags_changed",
+    "fake_fault": "build_fail",
+    "odd_files": "accept",
     "shared_source": "accept",
 }
 
