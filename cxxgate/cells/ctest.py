@@ -527,7 +527,7 @@ def spell(text: str, tree_at: str, build_at: str) -> str:
 
 
 RELINK_SECONDS = 120.0  # one test program's link, run again
-_SOURCE_SUFFIXES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".m", ".mm", ".cu", ".s", ".S")
+_SOURCE_SUFFIXES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".m", ".mm", ".cu", ".s")  # lowered
 
 
 def _graph(

@@ -15,10 +15,11 @@ by a system compiler driver, is named with why (cxxgate/gates/tests/testunits.py
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from cxxgate.cells.testframeworks import open_regular
@@ -76,12 +77,13 @@ def _driver(word: str) -> bool:
     return real.startswith(_SYSTEM) and _DRIVER.fullmatch(Path(real).name) is not None
 
 
-def included(map_text: str, build_at: str) -> list[str]:
+def included(lines: Iterable[str], build_at: str) -> list[str] | None:
     """The files and archive members (`lib.a(member.o)`) a GNU ld map says the program
-    holds bytes from, build-relative; the system's (absolute paths elsewhere) left out."""
+    holds bytes from, build-relative; the system's (absolute paths elsewhere) left out.
+    None for a map without GNU ld's memory map. Read line by line: a map may be large."""
     found: set[str] = set()
     started = False
-    for line in map_text.splitlines():
+    for line in lines:
         if not started:
             started = line.startswith(MAP_START)
             continue
@@ -94,7 +96,7 @@ def included(map_text: str, build_at: str) -> list[str]:
         elif name.startswith("/"):
             continue
         found.add(name)
-    return sorted(found)
+    return sorted(found) if started else None
 
 
 def _digest(path: Path, inside: Path) -> str:
@@ -130,12 +132,12 @@ def relink(
     if _digest(host / "program", host) != built:
         return {"inputs": [], "why": "it is not what its link command makes from the build"}
     mapped = open_regular(host / "map", host)
-    text = "" if mapped is None else mapped.read(64 << 20).decode(errors="replace")
+    inputs = None
     if mapped is not None:
-        mapped.close()
-    if MAP_START not in text:
+        with io.TextIOWrapper(mapped, errors="replace") as lines:
+            inputs = included((line.rstrip("\n") for line in lines), build_at)
+    if inputs is None:
         return {"inputs": [], "why": "its linker wrote no map as GNU ld writes one"}
-    inputs = included(text, build_at)
     # The map spells a member `lib.a(m.o)`: a file of that very name would read as one.
     named = [n for n in inputs if "(" in n and open_regular(copy / n, copy) is not None]
     if named:

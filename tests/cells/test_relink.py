@@ -122,4 +122,5 @@ def test_included_reads_wrapped_lines_and_skips_empty_sections() -> None:
         "                0x0000000000001139                main",
         " .text          0x0000000000001040       0x26 /usr/lib/x86_64-linux-gnu/Scrt1.o",
     ])  # fmt: skip
-    assert relink.included(text, "/src/build") == ["libcalc.a(parse.o)", "main.o"]
+    assert relink.included(text.splitlines(), "/src/build") == ["libcalc.a(parse.o)", "main.o"]
+    assert relink.included(["no memory map here"], "/src/build") is None
