@@ -140,7 +140,9 @@ class Config(Strict):
     native_reach: float = Field(default=32.0, ge=16, le=1024)
     # Native run time (minimum over rounds) over the reference's, same schedule: above
     # this the candidate is not what the count measured, whatever the count's exponent.
-    tamper_ratio: float = Field(default=6.0, gt=1)
+    # Honest rewrites measured under 2x; `after_513` measured 9.4x, and 5.0x on a run
+    # where the reference's three rounds were all twice as slow as usual (6 let it pass).
+    tamper_ratio: float = Field(default=4.0, gt=1)
     # Two more native processes, each of some `scale` x M elements (drawn from the seed in
     # [0.75 scale, scale] x M): `first`, one call of all of them (its process's only
     # call), and `small`, calls of M/4 to M summing to as many. The candidate's native
