@@ -49,7 +49,7 @@ from cxxgate.results import faults
 from cxxgate.runs import run
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import toolcall
-from cxxgate.toolchain.cellspec import CellResult, CellSpec, CellStatus, Step
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, CellStatus, Phase, Step
 from cxxgate.toolchain.cellspec import result_path as cell_result
 from cxxgate.toolchain.projectflags import paths
 from cxxgate.toolchain.tools import tool_path
@@ -480,39 +480,66 @@ def _relinks(
 ) -> tuple[dict[str, object], list[Step]]:
     """Each test program (a link naming a test unit's object) linked again by the
     harness with its own command and a map (cxxgate/cells/relink.py): program ->
-    {inputs, why}. The build is seen read-only, the re-link writes only a fresh folder of
-    the harness's, and each has RELINK_SECONDS: a link input the build made a FIFO stalls
-    one re-link, not every one."""
-    scratch = out / "relink"
-    run.remove_work(scratch)
-    scratch.mkdir()
-    boxed = sandbox.available()
-    seen = f"{NEUTRAL_BUILD}-relink" if boxed else str(scratch)
-    views = (*views, (str(copy), NEUTRAL_BUILD)) if boxed else views
+    {inputs, why}. Sealed (_sealed); each has RELINK_SECONDS, and once one runs out of
+    time (a link input the build made a FIFO) the rest are not run."""
+    scratch, seen = _scratch(out, "relink")
     steps: list[Step] = []
     found: dict[str, object] = {}
-    stalled = ""
+    stalled: list[str] = []
     for output, command in sorted(programs.items()):
 
         def again(argv: list[str], cd: str, output: str = output) -> tuple[int | None, str]:
-            where = cd or build_at
-            cwd = scratch if boxed else _inside(copy, build_at, where)
-            step = toolcall.tool_call(
-                layout, spec, "link", output, argv, cwd,
-                read=spec.data_paths, mounts=((str(scratch), seen),) if boxed else (),
-                views=views, inside=where if boxed else "", seconds=RELINK_SECONDS,
-            )  # fmt: skip
+            step = _sealed(spec, layout, "link", output, argv, cd or build_at, copy, build_at,
+                           scratch, seen, views, RELINK_SECONDS)  # fmt: skip
             steps.append(replace(step, output=step.output[-2000:]))
-            return (None, "it ran out of time") if step.timed_out else (step.exit, step.output)
+            if step.timed_out:
+                stalled.append(output)
+                return None, "it ran out of time"
+            return step.exit, step.output
 
         if stalled:
-            found[output] = {"inputs": [], "why": f"not linked again: {stalled} ran out of time"}
+            found[output] = {"inputs": [], "why": f"not linked again: {stalled[0]} ran out of time"}
             continue
         found[output] = relink.relink(output, command, copy, build_at, seen, scratch, again)
-        if "ran out of time" in str(found[output]["why"]):  # type: ignore[index]
-            stalled = output
     run.remove_work(scratch)
     return found, steps
+
+
+def _scratch(out: Path, name: str) -> tuple[Path, str]:
+    """A fresh folder of the harness's for a sealed step's output, and its path as the
+    step sees it."""
+    scratch = out / name
+    run.remove_work(scratch)
+    scratch.mkdir()
+    return scratch, f"{NEUTRAL_BUILD}-{name}" if sandbox.available() else str(scratch)
+
+
+def _sealed(
+    spec: CellSpec,
+    layout: Layout,
+    phase: Phase,
+    source: str,
+    argv: list[str],
+    where: str,
+    copy: Path,
+    build_at: str,
+    scratch: Path,
+    seen: str,
+    views: tuple[tuple[str, str], ...],
+    seconds: float = 0,
+) -> Step:
+    """A command of the candidate's build run again by the harness (a re-link, a unit's
+    `-E -dM`: its options may load a plugin), in folder `where` as the build sees it:
+    the build read-only, only `scratch` (seen as `seen`) writable, and what it prints
+    never read as the machine's fault."""
+    if not sandbox.available():
+        return toolcall.tool_call(layout, spec, phase, source, argv, _inside(copy, build_at, where),
+                                  read=spec.data_paths, seconds=seconds)  # fmt: skip
+    return toolcall.tool_call(
+        layout, spec, phase, source, argv, scratch,
+        read=spec.data_paths, mounts=((str(scratch), seen),),
+        views=(*views, (str(copy), NEUTRAL_BUILD)), inside=where, seconds=seconds,
+    )  # fmt: skip
 
 
 # A GoogleTest name in a mangled symbol: the namespace `testing` (N7testing...E), or a
@@ -607,34 +634,24 @@ def _macros(
 ) -> list[Step]:
     """`-E -dM` of each test unit with its own compile command: the framework macros it
     sees, per source path (relative to the tree), in macros.json."""
-    boxed = sandbox.available()
-    tree_at, build_at = paths(cell) if boxed else (paths(cell)[0], str(copy))
-    # As the re-links (_relinks): the build read-only, the output in a folder of the
-    # harness's own (a unit's flags are the candidate's: a plugin runs in this step).
-    scratch = out / "macros"
-    run.remove_work(scratch)
-    scratch.mkdir()
-    seen = f"{NEUTRAL_BUILD}-macros" if boxed else str(scratch)
-    tree = (str(cell / "trees" / "src"), NEUTRAL_TREE)
-    views = (tree, (str(copy), NEUTRAL_BUILD)) if boxed else ()
+    tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
+    scratch, seen = _scratch(out, "macros")  # sealed (_sealed): a plugin may run here
+    views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
     steps: list[Step] = []
     found: dict[str, dict[str, str]] = {}
     for i, entry in enumerate(units):
         rel = str(PurePosixPath(str(entry["file"])).relative_to(tree_at))
         argv = _dm_argv(_compiler_on(entry_argv(entry)), f"{seen}/{i}.h")
         directory = str(entry.get("directory", build_at))
-        cwd = scratch if boxed else _inside(copy, build_at, directory)
-        step = toolcall.tool_call(
-            layout, spec, "inspect", rel, argv, cwd,
-            read=spec.data_paths, mounts=((str(scratch), seen),) if boxed else (),
-            views=views, inside=directory if boxed else "",
-        )  # fmt: skip
+        step = _sealed(spec, layout, "inspect", rel, argv, directory, copy, build_at,
+                       scratch, seen, views)  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))
-        defined = testframeworks.open_regular(scratch / f"{i}.h", scratch)
+        made = scratch / f"{i}.h"
+        defined = testframeworks.open_regular(made, scratch) if step.exit == 0 else None
         text = ""
         if defined is not None:
             with defined as f:
-                text = f.read(64 * _MIB).decode(errors="replace") if step.exit == 0 else ""
+                text = f.read(64 * _MIB).decode(errors="replace")
         key = rel if rel not in found else f"{rel}#{i}"  # a unit compiled twice: both read
         found[key] = framework_macros(text) if step.exit == 0 else {"": "did not preprocess"}
     (out / MACROS_JSON).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")

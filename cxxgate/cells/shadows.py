@@ -40,7 +40,6 @@ _LIMIT = 256 << 20  # bytes read from one input
 SLIM_LTO = "__gnu_lto_slim"  # the symbol a slim LTO object defines, and stands for
 _EXPORTED = ("STV_DEFAULT", "STV_PROTECTED")
 _SYSTEM = ("/usr/", "/lib/", "/lib64/")  # read-only in the build's sandbox
-OUTSIDE = Path("/nonexistent/outside-the-build")  # _input's mark for such a word
 
 
 def members(data: bytes, folder: Path, inside: Path) -> list[tuple[str, bytes]]:
@@ -149,10 +148,11 @@ def definitions(data: bytes) -> tuple[set[str], str]:
         return set(), f"its ELF does not read ({err})"[:120]
 
 
-def _input(word: str, output: str, copy: Path) -> Path | None:
+def _input(word: str, output: str, copy: Path) -> Path | str | None:
     """The build-folder file a link word names (spelt `<build>/...` or relative to the
     build folder; `@file`, a response file, as itself), whatever its name: the linker
-    reads a file by its contents (a twin archive named `libcalc_t.lib` links)."""
+    reads a file by its contents (a twin archive named `libcalc_t.lib` links); why it
+    cannot be read, for an absolute path outside the build and the system."""
     word = word.removeprefix("@")
     if word.startswith("-") or word == output:
         return None
@@ -161,7 +161,7 @@ def _input(word: str, output: str, copy: Path) -> Path | None:
     if word.startswith(_SYSTEM) or word.startswith("<"):
         return None  # the system's, or the tree's (a new link word: its own check)
     if word.startswith("/"):
-        return OUTSIDE  # the build made it elsewhere (/tmp): nothing here to read
+        return "outside the build and the system"  # the build made it elsewhere (/tmp)
     return copy / word
 
 
@@ -204,8 +204,8 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
         unread: list[str] = []
         for word in words:
             path = _input(word, output, copy)
-            if path is OUTSIDE:
-                unread.append(f"{word} is unread: outside the build and the system")
+            if isinstance(path, str):
+                unread.append(f"{word} is unread: {path}")
                 continue
             for label, digest, names, why in (inputs(path) if path else None) or []:
                 for name in names:

@@ -204,6 +204,7 @@ def test_round_five_archives_and_objects_are_read_as_the_linker_reads_them(
     assert found["group"] == ["group.o is unread: a section group larger than the file"]
     assert found["tmp"] == ["/tmp/rt5/libfix.a is unread: outside the build and the system"]
     assert any(s.startswith(f"{mangled}: libmany.a(fixed.o)") for s in found["many"])
+    assert len(shadows.members(thin, build, build)) == 1  # not 4,000 reads of one file
 
 
 def _group_size(elf: bytearray, size: int) -> bytes:
