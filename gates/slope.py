@@ -217,6 +217,7 @@ def drawn_sizes(cfg: Config, case_id: str, seed: int) -> list[int]:
 # reversed, all equal, all distinct, low 12 bits zero.
 SHAPES = 6
 Entry = tuple[int, int]  # a call: (size, shape)
+LANES = ("native", "first", "small", "shapes")  # the native series' lanes, in run order
 
 
 def _shape(key: str) -> int:
@@ -274,6 +275,17 @@ def scale_schedules(cfg: Config, case_id: str, seed: int) -> tuple[list[Entry], 
     return [(total, 0)], small
 
 
+def lane_schedules(cfg: Config, case_id: str, seed: int) -> dict[str, list[Entry]]:
+    """Each native lane's calls, by name, in LANES order."""
+    first, small = scale_schedules(cfg, case_id, seed)
+    return {
+        "native": native_schedule(cfg, case_id, seed),
+        "first": first,
+        "small": small,
+        "shapes": shapes_schedule(cfg, case_id, seed),
+    }
+
+
 def driver(ctx: Context, cfg: Config) -> Unit:
     key = f"gates.{NAME}.header"
     spec = ctx.case.spec
@@ -325,30 +337,24 @@ def plan(ctx: Context) -> Plan:
     reference = lanes.program_cell(ctx, ctx.reference_tree_key, unit, env, label)
     limits = ctx.case.spec.limits
     drawn = drawn_sizes(cfg, ctx.case.id, ctx.seed)
-    schedule = native_schedule(cfg, ctx.case.id, ctx.seed)
     runs: dict[str, RunSpec] = {}
-    first, small = scale_schedules(cfg, ctx.case.id, ctx.seed)
     # Native, interleaved with the reference, the same binary and argv as the count: only
-    # the schedule on stdin differs. A runaway stops at `wall_timeout` (a few times what
-    # the reference takes), its other rounds never run.
-    shapes = shapes_schedule(cfg, ctx.case.id, ctx.seed)
-    for run, entries in (
-        ("native", schedule),
-        ("first", first),
-        ("small", small),
-        ("shapes", shapes),
-    ):
-        runs[run] = RunSpec(
-            cell_key=candidate.key,
-            stdin=_stdin(entries),
-            label=f"{NAME} {run} {len(entries)} calls up to n={max(n for n, _ in entries)}",
-            env=env.run_env,
-            timeout=cfg.wall_timeout,
-            output_cap=limits.output_bytes,
-            caps=limits.caps(env.flags),
-            reference=reference.key,
-            rounds=cfg.wall_rounds,  # minima: no warm-up round needed
-        )
+    # the schedule on stdin differs. The lanes run in LANES order in one series, which
+    # ends after the first lane that rejects: a runaway stops at `wall_timeout` (a few
+    # times what the reference takes) and no later lane or round runs.
+    schedules = lane_schedules(cfg, ctx.case.id, ctx.seed)
+    runs["native"] = RunSpec(
+        cell_key=candidate.key,
+        lanes=tuple((lane, _stdin(schedules[lane])) for lane in LANES),
+        label=f"{NAME} native lanes ({', '.join(LANES)})",
+        env=env.run_env,
+        timeout=cfg.wall_timeout,
+        output_cap=limits.output_bytes,
+        caps=limits.caps(env.flags),
+        reference=reference.key,
+        rounds=cfg.wall_rounds,  # minima: no warm-up round needed
+        stop_ratio=cfg.tamper_ratio,
+    )
     tool = valgrind()
     if tool is not None:
         wrapper = (
@@ -606,19 +612,14 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         checks.append(Check("fit", False, "inconclusive", f"r^2 below {cfg.min_r2}: {line}"))
         return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
     checks.append(Check("exponent", True, "accept", line))
-    first, small = scale_schedules(cfg, ctx.case.id, ctx.seed)
+    schedules = lane_schedules(cfg, ctx.case.id, ctx.seed)
     best: dict[str, dict[str, float]] = {}
-    for lane, entries in (
-        ("native", native_schedule(cfg, ctx.case.id, ctx.seed)),
-        ("first", first),
-        ("small", small),
-        ("shapes", shapes_schedule(cfg, ctx.case.id, ctx.seed)),
-    ):
-        check = _native(cfg, outputs, lane, entries, evidence, best)
+    for lane in LANES:
+        check = _native(cfg, outputs, lane, schedules[lane], evidence, best)
         checks.append(check)
         if not check.ok:
             return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
-    checks.append(_scaling(cfg, best, first, small, evidence))
+    checks.append(_scaling(cfg, best, schedules["first"], schedules["small"], evidence))
     return GateResult.from_checks(NAME, checks, SEVERITY, evidence)
 
 
@@ -664,8 +665,8 @@ def _native(
     give the reference's results and take no more than `tamper_ratio` times the
     reference's time. This bar is the reference's native time alone: nothing the count said
     (its exponent, its margins) moves it. The minima go to `times[name]`."""
-    series = outputs.runs[name]
-    timed = [s for s in series.samples if s["phase"] == "timed"]
+    series = outputs.runs["native"]
+    timed = [s for s in series.samples if s["phase"] == "timed" and s["lane"] == name]
     schedule = [n for n, _ in entries]
     what = f"{name}: {len(schedule)} calls, {sum(schedule)} elements, up to n={max(schedule)}"
     best = times.setdefault(name, {})

@@ -10,7 +10,10 @@ because ru_maxrss survives exec (a child of this Python process reports Python's
 and under bubblewrap the harness only ever sees bwrap's. A spec that names a `reference`
 cell is a paired series: warm-up and timed rounds alternate reference, candidate,
 reference, ... in one task, so both sides meet the same machine weather; every sample is
-kept in `samples`.
+kept in `samples`. A series may hold `lanes`, named inputs run one after another, each
+with its own rounds; it ends after the first lane that already decides against the
+candidate (it hung, failed, printed other results than the reference, or took over
+`stop_ratio` times the reference's best time), so a runaway costs one lane, not all.
 
 Every run is capped (cxxgate/host/process.py Caps, from the case's `limits:`): address space or,
 for sanitizer builds, resident memory; file size; processes, which need a uid of the run's
@@ -94,6 +97,10 @@ class RunSpec:
     keep: tuple[str, ...] = ()  # names (globs) of files the run leaves in its work folder
     # that are kept in `kept/` (callgrind profiles, .gcda counts) before the folder goes
     report: bool = False  # give the program a report channel (see the module doc)
+    # A paired series over several inputs (gates/slope.py): (name, stdin) run in order,
+    # each with the warm-up and timed rounds; `stdin` is then unused.
+    lanes: tuple[tuple[str, str], ...] = ()
+    stop_ratio: float | None = None  # see the module doc; None: only a runaway stops
 
     @cached_property  # specs are frozen; thousands of rows ask for the same key
     def key(self) -> str:
@@ -119,6 +126,9 @@ class RunSpec:
             ]
         if self.wrapper or self.keep:
             blob["tool"] = [self.wrapper, self.keep]
+        if self.lanes:
+            blob["lanes"] = [[n, codehash.of_text(t)] for n, t in self.lanes]
+            blob["stop_ratio"] = self.stop_ratio
         return codehash.of_text(json.dumps(blob, sort_keys=True))[:24]
 
     @property
@@ -227,29 +237,61 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
         sample = _execute_one(Path(candidate), spec, out, "", meter, entry=cell.entry)
         kept = str(out / "kept") if spec.keep else ""
         return _write(layout, replace(_result(key, spec.label, sample), kept=kept))
-    order: list[tuple[str, str]] = []
-    for phase, count in (("warmup", spec.warmup), ("timed", spec.rounds)):
-        for _ in range(count):
-            if "reference" in binaries:
-                order.append((phase, "reference"))
-            order.append((phase, "candidate"))
     samples: list[Sample] = []
     first: Sample | None = None
-    for i, (phase, side) in enumerate(order):
-        binary = binaries[side]
-        assert binary is not None
-        sample = _execute_one(
-            Path(binary), spec, out, f".{i}", meter, phase=phase, side=side, entry=cell.entry
-        )
-        samples.append(sample)
-        if side == "candidate":
-            first = first or sample
-            if sample.status in {"hang", "output_overflow"}:
-                break  # a runaway is decided; running it again only burns the batch's time
+    for lane, stdin in spec.lanes or (("", spec.stdin),):
+        order = [
+            (phase, side)
+            for phase, count in (("warmup", spec.warmup), ("timed", spec.rounds))
+            for _ in range(count)
+            for side in ("reference", "candidate")
+            if side in binaries
+        ]
+        ran: list[Sample] = []
+        for phase, side in order:
+            binary = binaries[side]
+            assert binary is not None
+            sample = _execute_one(
+                Path(binary),
+                spec,
+                out,
+                f".{len(samples)}",
+                meter,
+                phase=phase,
+                side=side,
+                entry=cell.entry,
+                stdin=stdin,
+                lane=lane,
+            )
+            samples.append(sample)
+            ran.append(sample)
+            if side == "candidate":
+                first = first or sample
+                if sample.status in {"hang", "output_overflow"}:
+                    break  # a runaway is decided; running it again only burns the batch's time
+        if _decided(ran, spec.stop_ratio):
+            break
     assert first is not None
     worst = next((s for s in samples if s.side == "candidate" and s.status != "exited"), first)
     result = _result(key, spec.label, worst)
     return _write(layout, replace(result, samples=[asdict(s) for s in samples]))
+
+
+def _decided(ran: list[Sample], stop_ratio: float | None) -> bool:
+    """Whether one lane's samples already decide the series: a side that did not exit 0,
+    results other than the reference's, or (with `stop_ratio`) a candidate slower than
+    that many times the reference, best timed round against best."""
+    if any(s.status != "exited" or s.exit != 0 for s in ran):
+        return True
+    sides = {side: [s for s in ran if s.side == side] for side in ("reference", "candidate")}
+    if not sides["reference"]:
+        return False
+    if {s.stdout_sha for s in ran} != {sides["reference"][0].stdout_sha}:
+        return True
+    timed = {k: [s.wall_seconds for s in v if s.phase == "timed"] for k, v in sides.items()}
+    if stop_ratio is None or not all(timed.values()):
+        return False
+    return min(timed["candidate"]) > stop_ratio * max(min(timed["reference"]), 1e-4)
 
 
 @dataclass(frozen=True)
@@ -274,6 +316,7 @@ class Sample:
     detail: str = ""  # the cap that stopped the run, if one did
     returned: bool | None = None  # see RunResult.returned
     report_path: str = ""  # see RunResult.report_path
+    lane: str = ""  # the series' lane (RunSpec.lanes) it ran in
 
 
 def execute_built(binary: Path, spec: RunSpec, layout: Layout) -> Sample:
@@ -295,6 +338,8 @@ def _execute_one(
     side: str = "candidate",
     *,
     entry: bool = False,
+    stdin: str | None = None,
+    lane: str = "",
 ) -> Sample:
     work = out / f"work{suffix}"
     remove_work(work)  # what a run killed mid-way (with the harness) left
@@ -320,7 +365,7 @@ def _execute_one(
                     argv,
                     cwd=work,
                     env={**BASE_ENV, **dict(spec.env)},
-                    stdin=spec.stdin.encode(),
+                    stdin=(spec.stdin if stdin is None else stdin).encode(),
                     timeout=spec.timeout,
                     output_cap=spec.output_cap,
                     pass_fds=((report_w,) if meter is not None else ()) + closed_fds,
@@ -395,6 +440,7 @@ def _execute_one(
         detail=_cap_detail(outcome, report, spec.caps, sandbox),
         returned=returned,
         report_path=report_path,
+        lane=lane,
     )
 
 
