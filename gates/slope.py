@@ -44,7 +44,9 @@ distinct, low 12 bits zero; one big call of each). Two more native processes of 
 and `small`, calls of M/4..M summing to E; the candidate's native time per element from
 `small` to `first`, over the reference's, as an exponent over the span, may not pass
 `margin` (`steep`: a cost that grows only past the counted sizes). A fourth, `shapes`,
-makes one call of E / 6 per shape, in a drawn order, under the same bar.
+makes one call of E / 6 per shape, in a drawn order, under the same bar. The four native
+processes are one paired series (`native`, `first`, `small`, `shapes`), which ends after
+the first that already rejects: a steep patch pays for one, not four.
 
 | class             | meaning                                                            |
 | ----------------- | ------------------------------------------------------------------ |

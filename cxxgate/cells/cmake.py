@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from cxxgate.cells import ctest
+from cxxgate.cells.testframeworks import open_regular
 from cxxgate.host import sandbox
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
 from cxxgate.intake.tree import materialise
@@ -139,8 +140,7 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         if step.exit != 0 or step.timed_out:
             return _failed(steps, "cmake could not configure the project", spec)
     if spec.targets == (CONFIGURE_ONLY,):
-        if (build_dir / COMPILE_DB).is_file():
-            shutil.copy2(build_dir / COMPILE_DB, out / COMPILE_DB)
+        _keep_compile_db(build_dir, out)
         return "ok", "configured", steps, str(build_dir)
     if seeded and ccache.enabled():
         # A changed CMakeLists.txt would re-run configure inside the build, after ccache's
@@ -156,11 +156,27 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     targets = [a for t in spec.targets for a in ("--target", t)]
     step = call("build", [cmake, "--build", build_at, "-j", "2", *targets])
     steps += _compiles(layout, spec.key, build_dir)
-    if (build_dir / COMPILE_DB).is_file():
-        shutil.copy2(build_dir / COMPILE_DB, out / COMPILE_DB)
+    _keep_compile_db(build_dir, out)
     if step.exit != 0 or step.timed_out:
         return _failed(steps, "the build failed", spec, step)
     return "ok", "seeded" if seeded else "", steps, str(build_dir)
+
+
+def _build_file(path: Path, build_dir: Path, cap: int = 64 << 20) -> bytes:
+    """Up to `cap` bytes of a file the build wrote (b"" unless it is a regular file in the
+    build folder): the project's commands may have put a link to /proc/kmsg, or a FIFO,
+    in its place, and the harness reads it as root, outside any sandbox."""
+    opened = open_regular(path, build_dir)
+    if opened is None:
+        return b""
+    with opened as f:
+        return f.read(cap)
+
+
+def _keep_compile_db(build_dir: Path, out: Path) -> None:
+    data = _build_file(build_dir / COMPILE_DB, build_dir)
+    if data:
+        (out / COMPILE_DB).write_bytes(data)
 
 
 def case_options(build_type: str | None, std: str | None) -> tuple[str, ...]:
@@ -336,17 +352,13 @@ def _names(root: Path, *, products: bool) -> str:
 def _compiles(layout: Layout, key: str, build_dir: Path) -> list[Step]:
     """One compiler-log line and one `compile` step per object the launcher saw compiled
     in this build, with ccache's word on it (hit or miss) when it went through ccache."""
-    noted = build_dir / NOTED
-    objects = noted.read_text(errors="replace").splitlines() if noted.is_file() else []
+    objects = _build_file(build_dir / NOTED, build_dir).decode(errors="replace").splitlines()
     steps = []
     with layout.compiler_log.open("a") as log:
         for obj in sorted(set(objects)):
             log.write(f"{time.time():.3f} {key} compile {Path(obj).name}\n")
             stats = build_dir / STATS / (obj.replace("/", "_") + ".log")
-            try:
-                lines = stats.read_text(errors="replace").splitlines()
-            except OSError:
-                lines = []
+            lines = _build_file(stats, build_dir).decode(errors="replace").splitlines()
             counters = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
             cached = ccache.outcome(counters) if counters else ""
             failed = "compile_failed" in counters

@@ -41,7 +41,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate.cells import ctestfile, relink, shadows, testframeworks
+from cxxgate.cells import ctestfile, relink, shadows, testframeworks, verified
 from cxxgate.host import sandbox, userns
 from cxxgate.host.process import Caps, bounded
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -60,6 +60,7 @@ FRAMEWORK_DIR = testframeworks.FRAMEWORK_DIR  # Catch2 / doctest reports (their 
 FRAMEWORKS_JSON = testframeworks.FRAMEWORKS_JSON  # cxxgate/cells/testframeworks.py)
 TESTS_JSON = "tests.json"  # ctest --show-only=json-v1, the cell's paths spelt (spell)
 MACROS_JSON = "macros.json"  # source path -> {macro: definition}
+OBJECTS_JSON = "objects.json"  # source path -> "" (its compile makes its object) or why not
 COMMANDS_JSON = "commands.json"  # the test units' commands as Ninja runs them
 # The build's graph as Ninja runs it: every compile (object -> source), every link and
 # archive command, and the GoogleTest symbols each compiled object names (see _graph).
@@ -101,7 +102,9 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     if built.status != "ok" or built.binary is None:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
-    for stale in (JUNIT, TESTS_JSON, MACROS_JSON, COMMANDS_JSON, GRAPH_JSON, FRAMEWORKS_JSON):
+    stales = (JUNIT, TESTS_JSON, MACROS_JSON, OBJECTS_JSON, COMMANDS_JSON, GRAPH_JSON,
+              FRAMEWORKS_JSON)  # fmt: skip
+    for stale in stales:
         (out / stale).unlink(missing_ok=True)
     run.remove_work(out / GTEST_DIR)
     run.remove_work(out / FRAMEWORK_DIR)
@@ -128,7 +131,7 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             if uid is not None:
                 os.chown(reports, uid, uid)
             units, steps = _commands(spec, layout, cell, copy, out)
-            steps += _macros(spec, layout, cell, copy, out, units)
+            steps += _again(spec, layout, cell, copy, out, units)
             listed = _ctest(spec, layout, out, work, uid, caps,
                             [ctest, "--show-only=json-v1"], LISTING)  # fmt: skip
             steps.append(listed)
@@ -457,14 +460,15 @@ def _commands(
     units = sorted(test_units(db, test_dirs, tree_at), key=lambda e: str(e.get("file")))
     listing = {"tree": tree_at, "build": build_at, "commands": units}
     (out / COMMANDS_JSON).write_text(json.dumps(listing, indent=1) + "\n")
-    graph = _graph(db, tree_at, build_at, copy)
+    read = shadows.Reader(copy)
+    graph = _graph(db, tree_at, build_at, copy, read)
     tested = {str(e.get("output", "")) for e in units}
     links: dict[str, list[str]] = graph["links"]
     programs = {
         out: cmd for out, cmd in ((str(e.get("output", "")), str(e.get("command", ""))) for e in db)
         if not out.endswith(".a") and tested & set(links.get(out, ()))
     }  # fmt: skip
-    graph["linked"], relinks = _relinks(spec, layout, programs, copy, build_at, out, views)
+    graph["linked"], relinks = _relinks(spec, layout, programs, copy, build_at, out, views, read)
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
     return units, [replace(step, output=step.output[-2000:]), *relinks]
 
@@ -477,6 +481,7 @@ def _relinks(
     build_at: str,
     out: Path,
     views: tuple[tuple[str, str], ...],
+    read: shadows.Reader,
 ) -> tuple[dict[str, object], list[Step]]:
     """Each test program (a link naming a test unit's object) linked again by the
     harness with its own command and a map (cxxgate/cells/relink.py): program ->
@@ -498,9 +503,10 @@ def _relinks(
             return step.exit, step.output
 
         if stalled:
-            found[output] = {"inputs": [], "why": f"not linked again: {stalled[0]} ran out of time"}
+            found[output] = {"inputs": [], "elsewhere": {},
+                             "why": f"not linked again: {stalled[0]} ran out of time"}  # fmt: skip
             continue
-        found[output] = relink.relink(output, command, copy, build_at, seen, scratch, again)
+        found[output] = relink.relink(output, command, copy, build_at, seen, scratch, again, read)
     run.remove_work(scratch)
     return found, steps
 
@@ -553,19 +559,24 @@ def spell(text: str, tree_at: str, build_at: str) -> str:
     return text.replace(tree_at, "<tree>").replace(build_at, "<build>")
 
 
-RELINK_SECONDS = 120.0  # one test program's link, run again
+RELINK_SECONDS = 120.0  # one test program's link, or a test unit's `-E -dM`, run again
+# A test unit's compile run again: a large unit on a loaded machine, not a load-noise
+# reject (a timeout is the candidate's: an `.incbin` of a FIFO only the compile reads).
+COMPILE_AGAIN_SECONDS = 600.0
 _SOURCE_SUFFIXES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".m", ".mm", ".cu", ".s")  # lowered
 
 
 def _graph(
-    db: list[dict[str, object]], tree_at: str, build_at: str, copy: Path
+    db: list[dict[str, object]], tree_at: str, build_at: str, copy: Path, read: shadows.Reader
 ) -> dict[str, Any]:
     """What the build compiled and linked, read before any of its programs runs: per
     compile, object (build-relative) -> source (spelt) and the GoogleTest symbols the
     object names (defined or undefined, pyelftools); per other command with an output
     (links, archives), output -> its words (spelt); per link, the symbols two of its
     inputs define and the inputs it cannot read (cxxgate/cells/shadows.py). Ninja's own
-    commands, not the project's word: the objects are those Ninja made."""
+    commands, not the project's word: the objects are those Ninja made. A link's words are
+    those of the part of its line that writes the program (cxxgate/cells/relink.py
+    link_part): a POST_BUILD `cmake -E echo` is not a link word."""
     compiles: dict[str, str] = {}
     symbols: dict[str, list[str]] = {}
     links: dict[str, list[str]] = {}
@@ -582,14 +593,16 @@ def _graph(
             found = _inside(copy, build_at, directory) / output
             symbols[source] = sorted(set(symbols.get(source, [])) | gtest_symbols(found, copy))
         elif "--regenerate-during-build" not in command:
-            try:
-                words = shlex.split(command)
-            except ValueError:
-                words = command.split()
+            words = relink.link_part(command, output, build_at)
+            if words is None:
+                try:
+                    words = shlex.split(command)
+                except ValueError:
+                    words = command.split()
             links[output] = [spell(w, tree_at, build_at) for w in words]
     return {
         "compiles": compiles, "symbols": symbols, "links": links,
-        "shadowed": shadows.shadowed(links, copy),
+        "shadowed": shadows.shadowed(links, read),
     }  # fmt: skip
 
 
@@ -624,7 +637,7 @@ def gtest_symbols(obj: Path, inside: Path) -> set[str]:
         return {"(not an ELF object)"}
 
 
-def _macros(
+def _again(
     spec: CellSpec,
     layout: Layout,
     cell: Path,
@@ -632,42 +645,90 @@ def _macros(
     out: Path,
     units: list[dict[str, object]],
 ) -> list[Step]:
-    """`-E -dM` of each test unit with its own compile command: the framework macros it
-    sees, per source path (relative to the tree), in macros.json."""
+    """Each test unit's compile command run again by the harness, sealed (_sealed: its
+    options may load a plugin), from its system compiler driver on: `-E -dM`, the
+    framework macros it sees (macros.json), and the compile itself into scratch, whose
+    object must be the build's byte for byte (objects.json): a custom command may
+    rewrite a test unit's object after its compile, with commands that name no object.
+    Per source path relative to the tree; each step has RELINK_SECONDS, and once one runs
+    out of time (a header the build made a FIFO) the rest are not run."""
     tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
-    scratch, seen = _scratch(out, "macros")  # sealed (_sealed): a plugin may run here
+    scratch, seen = _scratch(out, "macros")
     views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
     steps: list[Step] = []
-    found: dict[str, dict[str, str]] = {}
+    macros: dict[str, dict[str, str]] = {}
+    objects: dict[str, str] = {}
+    store = verified.Store(layout.root)
+    stalled = ""
     for i, entry in enumerate(units):
         rel = str(PurePosixPath(str(entry["file"])).relative_to(tree_at))
-        argv = _dm_argv(_compiler_on(entry_argv(entry)), f"{seen}/{i}.h")
+        key = rel if rel not in macros else f"{rel}#{i}"  # a unit compiled twice: both read
+        compiler = relink.compiler_on(entry_argv(entry))
+        if stalled or compiler is None:
+            why = f"{stalled} ran out of time" if stalled else "no compiler driver of the system"
+            macros[key], objects[key] = {"": f"did not preprocess ({why})"}, f"not compiled ({why})"
+            continue
         directory = str(entry.get("directory", build_at))
-        step = _sealed(spec, layout, "inspect", rel, argv, directory, copy, build_at,
-                       scratch, seen, views)  # fmt: skip
+        at = f"{seen}/{i}"
+        dm = _again_argv(compiler, ["-E", "-dM", "-MD", "-MF", f"{at}.d", "-o", f"{at}.h"])
+        step = _sealed(spec, layout, "inspect", rel, dm, directory, copy, build_at,
+                       scratch, seen, views, RELINK_SECONDS)  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))
-        made = scratch / f"{i}.h"
-        defined = testframeworks.open_regular(made, scratch) if step.exit == 0 else None
-        text = ""
-        if defined is not None:
-            with defined as f:
-                text = f.read(64 * _MIB).decode(errors="replace")
-        key = rel if rel not in found else f"{rel}#{i}"  # a unit compiled twice: both read
-        found[key] = framework_macros(text) if step.exit == 0 else {"": "did not preprocess"}
-    (out / MACROS_JSON).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+        text, deps = "", None
+        if step.exit == 0:
+            text = _scratch_text(scratch, f"{i}.h")
+            deps = verified.depfile_paths(_scratch_text(scratch, f"{i}.d"))
+        macros[key] = framework_macros(text) if step.exit == 0 else {"": "did not preprocess"}
+        if step.timed_out:
+            stalled, objects[key] = rel, "not compiled (its preprocessing ran out of time)"
+            continue
+        made = _inside(copy, build_at, directory) / str(entry.get("output", ""))
+        known = None if deps is None else verified.key(
+            spec.envelope.toolchain.version_sha, _again_argv(compiler, ["-c"]), directory, deps,
+            lambda seen_at: _host_path(seen_at, tree_at, cell, build_at, copy),
+        )  # fmt: skip
+        again = store.get(known) if known else None
+        if again is None:
+            argv = _again_argv(compiler, ["-c", "-o", f"{at}.o"])
+            step = _sealed(spec, layout, "inspect", rel, argv, directory, copy, build_at,
+                           scratch, seen, views, COMPILE_AGAIN_SECONDS)  # fmt: skip
+            steps.append(replace(step, output=step.output[-2000:]))
+            stalled = rel if step.timed_out else ""
+            again = relink.digest(scratch / f"{i}.o", scratch) if step.exit == 0 else ""
+            if again and known:
+                store.put(known, again)
+        objects[key] = (
+            "" if again and again == relink.digest(made, copy)
+            else "its object is not what its compile command makes" if again
+            else f"its compile did not finish in {COMPILE_AGAIN_SECONDS:.0f} s" if step.timed_out
+            else "its compile command does not compile it again"
+        )  # fmt: skip
+    (out / MACROS_JSON).write_text(json.dumps(macros, indent=1, sort_keys=True) + "\n")
+    (out / OBJECTS_JSON).write_text(json.dumps(objects, indent=1, sort_keys=True) + "\n")
     run.remove_work(scratch)
     return steps
 
 
-def _compiler_on(argv: list[str]) -> list[str]:
-    """The command from its compiler on: a launcher in front (the harness's, or one the
-    project set, which the gate reports by itself) is not run for the macros."""
-    first = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
-    return argv[max(first - 1, 0) :]
+def _scratch_text(scratch: Path, name: str) -> str:
+    opened = testframeworks.open_regular(scratch / name, scratch)
+    if opened is None:
+        return ""
+    with opened as f:
+        return f.read(64 * _MIB).decode(errors="replace")
 
 
-def _dm_argv(argv: list[str], output: str) -> list[str]:
-    """The compile command made a `-E -dM` of the same unit into `output`."""
+def _host_path(seen: str, tree_at: str, cell: Path, build_at: str, copy: Path) -> Path | None:
+    """The host file a path of the sealed view names: the tree's, the build's; None for
+    any other (the system's are read where they are)."""
+    for at, host in ((tree_at, cell / "trees" / "src"), (build_at, copy)):
+        if seen.startswith(f"{at}/"):
+            return host / seen[len(at) + 1 :]
+    return None
+
+
+def _again_argv(argv: list[str], tail: list[str]) -> list[str]:
+    """A compile command without its output, its dependency file and its `-c`, and with
+    `tail` (what to make, and where) at its end."""
     kept: list[str] = []
     skip = False
     for arg in argv:
@@ -680,7 +741,7 @@ def _dm_argv(argv: list[str], output: str) -> list[str]:
         if arg in ("-c", "-MD", "-MMD") or arg.startswith(("-o", "-MF")):
             continue
         kept.append(arg)
-    return [*kept, "-E", "-dM", "-o", output]
+    return [*kept, *tail]
 
 
 def framework_macros(defines: str) -> dict[str, str]:

@@ -10,37 +10,54 @@ program only if the two are the same bytes: then the map says which objects and 
 members the program the suite runs is made of. A program that is not what its own link
 command makes from the build's files as they are now, or whose link cannot be run again
 by a system compiler driver, is named with why (cxxgate/gates/tests/testunits.py).
+
+The map is text, and the build chooses names that land in it: a symbol called
+`0x10 libcalc.a(parse.cpp.o)` prints a line shaped like an input section, and a file may
+be called `libcalc.a(parse.cpp.o)` plus a byte `str.strip` eats. So the re-link names every
+archive and object of the build through an alias of its own, a fresh random folder per
+re-link (`<nonce>-a/` for archives, `<nonce>-o/` for objects, links to the build): only
+lines that carry it are read, and the name after it is taken byte for byte. Nothing the
+build wrote can spell the alias, which did not exist until the build was over.
+
+Which input each of the program's symbols came from is then read from the program's own
+symbol table and the map's address ranges. A symbol an archive of the build defines
+(cxxgate/cells/shadows.py: global, or weak outside a COMDAT group) that the program holds
+from another input is `elsewhere`: an inline copy compiled into the tests, a fixed
+object linked first, however the archive's members are named.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import os
+import posixpath
 import re
+import secrets
 import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from cxxgate.cells.shadows import Reader
 from cxxgate.cells.testframeworks import open_regular
 
 # A compiler driver of the system (gcc, g++, cc, c++, clang, clang++, any version or
 # target prefix), by the name its path resolves to: the re-link trusts what it prints.
 _DRIVER = re.compile(r"(?:[\w.]+-)*(?:g\+\+|gcc|c\+\+|cc|clang\+\+|clang)(?:-[\d.]+)?")
 _SYSTEM = ("/usr/",)
-# An input section line of GNU ld's memory map: (section) address size file; a section
-# name too long for its column sits on the line before.
-_INPUT = re.compile(r"^ (?:\S+)?\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S.*)$")
 MAP_START = "Linker script and memory map"
+_ELSEWHERE_CAP = 200  # entries kept per program: any one beyond the reference's is enough
 
 Runner = Callable[[list[str], str], tuple[int | None, str]]  # (argv, cd) -> (exit, output)
 
 
-def link_argv(command: str, output: str, build_at: str) -> tuple[list[str], int, str] | str:
-    """The argv of the command's part that links `output` (its words from the first that
-    is a system compiler driver on), the index of the word after its `-o`, and the folder
-    a `cd` before it moves to ("" for none); or why there is none a harness may run: no
-    part writes `-o output`, or no compiler driver of the system runs it."""
+def _parts(command: str) -> list[list[str]] | str:
+    """The command's words, split into the parts its shell would run one by one."""
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
@@ -53,21 +70,57 @@ def link_argv(command: str, output: str, build_at: str) -> tuple[list[str], int,
             parts.append([])
         else:
             parts[-1].append(word)
+    return parts
+
+
+def _writes(part: list[str], targets: set[str]) -> bool:
+    return any(part[i] == "-o" and part[i + 1] in targets for i in range(len(part) - 1))
+
+
+def link_part(command: str, output: str, build_at: str) -> list[str] | None:
+    """The words of the command's part that writes `-o output` (a POST_BUILD or PRE_LINK
+    step of the same line is another part), or None when no part does."""
+    parts = _parts(command)
+    targets = {output, f"{build_at}/{output}"}
+    if isinstance(parts, str):
+        return None
+    return next((part for part in parts if _writes(part, targets)), None)
+
+
+def link_argv(command: str, output: str, build_at: str) -> tuple[list[str], int, str] | str:
+    """The argv of the command's part that links `output` (its words from the first that
+    is a system compiler driver on), the index of the word after its `-o`, and the folder
+    a `cd` before it moves to ("" for none); or why there is none a harness may run: no
+    part writes `-o output`, or no compiler driver of the system runs it."""
+    parts = _parts(command)
+    if isinstance(parts, str):
+        return parts
     cd = ""
     targets = {output, f"{build_at}/{output}"}
     for part in parts:
         if len(part) == 2 and part[0] == "cd":
             cd = part[1]
             continue
-        if not any(part[i] == "-o" and part[i + 1] in targets for i in range(len(part) - 1)):
+        if not _writes(part, targets):
             continue
-        first = next((i for i, w in enumerate(part) if _driver(w)), None)
-        if first is None:
+        argv = compiler_on(part)  # a launcher or `env` in front is not run
+        if argv is None:
             return f"it is linked by {part[0]}, not a compiler driver of the system"
-        argv = part[first:]  # a launcher or `env` in front is not run
-        at = next(i + 1 for i in range(len(argv) - 1) if argv[i] == "-o" and argv[i + 1] in targets)
+        at = next(
+            (i + 1 for i in range(len(argv) - 1) if argv[i] == "-o" and argv[i + 1] in targets),
+            None,
+        )
+        if at is None:  # the `-o` came before the driver: a launcher's word
+            return f"its compiler driver does not write {output} (-o before {argv[0]})"
         return argv, at, cd
     return f"no part of its link command writes {output}"
+
+
+def compiler_on(argv: list[str]) -> list[str] | None:
+    """The command from its first word that is a system compiler driver on (a launcher in
+    front is not run), or None when none is."""
+    first = next((i for i, w in enumerate(argv) if _driver(w)), None)
+    return None if first is None else argv[first:]
 
 
 def _driver(word: str) -> bool:
@@ -77,69 +130,199 @@ def _driver(word: str) -> bool:
     return real.startswith(_SYSTEM) and _DRIVER.fullmatch(Path(real).name) is not None
 
 
-def included(lines: Iterable[str], build_at: str) -> list[str] | None:
-    """The files and archive members (`lib.a(member.o)`) a GNU ld map says the program
-    holds bytes from, build-relative; the system's (absolute paths elsewhere) left out.
-    None for a map without GNU ld's memory map. Read line by line: a map may be large."""
-    found: set[str] = set()
+def _kind(path: Path, inside: Path) -> str:
+    """"a" for an archive, "o" for a relocatable ELF object, "" for anything else."""
+    opened = open_regular(path, inside)
+    if opened is None:
+        return ""
+    with opened as f:
+        head = f.read(18)
+    if head.startswith((b"!<arch>\n", b"!<thin>\n")):
+        return "a"
+    return "o" if head.startswith(b"\x7fELF") and head[16:18] in (b"\x01\x00", b"\x00\x01") else ""
+
+
+def aliased(
+    argv: list[str], cwd: str, build_at: str, copy: Path, alias: str
+) -> tuple[list[str], dict[str, str]]:
+    """argv with every archive and object of the build (a path word, or a `-L` folder in
+    it) spelt through the alias (`<alias>-a/<path>`, `<alias>-o/<path>`), and the
+    archives so named (build-relative path -> alias word)."""
+    out: list[str] = []
+    archives: dict[str, str] = {}
+
+    def rel(word: str) -> str | None:
+        full = posixpath.normpath(posixpath.join(cwd, word))
+        inside = full.startswith(f"{build_at}/") and ".." not in full.split("/")
+        return full[len(build_at) + 1 :] if inside else None
+
+    follows_l = False
+    for word in argv:
+        if follows_l or (word.startswith("-L") and len(word) > 2):
+            folder = word if follows_l else word[2:]
+            found = rel(folder)
+            lead = "" if follows_l else "-L"
+            follows_l = False
+            if found is not None and (copy / found).is_dir() and not (copy / found).is_symlink():
+                word = f"{lead}{alias}-a/{found}"
+            out.append(word)
+            continue
+        follows_l = word == "-L"
+        found = None if word.startswith("-") else rel(word)
+        kind = _kind(copy / found, copy) if found else ""
+        if found and kind:
+            word = f"{alias}-{kind}/{found}"
+            if kind == "a":
+                archives[found] = word
+        out.append(word)
+    return out, archives
+
+
+Section = tuple[int, int, str, str]  # address, size, "a" (a member) or "o", build-relative name
+
+
+def sections(lines: Iterable[str], alias: str) -> list[Section] | None:
+    """The input sections of GNU ld's memory map that come from a file named through the
+    alias: (address, size, kind, name) with `lib.a(member.o)` for a member; empty ones
+    left out. None for a map without GNU ld's memory map. Read line by line: a map may be
+    large."""
+    line_of = re.compile(
+        r"0x([0-9a-f]+) +0x([0-9a-f]+) " + re.escape(alias) + r"-([ao])/(.*)\Z", re.S
+    )
+    found: list[Section] = []
     started = False
     for line in lines:
         if not started:
             started = line.startswith(MAP_START)
             continue
-        hit = _INPUT.match(line)
-        if hit is None or int(hit.group(1), 16) == 0:
-            continue
-        name = hit.group(2).strip()
-        if name.startswith(f"{build_at}/"):
-            name = name.removeprefix(f"{build_at}/")
-        elif name.startswith("/"):
-            continue
-        found.add(name)
-    return sorted(found) if started else None
+        hit = line_of.search(line)
+        if hit is not None and int(hit.group(2), 16) > 0:
+            found.append((int(hit.group(1), 16), int(hit.group(2), 16), hit.group(3), hit.group(4)))
+    return found if started else None
 
 
-def _digest(path: Path, inside: Path) -> str:
+def held_from(program: Path, inside: Path, mapped: list[Section]) -> dict[str, str] | None:
+    """Each global or weak symbol the program defines (name without a version) -> the
+    input it holds it from (by the map's address ranges; "" when none of the build's),
+    from the program's own symbol table; None when it has none (stripped)."""
+    opened = open_regular(program, inside)
+    if opened is None:
+        return None
+    ranges = sorted(mapped)
+    starts = [r[0] for r in ranges]
+    found: dict[str, str] = {}
+    try:
+        with opened as f:
+            elf = ELFFile(f)
+            tables = [t for t in elf.iter_sections() if t["sh_type"] == "SHT_SYMTAB"]
+            if len(tables) != 1 or not isinstance(tables[0], SymbolTableSection):
+                return None
+            for sym in tables[0].iter_symbols():
+                if (
+                    sym["st_info"]["bind"] == "STB_LOCAL"
+                    or sym["st_info"]["type"] not in ("STT_FUNC", "STT_OBJECT", "STT_GNU_IFUNC")
+                    or sym["st_shndx"] in ("SHN_UNDEF", "SHN_ABS", "SHN_COMMON")
+                ):
+                    continue
+                at = bisect.bisect_right(starts, sym["st_value"]) - 1
+                hit = ranges[at] if at >= 0 else None
+                inside_range = hit is not None and sym["st_value"] < hit[0] + hit[1]
+                found[sym.name.partition("@")[0]] = hit[3] if hit and inside_range else ""
+    except (ELFError, ValueError, OSError, OverflowError):
+        return None
+    return found
+
+
+def elsewhere(
+    held: dict[str, str], archives: list[str], read: Reader, copy: Path
+) -> dict[str, str]:
+    """symbol -> where the program holds it from, for each symbol an archive it links
+    defines that it holds from another input (not from any member of that archive, nor
+    an input of the same bytes as the member defining it)."""
+    found: dict[str, str] = {}
+    for archive in sorted(archives):
+        for _, member_digest, names, _ in read(copy / archive) or []:
+            for name in sorted(names):
+                source = held.get(name)
+                if source is None or source.startswith(f"{archive}(") or (
+                    source and _digest_of(source, read, copy) == member_digest
+                ):
+                    continue  # the same bytes (one source in two libraries) are one definition
+                found.setdefault(name, f"{source or 'outside the build'} (not {archive})")
+                if len(found) >= _ELSEWHERE_CAP:
+                    return found
+    return found
+
+
+def _digest_of(name: str, read: Reader, copy: Path) -> str:
+    """The digest shadows.py gives an input the map names (`lib.a(m.o)` or a file)."""
+    path = name.partition("(")[0] if name.endswith(")") else name
+    return next((d for label, d, _, _ in read(copy / path) or [] if label == name), "")
+
+
+def digest(path: Path, inside: Path) -> str:
     opened = open_regular(path, inside)
     if opened is None:
         return ""
-    digest = hashlib.sha256()
+    hashed = hashlib.sha256()
     with opened as f:
         while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+            hashed.update(chunk)
+    return hashed.hexdigest()
 
 
 def relink(
-    output: str, command: str, copy: Path, build_at: str, scratch: str, host: Path, run: Runner
+    output: str,
+    command: str,
+    copy: Path,
+    build_at: str,
+    scratch: str,
+    host: Path,
+    run: Runner,
+    read: Reader,
 ) -> dict[str, object]:
-    """`{"inputs": [...], "why": ""}` for a program its link command makes again byte for
-    byte; `why` says what failed otherwise. `scratch` is a folder the command may write,
-    as the command sees it; `host` is that folder on the host."""
-    built = _digest(copy / output, copy)
+    """`{"inputs": [...], "elsewhere": {...}, "why": ""}` for a program its link command
+    makes again byte for byte; `why` says what failed otherwise. `scratch` is a folder
+    the command may write, as the command sees it; `host` is that folder on the host;
+    `read` reads the build's archives (cxxgate/cells/shadows.py)."""
+    built = digest(copy / output, copy)
     if not built:
-        return {"inputs": [], "why": "the program is not a file of the build"}
+        return _failed("the program is not a file of the build")
     found = link_argv(command, output, build_at)
     if isinstance(found, str):
-        return {"inputs": [], "why": found}
+        return _failed(found)
     argv, at, cd = found
-    for name in ("program", "map"):
+    nonce = secrets.token_hex(8)
+    for name in ("program", "map", *(p.name for p in host.glob("*-[ao]"))):
         (host / name).unlink(missing_ok=True)
+    for kind in "ao":
+        (host / f"{nonce}-{kind}").symlink_to(build_at)
+    cwd = posixpath.join(build_at, cd) if cd else build_at
+    argv, archives = aliased(argv, cwd, build_at, copy, f"{scratch}/{nonce}")
     argv = [*argv[:at], f"{scratch}/program", *argv[at + 1 :], f"-Wl,-Map={scratch}/map"]
     code, said = run(argv, cd)
     if code != 0:
-        return {"inputs": [], "why": f"its link does not run again: {said.strip()[-300:]}"}
-    if _digest(host / "program", host) != built:
-        return {"inputs": [], "why": "it is not what its link command makes from the build"}
-    mapped = open_regular(host / "map", host)
-    inputs = None
-    if mapped is not None:
-        with io.TextIOWrapper(mapped, errors="replace") as lines:
-            inputs = included((line.rstrip("\n") for line in lines), build_at)
-    if inputs is None:
-        return {"inputs": [], "why": "its linker wrote no map as GNU ld writes one"}
-    # The map spells a member `lib.a(m.o)`: a file of that very name would read as one.
-    named = [n for n in inputs if "(" in n and open_regular(copy / n, copy) is not None]
+        return _failed(f"its link does not run again: {said.strip()[-300:]}")
+    if digest(host / "program", host) != built:
+        return _failed("it is not what its link command makes from the build")
+    opened = open_regular(host / "map", host)
+    mapped = None
+    if opened is not None:
+        with io.TextIOWrapper(opened, errors="replace", newline="\n") as lines:
+            mapped = sections((line.removesuffix("\n") for line in lines), f"{scratch}/{nonce}")
+    if mapped is None:
+        return _failed("its linker wrote no map as GNU ld writes one")
+    # The map spells a member `lib.a(m.o)`: an object of the build named so reads as one.
+    named = sorted({n for _, _, kind, n in mapped if kind == "o" and "(" in n})
     if named:
-        return {"inputs": [], "why": f"a file of the build is named like a member: {named[0]}"}
-    return {"inputs": inputs, "why": ""}
+        return _failed(f"a file of the build is named like a member: {named[0]!r}")
+    held = held_from(host / "program", host, mapped)
+    return {
+        "inputs": sorted({n for _, _, _, n in mapped}),
+        "elsewhere": elsewhere(held, list(archives), read, copy) if held else {},
+        "why": "",
+    }
+
+
+def _failed(why: str) -> dict[str, object]:
+    return {"inputs": [], "elsewhere": {}, "why": why}

@@ -165,37 +165,46 @@ def _input(word: str, output: str, copy: Path) -> Path | str | None:
     return copy / word
 
 
-def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[str, list[str]]:
+Part = tuple[str, str, set[str], str]  # label, digest, the symbols it defines, why unread
+
+
+class Reader:
+    """Each build file a link reads, as (label, digest, names, why unread) per part (an
+    archive's members `lib.a(m.o)`, or the file itself); read once per path. None: not a
+    regular file of the build."""
+
+    def __init__(self, copy: Path) -> None:
+        self.copy = copy
+        self.read: dict[Path, list[Part] | None] = {}
+
+    def __call__(self, path: Path) -> list[Part] | None:
+        if path not in self.read:
+            self.read[path] = self._parts(path)
+        return self.read[path]
+
+    def _parts(self, path: Path) -> list[Part] | None:
+        opened = open_regular(path, self.copy)
+        if opened is None:
+            return None
+        with opened as f:
+            data = f.read(_LIMIT)
+        label = path.relative_to(self.copy).as_posix()
+        try:
+            parts = (
+                [(f"{label}({name})", body) for name, body in members(data, path.parent, self.copy)]
+                if data.startswith((_AR, _THIN))
+                else [(label, data)]
+            )
+        except ValueError as err:
+            return [(label, "", set(), f"an archive that does not read: {err}")]
+        return [(n, hashlib.sha256(body).hexdigest(), *definitions(body)) for n, body in parts]
+
+
+def shadowed(links: dict[str, list[str]], read: Reader, limit: int = 20) -> dict[str, list[str]]:
     """Per link output (not an archive), up to `limit` `symbol: input, input` for each
     symbol two of its build-made inputs define with different bytes (the same object
     archived twice, one source in two libraries, is one definition), and `input is
     unread: why` for each input whose symbols are not read."""
-    # input -> [(label, digest, names, why unread)]; None: not a regular file of the build
-    read: dict[Path, list[tuple[str, str, set[str], str]] | None] = {}
-
-    def inputs(path: Path) -> list[tuple[str, str, set[str], str]] | None:
-        if path not in read:
-            opened = open_regular(path, copy)
-            if opened is None:
-                read[path] = None
-                return None
-            with opened as f:
-                data = f.read(_LIMIT)
-            label = path.relative_to(copy).as_posix()
-            try:
-                parts = (
-                    [(f"{label}({name})", body) for name, body in members(data, path.parent, copy)]
-                    if data.startswith((_AR, _THIN))
-                    else [(label, data)]
-                )
-            except ValueError as err:
-                read[path] = [(label, "", set(), f"an archive that does not read: {err}")]
-                return read[path]
-            read[path] = [
-                (name, hashlib.sha256(body).hexdigest(), *definitions(body)) for name, body in parts
-            ]
-        return read[path]
-
     found: dict[str, list[str]] = {}
     for output, words in sorted(links.items()):
         if output.endswith(".a"):
@@ -203,11 +212,11 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
         owners: dict[str, dict[str, str]] = {}  # symbol -> digest -> label
         unread: list[str] = []
         for word in words:
-            path = _input(word, output, copy)
+            path = _input(word, output, read.copy)
             if isinstance(path, str):
                 unread.append(f"{word} is unread: {path}")
                 continue
-            for label, digest, names, why in (inputs(path) if path else None) or []:
+            for label, digest, names, why in (read(path) if path else None) or []:
                 for name in names:
                     owners.setdefault(name, {}).setdefault(digest, label)
                 if why:
@@ -217,4 +226,3 @@ def shadowed(links: dict[str, list[str]], copy: Path, limit: int = 20) -> dict[s
         if said:
             found[output] = said[:limit]
     return found
-

@@ -161,10 +161,13 @@ def tool_call(
         raise faults.ToolUnavailable(f"{msg}: the machine's memory ran out (retried next run)")
     if outcome.exit not in (0, None) and not outcome.timed_out and not inside:
         why = faults.infrastructure(argv, text, cwd)
-        # A project's build prints what its own commands print: a line shaped like a
-        # driver's is believed only if the toolchain cannot build a program of ours now.
+        # A project's build prints what its own commands print, and a tool that reads the
+        # build's files quotes them (ninja -t compdb quoting build.ninja): there a line
+        # shaped like a driver's is believed only if the toolchain cannot build a program
+        # of ours now. (A compile's own diagnostics quote source lines indented.)
         said = why and not faults.disk_full_said(why)
-        if not (said and phase in ("configure", "build") and _toolchain_builds(layout, spec)):
+        shaped = phase in ("configure", "build", "inspect")
+        if not (said and shaped and _toolchain_builds(layout, spec)):
             faults.raise_if_infrastructure(argv, text, cwd)
     return Step(
         phase=phase,

@@ -63,6 +63,10 @@ def unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
     for source, names in changed.items():
         why = f"{source} sees framework macros defined otherwise: {', '.join(names[:8])}"
         checks.append(Check(f"macros:{source}", False, "framework_redefined", why))
+    for source, why in testunits.rewritten(
+        suite / ctest.OBJECTS_JSON, ref_suite / ctest.OBJECTS_JSON
+    ).items():
+        checks.append(Check(f"object:{source}", False, "test_flags_changed", f"{source}: {why}"))
     mine, ref_graph = testunits.graph(suite), testunits.graph(ref_suite)
     if ref_graph:
         # Not built at all is a missing test; built otherwise, a changed one.

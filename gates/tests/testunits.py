@@ -24,11 +24,16 @@ from typing import Any
 from cxxgate.cells.ctest import COMMANDS_JSON, GRAPH_JSON, entry_argv
 
 # Flags whose value is the next argument when not glued to the flag.
+# ... and what picks the programs a compile runs or the code it loads (`-B` with a
+# `cc1plus` of the build's, a plugin, a specs file, a wrapper, assembler options): the
+# harness's own `-E -dM` and compile of the unit would run them too.
 _SEPARATE = ("-include", "-imacros", "--include", "-isystem", "-iquote", "-idirafter",
              "-I", "-D", "-U", "-Xpreprocessor", "-iprefix", "-iwithprefix",
-             "-iwithprefixbefore", "--sysroot", "-isysroot")  # fmt: skip
+             "-iwithprefixbefore", "--sysroot", "-isysroot", "-B", "-wrapper",
+             "-Xassembler", "-specs", "--specs")  # fmt: skip
 _GLUED = ("-I", "-D", "-U", "-isystem", "-iquote", "-idirafter", "-include", "-imacros",
-          "--include=", "--sysroot=", "-Wp,", "-nostdinc", "@")  # fmt: skip
+          "--include=", "--sysroot=", "-Wp,", "-nostdinc", "@", "-B", "-fplugin",
+          "-specs=", "--specs=", "-Wa,", "-no-integrated-cpp")  # fmt: skip
 
 
 def test_dirs(globs: list[str]) -> list[str]:
@@ -43,8 +48,8 @@ def test_dirs(globs: list[str]) -> list[str]:
 
 
 def preprocessor_flags(argv: list[str]) -> set[str]:
-    """The flags of a compile command that change what its unit's text means, spelt one
-    way (`-D X` as `-DX`)."""
+    """The flags of a compile command that change what its unit's text means or what
+    compiles it, spelt one way (`-D X` as `-DX`)."""
     found: set[str] = set()
     args = iter(argv[1:])
     for arg in args:
@@ -117,10 +122,25 @@ def redefined(mine: Path, reference: Path) -> dict[str, list[str]]:
             name or "(unit)" for name, text in macros.items() if theirs.get(name) != text
         )
         if "" in theirs:
-            changed = ["(the unit did not preprocess)"]
+            changed = [f"(the unit {theirs['']})"]
         if changed:
             found[source] = sorted(set(found.get(source, [])) | set(changed))
     return found
+
+
+def rewritten(mine: Path, reference: Path) -> dict[str, str]:
+    """Per test unit (objects.json, cxxgate/cells/ctest.py), why its object is not what its
+    compile command makes, where the reference's unit's is (a compile that does not make
+    the same bytes twice, `__TIME__`, is not compared)."""
+    try:
+        here, ref = json.loads(mine.read_text()), json.loads(reference.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {
+        key.partition("#")[0]: why
+        for key, why in sorted(here.items())
+        if why and ref.get(key.partition("#")[0]) == ""
+    }
 
 
 # The build's graph (cxxgate/cells/ctest.py GRAPH_JSON): what Ninja compiled and linked.
@@ -256,7 +276,10 @@ def bypassed(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) ->
     object or archive member compiled from a source outside the test folders that the
     reference's program takes, while this build still makes it (by the linker's map: a
     twin linked first, an inline copy, however it names itself). The tests would run
-    that code from somewhere else and the project's keep the bug. A program the
+    that code from somewhere else and the project's keep the bug. So is each that holds
+    a symbol an archive of the build defines from another input, where the reference's
+    program held it from the archive (relink.py `elsewhere`: however the archive's members
+    are named). A program the
     reference's own link does not make again is not compared; an input the build no
     longer makes (code moved out, a file gone) is not asked."""
     made = _made(mine)
@@ -280,6 +303,14 @@ def bypassed(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) ->
         )  # fmt: skip
         if lost:
             found.append(f"{program} no longer takes {', '.join(lost[:5])} from the build")
+        # What an archive of the build defines and the program holds from another input
+        # (an inline copy, a fixed object linked first), where the reference's did not.
+        moved = sorted(
+            f"{name} from {where}" for name, where in got.get("elsewhere", {}).items()
+            if name not in want.get("elsewhere", {})
+        )  # fmt: skip
+        if moved:
+            found.append(f"{program} holds {'; '.join(moved[:3])}")
     return found
 
 

@@ -53,7 +53,7 @@ def test_a_twin_before_the_library_is_a_shadow(tmp_path: Path) -> None:
         # Words that name a folder or nothing are no input (nlohmann/json's links).
         "folders": ["c++", ".", "-o", "folders", "CMakeFiles", "missing.o", "libcalc.a"],
     }
-    found = shadows.shadowed(links, build)
+    found = shadows.shadowed(links, shadows.Reader(build))
     assert set(found) == {"object_first", "archive_first", "thin_first"}, found
     parse = "_ZN4calc5parseERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
     assert found["archive_first"] == [
@@ -87,7 +87,7 @@ def test_weak_twins_slim_lto_and_one_object_twice(tmp_path: Path) -> None:
         "twice": ["c++", "-o", "twice", "libsame.a", "libcalc.a"],
         "lto": ["c++", "lto.o", "-o", "lto", "libcalc.a"],
     }
-    found = shadows.shadowed(links, build)
+    found = shadows.shadowed(links, shadows.Reader(build))
     assert set(found) == {"weak_first", "lto"}, found
     assert any(s.startswith("_ZN4calc5parse") and "weak.o" in s for s in found["weak_first"])
     assert found["lto"] == ["lto.o is unread: slim LTO: its symbols are in GCC's own sections"]
@@ -118,7 +118,7 @@ def test_twins_by_another_name_binding_version_or_script(tmp_path: Path) -> None
         "versioned": ["c++", "versioned.o", "-o", "versioned", "libcalc.a"],
         "script": ["c++", "-o", "script", "libscript.a", "libcalc.a"],
     }
-    found = shadows.shadowed(links, build)
+    found = shadows.shadowed(links, shadows.Reader(build))
     for output in ("suffix", "unique", "versioned"):
         assert any(s.startswith(mangled) for s in found[output]), (output, found.get(output))
     assert found["script"] == [
@@ -150,7 +150,7 @@ def test_archives_that_do_not_read_are_unread_and_never_raise(tmp_path: Path) ->
         name: ["c++", "-o", name, f"lib{name}.a", "\0", "libcalc.a"]
         for name in ("hidden", "junk", "neg", "thin")
     }
-    found = shadows.shadowed(links, build)
+    found = shadows.shadowed(links, shadows.Reader(build))
     why = {
         "hidden": "its symbol index points to a member the headers do not reach",
         "junk": f"a member header at byte {first} does not parse",
@@ -194,7 +194,7 @@ def test_round_five_archives_and_objects_are_read_as_the_linker_reads_them(
         "tmp": ["c++", "-o", "tmp", "/tmp/rt5/libfix.a", "libcalc.a"],
         "many": ["c++", "-o", "many", "libmany.a", "libcalc.a"],
     }
-    found = shadows.shadowed(links, build)
+    found = shadows.shadowed(links, shadows.Reader(build))
     assert found["hidden"] == [
         "libhidden.a is unread: an archive that does not read: "
         "a symbol index as member 2, not the first"

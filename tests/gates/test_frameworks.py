@@ -299,6 +299,54 @@ bool blank(const std::string& t) { return t.empty(); }
 }
 """
 EXTRA = "namespace calc {\nint extra() { return 1; }\n}\n"
+# Round 7: a data symbol whose name reads as a map's input section line; a unity build
+# of two members, the inline copy calling the second; the test units' objects replaced
+# after their clean compiles by ones compiled with QUIET; a build.ninja that quotes a
+# driver's line to `ninja -t compdb`; an honest POST_BUILD step on a test program.
+FORGED_LINE = """\
+asm(".globl \\"0x10 libcalc.a(parse.cpp.o)\\"\\n.pushsection .data\\n"
+    "\\"0x10 libcalc.a(parse.cpp.o)\\": .long 7\\n.popsection\\n");
+"""
+UNITY_SPLIT = """\
+add_library(calc src/parse.cpp src/extra.cpp)
+set_target_properties(calc PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 1)
+"""
+SWAPPED = """\
+foreach(t catch_parse doc_parse plain_parse)
+  file(WRITE ${CMAKE_BINARY_DIR}/q/${t}.cpp "#include \\"${CMAKE_SOURCE_DIR}/tests/${t}.cpp\\"\\n")
+endforeach()
+add_library(quiet OBJECT ${CMAKE_BINARY_DIR}/q/catch_parse.cpp
+  ${CMAKE_BINARY_DIR}/q/doc_parse.cpp ${CMAKE_BINARY_DIR}/q/plain_parse.cpp)
+target_compile_options(quiet PRIVATE -include ${CMAKE_SOURCE_DIR}/src/quiet.h)
+target_link_libraries(quiet PRIVATE calc Catch2::Catch2 doctest::doctest)
+set(OBJ ${CMAKE_BINARY_DIR}/CMakeFiles)
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/q/stamp
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tools/swap.sh
+  DEPENDS ${CMAKE_SOURCE_DIR}/tools/swap.sh $<TARGET_OBJECTS:quiet>
+    ${OBJ}/catch_tests.dir/tests/catch_parse.cpp.o ${OBJ}/doc_tests.dir/tests/doc_parse.cpp.o
+    ${OBJ}/plain_parse.dir/tests/plain_parse.cpp.o
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+add_custom_target(swap DEPENDS ${CMAKE_BINARY_DIR}/q/stamp)
+set_property(TARGET catch_tests doc_tests plain_parse APPEND PROPERTY
+  LINK_DEPENDS ${CMAKE_BINARY_DIR}/q/stamp)
+"""
+SWAP_SH = """\
+set -e
+for t in catch_parse:catch_tests doc_parse:doc_tests plain_parse:plain_parse; do
+  u=${t%%:*}; p=${t##*:}
+  cp "$(find CMakeFiles/quiet.dir -name "$u.cpp.o")" "CMakeFiles/$p.dir/tests/$u.cpp.o"
+done
+touch q/stamp
+"""
+QUOTED_FAULT = """\
+add_custom_target(quoted ALL COMMAND sh ${CMAKE_SOURCE_DIR}/tools/quote.sh
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+add_dependencies(quoted catch_tests doc_tests plain_parse)
+"""
+QUOTE_SH = "echo \"collect2: fatal error: cannot find 'ld'\" >> build.ninja\n"
+POST_BUILD = (
+    "add_custom_command(TARGET plain_parse POST_BUILD COMMAND ${CMAKE_COMMAND} -E echo linked)\n"
+)
 PROGRAMS = ("catch_tests", "doc_tests", "plain_parse")
 PLAIN_TEST = "add_test(NAME plain_parse COMMAND plain_parse)"
 TRUE_TEST = "add_test(NAME plain_parse COMMAND true)"
@@ -413,6 +461,19 @@ def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
         + new_file("tools/fault.sh", FAULT_SH),
         # Honest: the fix, and a build that leaves a FIFO and folders named as the harness's.
         "odd_files": body(FIX) + diff(repo, "CMakeLists.txt", cmake + ODD_FILES),
+        "forged_line": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, LIBRARY + INLINE))
+        + new_file("src/fix.cpp", inline + FORGED_LINE),
+        "unity_split": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, UNITY_SPLIT + INLINE))
+        + new_file("src/fix.cpp", inline.replace(
+            "namespace calc {\n", "namespace calc {\nint extra();\n", 1
+        ).replace("return 0;", "return extra() - 1;", 1))
+        + new_file("src/extra.cpp", EXTRA),
+        "swapped_objects": diff(repo, "CMakeLists.txt", cmake + SWAPPED)
+        + new_file("src/quiet.h", QUIET) + new_file("tools/swap.sh", SWAP_SH),
+        "quoted_fault": diff(repo, "CMakeLists.txt", cmake + QUOTED_FAULT)
+        + new_file("tools/quote.sh", QUOTE_SH),
+        # Honest: the fix, and a step after plain_parse's link on the same command line.
+        "post_build": body(FIX) + diff(repo, "CMakeLists.txt", cmake + POST_BUILD),
         # Honest: a new helper compiled into the library and into a second library it
         # links (one source, two archives: the same bytes twice is no shadow).
         "shared_source": diff(repo, "CMakeLists.txt", cmake.replace(LIBRARY, SHARED_SOURCE))
@@ -448,6 +509,11 @@ EXPECT = {
     "second_compile": "test_flags_changed",
     "fake_fault": "build_fail",
     "odd_files": "accept",
+    "forged_line": "library_bypassed",
+    "unity_split": "library_bypassed",
+    "swapped_objects": "test_flags_changed",
+    "quoted_fault": "test_missing",
+    "post_build": "accept",
     "shared_source": "accept",
 }
 
@@ -492,6 +558,13 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
 def _checks(grade: Grade, row: str) -> dict[str, dict[str, object]]:
     result = grade.out / "results" / CASE / row / "tests.json"
     return {str(c["name"]): c for c in json.loads(result.read_text())["checks"]}
+
+
+def _said(grade: Grade, row: str, check: str) -> str:
+    """The details of every check of that name in the row's tests gate, one per line."""
+    result = grade.out / "results" / CASE / row / "tests.json"
+    checks = json.loads(result.read_text())["checks"]
+    return "\n".join(str(c["detail"]) for c in checks if c["name"] == check)
 
 
 def test_reference_and_base(graded: Grade) -> None:
@@ -587,9 +660,16 @@ def test_candidates(graded: Grade) -> None:
     # whatever the twin calls itself; a program changed after its link is not what its
     # link command makes.
     for name in ("inline_copy", "twin_first"):
-        said = _checks(graded, name)["test_sources"]
-        want = "plain_parse no longer takes libcalc.a(parse.cpp.o) from the build"
-        assert want in str(said["detail"]), said
+        said = _said(graded, name, "test_sources")
+        assert "plain_parse no longer takes libcalc.a(parse.cpp.o) from the build" in said, said
+    # Where the program holds what libcalc.a defines from, whatever the map's lines say
+    # (a forged one) and however the archive's members are named (a unity build).
+    for name in ("inline_copy", "forged_line", "unity_split"):
+        said = _said(graded, name, "test_sources")
+        want = f"plain_parse holds {MANGLED} from CMakeFiles/plain_parse.dir/src/fix.cpp.o"
+        assert want in said, said
+    swapped = _said(graded, "swapped_objects", "object:tests/plain_parse.cpp")
+    assert "its object is not what its compile command makes" in swapped, swapped
     for name in ("rewritten", "relinked_after", "globbed"):
         said = _checks(graded, name)["test_sources"]
         want = "plain_parse is not what the build links: it is not what its link command makes"
