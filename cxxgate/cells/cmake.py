@@ -20,6 +20,16 @@ The compiler runs behind a launcher (CMAKE_CXX_COMPILER_LAUNCHER, a shell script
 build folder) that notes each object it is asked for; after the build each is written to
 the compiler log as a `compile` line, so counts include every compile inside a build,
 failed ones too.
+
+The grade's cache is shared by every tree's build, and a build runs commands the tree
+chose (custom commands, its own launcher): only the case's own trees (CellSpec.trusted)
+may write it. Project compiles keep their results in ccache's file storage under the
+cache's folder (`projects/`), which a trusted build sees writable and any other build
+read-only, as its only storage (remote_only): a candidate's compiles hit what the
+reference's stored and store nothing. ccache's own folder for a build (its counters,
+temporary files) is the cell's (`ccache/`). Before the harness writes a file in the cell
+or build folder after a build's commands ran there, what is at that path is removed, not
+followed: a command may have left a link into the cache.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import shlex
 import shutil
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from cxxgate.cells import ctest
 from cxxgate.cells.testframeworks import open_regular
@@ -57,6 +68,8 @@ CONFIGURE_ONLY = "cxxgate:configure-only"
 LAUNCHER = ".cxxgate-launch"
 NOTED = ".cxxgate-compiles"
 STATS = ".cxxgate-ccache"  # one ccache stats log per compiled object
+OWN_CACHE = "ccache"  # in the cell folder: ccache's own folder for this build alone
+SHARED = "projects"  # in the grade's ccache folder: project compiles' results, every tree's
 # Notes the object (-o) of each compile, then runs the compiler, through ccache when the
 # cell has it (CCACHE_* set by the lines _launcher_text adds): `launcher compiler args`.
 _LAUNCHER_HEAD = """#!/bin/sh
@@ -108,8 +121,8 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     if cmake is None or tool_path("ninja") is None:
         return "toolchain_missing", "cmake and ninja must be installed", [], None
     faults.check_folders(spec.data_paths)
-    shutil.rmtree(out / "trees", ignore_errors=True)
-    shutil.rmtree(out / "build", ignore_errors=True)
+    _clear(out / "trees")
+    _clear(out / "build")
     patch = out / TEST_PATCH if any(u.name == TEST_PATCH for u in spec.units) else None
     stamp = materialise(tree, patch, ["**"], "src", Layout(out), allow_diagnostic_pragmas=True)
     if not stamp.applied:
@@ -140,7 +153,7 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         if step.exit != 0 or step.timed_out:
             return _failed(steps, "cmake could not configure the project", spec)
     if spec.targets == (CONFIGURE_ONLY,):
-        _keep_compile_db(build_dir, out)
+        _export_db(build_dir, out)
         return "ok", "configured", steps, str(build_dir)
     if seeded and ccache.enabled():
         # A changed CMakeLists.txt would re-run configure inside the build, after ccache's
@@ -149,14 +162,20 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
         step = call("configure", configure_argv(spec, cmake, src_at, build_at))
         if step.exit != 0 or step.timed_out:
             return _failed(steps, "cmake could not configure the project", spec)
+    _clear(build_dir / NOTED)  # configure ran the tree's code in this folder
     (build_dir / NOTED).write_text("")  # this build's compiles, not the seed's or configure's
-    store = _through_ccache(spec, layout, src, build_dir)
-    if store is not None:
-        mounts = (*mounts, (str(store), str(store)))  # the cache, writable in the sandbox
+    shared = _through_ccache(spec, layout, src, build_dir, out)
+    if shared is not None and spec.trusted:
+        mounts = (*mounts, (str(shared), str(shared)))  # the case's own tree: it stores
+    elif shared is not None:
+        # Any other tree's build sees the shared results read-only, whatever its commands
+        # do (ccache's read-only attribute binds only ccache); what it compiles stays in
+        # its build folder.
+        views = (*views, (str(shared), str(shared)))
     targets = [a for t in spec.targets for a in ("--target", t)]
     step = call("build", [cmake, "--build", build_at, "-j", "2", *targets])
     steps += _compiles(layout, spec.key, build_dir)
-    _keep_compile_db(build_dir, out)
+    _export_db(build_dir, out)
     if step.exit != 0 or step.timed_out:
         return _failed(steps, "the build failed", spec, step)
     return "ok", "seeded" if seeded else "", steps, str(build_dir)
@@ -173,7 +192,20 @@ def _build_file(path: Path, build_dir: Path, cap: int = 64 << 20) -> bytes:
         return f.read(cap)
 
 
-def _keep_compile_db(build_dir: Path, out: Path) -> None:
+def _clear(path: Path) -> None:
+    """Remove what is at `path`: a folder with what it holds, a file, a link (removed,
+    never followed: a build's commands can write its cell and build folders, and a link
+    they left there would turn the harness's next write there into a write elsewhere)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _export_db(build_dir: Path, out: Path) -> None:
+    """The build's compile database, copied to the cell folder when CMake wrote one (read
+    as _build_file reads; what was at the copy's path removed, not followed)."""
+    _clear(out / COMPILE_DB)
     data = _build_file(build_dir / COMPILE_DB, build_dir)
     if data:
         (out / COMPILE_DB).write_bytes(data)
@@ -275,9 +307,12 @@ def _same(a: Path, b: Path) -> bool:
     return hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
 
 
-def _through_ccache(spec: CellSpec, layout: Layout, src: Path, build_dir: Path) -> Path | None:
+def _through_ccache(
+    spec: CellSpec, layout: Layout, src: Path, build_dir: Path, out: Path
+) -> Path | None:
     """Make the launcher run each compile through the grade's ccache (cxxgate/toolchain/ccache.py)
-    and return the cache's folder; None when compiles do not go through it.
+    and return the folder of the results every tree's build shares (ccache's file storage,
+    writable only when `spec.trusted`); None when compiles do not go through it.
 
     Keyed as the harness's own compiles are: depend mode (Ninja's compiles carry -MD),
     ccache's hash of the whole argv, `compiler_check` the toolchain's identity, and a
@@ -285,41 +320,62 @@ def _through_ccache(spec: CellSpec, layout: Layout, src: Path, build_dir: Path) 
     the build folder's files, its products aside): a new header that shadows an include
     in one tree never takes another tree's result. Under bubblewrap the tree and build
     folder sit at /src/project and /src/build, so the same unit in two trees (or two
-    build folders) runs the same argv and hits."""
+    build folders) runs the same argv and hits.
+
+    The shared results are ccache's only storage (remote_only, a file storage: ccache's
+    own cache folder has another layout and cannot be read as one). A trusted build stores
+    its misses there; any other build's storage is `|read-only` and its sandbox sees the
+    folder read-only (_cmake), so it stores nothing: its objects are in its build folder,
+    and a private cache would only copy each of them once more. ccache's counters and
+    temporary files go to the cell's own folder. A hit in the shared results is counted by
+    ccache as a remote storage hit (_compiles reads it as a hit).
+
+    No CXXGATE_CCACHE_REMOTE here, for any tree: ccache reaches redis over the network,
+    and a build's sandbox has none. Giving it the network would give it to every command
+    of the build, not only to ccache, and redis has no read-only view the harness could
+    hand one build: a command could write any key other build folders read."""
     tc = spec.envelope.toolchain
     ccache_bin = ccache.binary()
     stats = build_dir / STATS
-    shutil.rmtree(stats, ignore_errors=True)
+    _clear(stats)
+    own = out / OWN_CACHE
+    _clear(own)
     if not ccache.enabled() or ccache_bin is None or tc.path is None:
         return None
     stats.mkdir()
-    store = ccache.folder(layout.root)
-    (store / "tmp").mkdir(parents=True, exist_ok=True)
-    config = store / "ccache.conf"
-    if not config.exists():
-        config.write_text("")  # ours: no host configuration is read
+    shared = ccache.folder(layout.root) / SHARED
+    shared.mkdir(parents=True, exist_ok=True)
+    (own / "tmp").mkdir(parents=True)
+    config = own / "ccache.conf"
+    config.write_text("")  # ours: no host configuration is read
+    # A file storage's URL is percent-decoded by ccache (a space would end it).
+    storage = f"file:{quote(str(shared), safe='/')}" + ("" if spec.trusted else "|read-only")
     names = hashlib.sha256(_names(src, products=False).encode())
     names.update(b"\0" + _names(build_dir, products=True).encode())
     if spec.data:  # a data folder on an include path: a new file there may shadow a header
         names.update(b"\0" + json.dumps(spec.data).encode())
     env = {
-        "HOME": str(store),
+        "HOME": str(own),
         "CCACHE_CONFIGPATH": str(config),
-        "CCACHE_DIR": str(store),
-        "CCACHE_TEMPDIR": str(store / "tmp"),
+        "CCACHE_DIR": str(own),
+        "CCACHE_TEMPDIR": str(own / "tmp"),
         "CCACHE_COMPILERCHECK": f"string:{tc.version_sha}",
         "CCACHE_DEPEND": "1",
         "CCACHE_NAMESPACE": names.hexdigest()[:24],
+        "CCACHE_REMOTE_ONLY": "1",
+        "CCACHE_REMOTE_STORAGE": storage,
     }
     exports = "".join(f"{k}={shlex.quote(v)}\nexport {k}\n" for k, v in env.items())
     launcher = build_dir / LAUNCHER
+    _clear(launcher)
     launcher.write_text(
         _LAUNCHER_HEAD
         + exports
         + _LAUNCHER_CCACHE.format(ccache=shlex.quote(ccache_bin))
         + 'exec "$@"\n'
     )
-    return store
+    launcher.chmod(0o755)
+    return shared
 
 
 def _names(root: Path, *, products: bool) -> str:
@@ -361,6 +417,10 @@ def _compiles(layout: Layout, key: str, build_dir: Path) -> list[Step]:
             lines = _build_file(stats, build_dir).decode(errors="replace").splitlines()
             counters = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
             cached = ccache.outcome(counters) if counters else ""
+            # ccache counts a hit in the shared results (a file storage, _through_ccache)
+            # as a remote storage hit: it is a hit in this grade's cache, not in
+            # CXXGATE_CCACHE_REMOTE's, which project builds never use.
+            cached = "hit" if cached == "remote" else cached
             failed = "compile_failed" in counters
             # argv names the cell: two trees' builds of one object are two compiles.
             argv = [LAUNCHER, key, obj]

@@ -117,6 +117,14 @@ class CellSpec:
     # cmake/ctest only: folders seen read-only at their own paths, with their digests (a
     # case's build.data, cxxgate/intake/repo.py).
     data: tuple[tuple[str, str], ...] = ()
+    # cmake only: the tree is the case's own (its reference or base tree), so its build's
+    # commands may write the grade's shared compiler cache; any other tree's build only
+    # reads it (cxxgate/cells/cmake.py). Not in the key, like `label`: it changes no
+    # product, only whether this build's compiles are kept for other trees. A tree key is
+    # its content (the case's tree and the patch's bytes), so a candidate whose patch is
+    # the reference's has the reference's key, runs the reference's build commands and
+    # is trusted as the reference is: trust follows the content, never the row's role.
+    trusted: bool = field(default=False, compare=False)
 
     @property
     def data_paths(self) -> list[Path]:

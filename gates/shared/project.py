@@ -41,6 +41,8 @@ def build_spec(
         extra_flags=options,
         targets=tuple(build.targets),
         data=ctx.case.data,
+        # Only the case's own trees write the shared compiler cache (CellSpec.trusted).
+        trusted=tree_key in {ctx.reference_tree_key, ctx.base_key},
     )
 
 

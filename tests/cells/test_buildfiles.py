@@ -18,5 +18,5 @@ def test_a_link_to_the_host_or_a_fifo_is_not_read(tmp_path: Path) -> None:
     assert cmake._build_file(build / "compile_commands.json", build) == b""
     assert cmake._build_file(build / ".cxxgate-compiles", build) == b""
     assert cmake._build_file(build / "log", build, cap=10) == b"x" * 10
-    cmake._keep_compile_db(build, tmp_path)
+    cmake._export_db(build, tmp_path)
     assert not (tmp_path / "compile_commands.json").exists()

@@ -4,6 +4,7 @@ would compile differently, it changes no verdict, and build folders share a remo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -370,3 +371,188 @@ def test_an_assembler_read_of_the_trees_own_path_is_refused(
     assert f"the assembler read {tree}/src/blob.dat" in step.output
     plain = make_tree(layout, "t8" * 12, {"include/x.hpp": HEADER, "src/a.cpp": SOURCE})
     assert plain and _build(layout, "t8" * 12, manifest).status == "ok"
+
+
+# A CMake project's build (cxxgate/cells/cmake.py): the grade's cache is shared by every
+# tree's build, and only the case's own trees (CellSpec.trusted) may write it.
+PROJECT = {
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(p CXX)\n"
+    "add_library(p src/a.cpp src/b.cpp)\n",
+    "src/a.cpp": "int a() { return 1; }\n",
+    "src/b.cpp": "int b() { return 2; }\n",
+}
+# After its honest compiles, a candidate's build tries to write every file of the cache
+# it can find (the grade's cache folder, every folder the harness's launcher names: its
+# CCACHE_DIR, its storage), and leaves a link where the harness copies the compile
+# database to (its cell folder), with other bytes in the build's own database.
+HOSTILE = """\
+add_custom_target(forge ALL COMMAND sh ${{CMAKE_SOURCE_DIR}}/forge.sh {store} {cell} VERBATIM)
+add_dependencies(forge p)
+"""
+FORGE = """\
+log=forge.log
+for d in "$1" $(sed -n "s/^CCACHE_[A-Z_]*=//p" .cxxgate-launch | grep -o "/[^ '|]*"); do
+  [ -d "$d" ] || continue
+  find "$d" -type f | while read -r f; do
+    if printf x >> "$f" 2>/dev/null; then echo "wrote $f"; else echo "refused $f"; fi
+  done >> $log
+  if echo forged > "$d/forged" 2>/dev/null; then echo "wrote $d/forged" >> $log; fi
+done
+victim=$(find "$1" -type f ! -name forged | head -n 1)
+echo forged > compile_commands.json
+ln -sf "$victim" "$2/compile_commands.json"
+exit 0
+"""
+needs_cmake = pytest.mark.skipif(
+    not sandbox.available() or shutil.which("cmake") is None or shutil.which("ninja") is None,
+    reason="a project build needs bubblewrap, cmake and ninja",
+)
+
+
+def _project(tree: str, manifest: Path, *, trusted: bool) -> CellSpec:
+    return CellSpec(
+        kind="cmake",
+        tree_key=tree,
+        units=(),
+        tree_sources=(),
+        include_dirs=(),
+        envelope=Envelopes(manifest).get("warn"),
+        compile_seconds=120,
+        trusted=trusted,
+    )
+
+
+def _cached(result: CellResult) -> dict[str, str]:
+    """ccache's word on each object the build compiled, by object name."""
+    return {Path(s.source).name: s.cache for s in result.compile_steps()}
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    """Every path under `folder`: a file's bytes (sha256), a link's target, a folder."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            found[rel] = f"link {os.readlink(path)}"
+        elif path.is_file():
+            found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            found[rel] = "folder"
+    return found
+
+
+def _entries(folder: Path) -> list[str]:
+    """The results and manifests stored under `folder` (ccache's tag file aside)."""
+    return [
+        k
+        for k, v in _snapshot(folder).items()
+        if v != "folder" and k.split("/")[-1] != "CACHEDIR.TAG"
+    ]
+
+
+@needs_cmake
+def test_a_candidates_build_cannot_write_the_shared_cache(layout: Layout, tmp_path: Path) -> None:
+    """The reference's build fills the cache; a candidate's build whose custom command
+    writes into every cache folder it can find, and links the cell's compile database to
+    a cache file, still builds, and the cache's files keep every byte."""
+    manifest = _manifest(tmp_path)
+    make_tree(layout, "r1" * 12, PROJECT)
+    reference = build(_project("r1" * 12, manifest, trusted=True), layout)
+    assert reference.status == "ok", reference.detail
+    assert _cached(reference) == {"a.cpp.o": "miss", "b.cpp.o": "miss"}
+    store = ccache.folder(layout.root)
+    before = _snapshot(store)
+    assert _entries(store)
+
+    spec = _project("c1" * 12, manifest, trusted=False)
+    cell = layout.cell(spec.key)
+    lists = PROJECT["CMakeLists.txt"] + HOSTILE.format(store=store, cell=cell)
+    make_tree(layout, "c1" * 12, {**PROJECT, "CMakeLists.txt": lists, "forge.sh": FORGE})
+    candidate = build(spec, layout)
+    assert candidate.status == "ok", candidate.detail
+    assert _snapshot(store) == before
+    # It did try: it found the cache's files, and was refused each one.
+    log = (cell / "build" / "forge.log").read_text()
+    assert f"refused {store}/" in log, log
+    assert f"wrote {store}/" not in log.replace(f"wrote {store}/forged", ""), log
+    # The harness's copy of the database replaced the link and did not follow it.
+    assert not (cell / "compile_commands.json").is_symlink()
+    assert (cell / "compile_commands.json").read_text() == "forged\n"
+
+
+@needs_cmake
+def test_a_candidates_unchanged_compiles_hit_the_references_results(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """The point of the shared cache: a candidate that changes one file hits the
+    reference's result for the other (reported as a hit, not a remote one), and its own
+    compile of the changed file is stored nowhere other trees read."""
+    manifest = _manifest(tmp_path)
+    make_tree(layout, "r1" * 12, PROJECT)
+    make_tree(layout, "c2" * 12, {**PROJECT, "src/b.cpp": "int b() { return 3; }\n"})
+    reference = build(_project("r1" * 12, manifest, trusted=True), layout)
+    assert _cached(reference) == {"a.cpp.o": "miss", "b.cpp.o": "miss"}
+    store = ccache.folder(layout.root)
+    before = _snapshot(store)
+    candidate = build(_project("c2" * 12, manifest, trusted=False), layout)
+    assert candidate.status == "ok", candidate.detail
+    assert _cached(candidate) == {"a.cpp.o": "hit", "b.cpp.o": "miss"}
+    assert _snapshot(store) == before
+
+
+@needs_cmake
+def test_only_the_case_trees_build_stores_its_compiles(layout: Layout, tmp_path: Path) -> None:
+    """A candidate that builds first stores nothing (the reference's build then misses
+    too); the reference's build stores each object (a result and a manifest), and a later
+    candidate of the same bytes hits them all."""
+    manifest = _manifest(tmp_path)
+    for tree in ("c3", "r1", "c4"):
+        make_tree(layout, tree * 12, PROJECT)
+    store = ccache.folder(layout.root)
+    first = build(_project("c3" * 12, manifest, trusted=False), layout)
+    assert first.status == "ok", first.detail
+    assert _cached(first) == {"a.cpp.o": "miss", "b.cpp.o": "miss"}
+    assert _entries(store) == []
+    reference = build(_project("r1" * 12, manifest, trusted=True), layout)
+    assert _cached(reference) == {"a.cpp.o": "miss", "b.cpp.o": "miss"}
+    assert len(_entries(store)) == 4
+    later = build(_project("c4" * 12, manifest, trusted=False), layout)
+    assert _cached(later) == {"a.cpp.o": "hit", "b.cpp.o": "hit"}
+
+
+# A command of the build that tries to set a key in the remote storage.
+POKE = """\
+import socket
+try:
+    socket.create_connection(("127.0.0.1", {port}), 2).sendall(b"SET forged 1\\r\\n")
+    print("poke: sent")
+except OSError as exc:
+    print(f"poke: {{exc}}")
+"""
+
+
+@needs_cmake
+def test_a_project_build_never_reaches_the_remote_storage(
+    layout: Layout, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    """CXXGATE_CCACHE_REMOTE is for the harness's own compiles: a project build, trusted or
+    not, has no network, so neither ccache nor a command of the build (this one tries to
+    SET a key) reaches the server. (So before project builds' cache went read-only too:
+    kept as the reason they do not use the remote storage.)"""
+    monkeypatch.setenv(ccache.REMOTE, redis_url)
+    manifest = _manifest(tmp_path)
+    port = int(redis_url.rsplit(":", 1)[1])
+    lists = PROJECT["CMakeLists.txt"]
+    lists += "add_custom_target(poke ALL COMMAND python3 ${CMAKE_SOURCE_DIR}/poke.py VERBATIM)\n"
+    make_tree(layout, "r1" * 12, PROJECT)
+    poking = {**PROJECT, "CMakeLists.txt": lists, "poke.py": POKE.format(port=port)}
+    make_tree(layout, "c5" * 12, poking)
+    assert build(_project("r1" * 12, manifest, trusted=True), layout).status == "ok"
+    candidate = build(_project("c5" * 12, manifest, trusted=False), layout)
+    assert candidate.status == "ok", candidate.detail
+    built = next(s for s in candidate.steps if s.phase == "build")
+    # Its own network namespace: loopback there has no server behind it.
+    assert "poke: [Errno" in built.output and "poke: sent" not in built.output, built.output
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(b"DBSIZE\r\n")
+        assert conn.recv(64) == b":0\r\n"

@@ -213,6 +213,36 @@ def test_one_file_patch_rebuilds_one_object(graded: Graded) -> None:
     assert builds("edits_tests") == []  # its test patch does not apply: nothing to build
 
 
+def test_only_the_case_trees_store_in_the_shared_cache(graded: Graded) -> None:
+    """The reference's and the base tree's builds store their compiles in the grade's
+    cache (cxxgate/cells/cmake.py, `ccache/projects`); no candidate's build stores any:
+    neither its compile of parse.cpp nor shadows_gtest's whole build (a new file: built
+    afresh, every object a miss)."""
+    grade = graded.grade
+    trusted = cell_keys(grade, f"{CASE}/reference") | cell_keys(grade, f"{CASE}/base")
+    rows = [r for r in grade.rows if r.startswith(f"{CASE}/") and r.split("/")[1] != "base"]
+    others = set().union(*(cell_keys(grade, r) for r in rows)) - trusted
+
+    def stored_misses(keys: set[str]) -> int:
+        """Compiles of cmake cells that missed and succeeded: what a build would store."""
+        found = 0
+        for key in keys:
+            result = json.loads((grade.out / "cells" / key[:2] / key / "result.json").read_text())
+            if result["kind"] == "cmake":
+                steps = [s for s in result["steps"] if s["phase"] == "compile"]
+                found += sum(s["cache"] == "miss" and s["exit"] == 0 for s in steps)
+        return found
+
+    shared = grade.out / "ccache" / "projects"
+    stored = [p for p in shared.rglob("*") if p.is_file() and p.name != "CACHEDIR.TAG"]
+    own = stored_misses(trusted)
+    assert own == 5  # the reference's 4 objects, the base tree's parse.cpp
+    assert stored_misses(others) >= 5  # parse.cpp in each candidate, shadows_gtest's 4
+    # A result for each, and a manifest unless one of the same key (same argv and listing)
+    # was already there.
+    assert own <= len(stored) <= 2 * own, stored
+
+
 def _kind(grade: Grade, key: str) -> str:
     result = json.loads((grade.out / "cells" / key[:2] / key / "result.json").read_text())
     return str(result["kind"])
