@@ -28,6 +28,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -590,7 +591,7 @@ def _graph(
         source = spell(str(entry.get("file", "")), tree_at, build_at)
         if output.endswith((".o", ".obj")) and source.lower().endswith(_SOURCE_SUFFIXES):
             compiles[output] = source
-            found = _inside(copy, build_at, directory) / output
+            found = _inside(copy, build_at, posixpath.join(directory, output))
             symbols[source] = sorted(set(symbols.get(source, [])) | gtest_symbols(found, copy))
         elif "--regenerate-during-build" not in command:
             words = relink.link_part(command, output, build_at)
@@ -606,9 +607,11 @@ def _graph(
     }  # fmt: skip
 
 
-def _inside(copy: Path, build_at: str, directory: str) -> Path:
-    if directory.startswith(build_at):
-        return copy / Path(directory).relative_to(build_at)
+def _inside(copy: Path, build_at: str, path: str) -> Path:
+    """The copy's file or folder at a path as the build saw it (the copy itself for one
+    outside the build)."""
+    if PurePosixPath(path).is_relative_to(build_at):
+        return copy / PurePosixPath(path).relative_to(build_at)
     return copy
 
 
@@ -671,7 +674,7 @@ def _again(
         directory = str(entry.get("directory", build_at))
         at = f"{seen}/{i}"
         dm = _again_argv(compiler, ["-E", "-dM", "-MD", "-MF", f"{at}.d", "-o", f"{at}.h"])
-        step = _sealed(spec, layout, "inspect", rel, dm, directory, copy, build_at,
+        step = _sealed(spec, layout, "preprocess", rel, dm, directory, copy, build_at,
                        scratch, seen, views, RELINK_SECONDS)  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))
         text, deps = "", None
@@ -682,7 +685,7 @@ def _again(
         if step.timed_out:
             stalled, objects[key] = rel, "not compiled (its preprocessing ran out of time)"
             continue
-        made = _inside(copy, build_at, directory) / str(entry.get("output", ""))
+        made = _inside(copy, build_at, posixpath.join(directory, str(entry.get("output", ""))))
         known = None if deps is None else verified.key(
             spec.envelope.toolchain.version_sha, _again_argv(compiler, ["-c"]), directory, deps,
             lambda seen_at: _host_path(seen_at, tree_at, cell, build_at, copy),

@@ -232,7 +232,7 @@ class CellSpec:
 
 
 # "preprocess": a unit's -E for its diagnostic-control record (cxxgate/cells/preprocessed.py),
-# logged apart from its compile.
+# or a test unit's -E -dM (cxxgate/cells/ctest.py), logged apart from its compile.
 Phase = Literal[
     "compile", "link", "archive", "inspect", "compare", "configure", "build", "test", "preprocess"
 ]
