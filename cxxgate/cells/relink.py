@@ -144,12 +144,12 @@ def _kind(path: Path, inside: Path) -> str:
 
 def aliased(
     argv: list[str], cwd: str, build_at: str, copy: Path, alias: str
-) -> tuple[list[str], dict[str, str]]:
+) -> tuple[list[str], list[str]]:
     """argv with every archive and object of the build (a path word, or a `-L` folder in
     it) spelt through the alias (`<alias>-a/<path>`, `<alias>-o/<path>`), and the
-    archives so named (build-relative path -> alias word)."""
+    archives so named (build-relative)."""
     out: list[str] = []
-    archives: dict[str, str] = {}
+    archives: list[str] = []
 
     def rel(word: str) -> str | None:
         full = posixpath.normpath(posixpath.join(cwd, word))
@@ -173,7 +173,7 @@ def aliased(
         if found and kind:
             word = f"{alias}-{kind}/{found}"
             if kind == "a":
-                archives[found] = word
+                archives.append(found)
         out.append(word)
     return out, archives
 
@@ -319,7 +319,7 @@ def relink(
     held = held_from(host / "program", host, mapped)
     return {
         "inputs": sorted({n for _, _, _, n in mapped}),
-        "elsewhere": elsewhere(held, list(archives), read, copy) if held else {},
+        "elsewhere": elsewhere(held, archives, read, copy) if held else {},
         "why": "",
     }
 
