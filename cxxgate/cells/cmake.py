@@ -44,7 +44,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from cxxgate.cells import ctest
-from cxxgate.cells.testframeworks import open_regular
+from cxxgate.cells.testframeworks import read_regular
 from cxxgate.host import sandbox
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
 from cxxgate.intake.tree import materialise
@@ -182,14 +182,10 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
 
 
 def _build_file(path: Path, build_dir: Path, cap: int = 64 << 20) -> bytes:
-    """Up to `cap` bytes of a file the build wrote (b"" unless it is a regular file in the
-    build folder): the project's commands may have put a link to /proc/kmsg, or a FIFO,
-    in its place, and the harness reads it as root, outside any sandbox."""
-    opened = open_regular(path, build_dir)
-    if opened is None:
-        return b""
-    with opened as f:
-        return f.read(cap)
+    """What the build wrote at `path` (b"" unless a regular file in the build folder, up to
+    `cap` bytes): the project's commands may have put a link to /proc/kmsg, or a FIFO, in its
+    place, and the harness reads it as root, outside any sandbox."""
+    return read_regular(path, build_dir, cap) or b""
 
 
 def _clear(path: Path) -> None:

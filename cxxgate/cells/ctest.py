@@ -688,7 +688,7 @@ def _again(
         made = _inside(copy, build_at, posixpath.join(directory, str(entry.get("output", ""))))
         known = None if deps is None else verified.key(
             spec.envelope.toolchain.version_sha, _again_argv(compiler, ["-c"]), directory, deps,
-            lambda seen_at: _host_path(seen_at, tree_at, cell, build_at, copy),
+            lambda seen_at: _host_bytes(seen_at, tree_at, cell, build_at, copy),
         )  # fmt: skip
         again = store.get(known) if known else None
         if again is None:
@@ -713,19 +713,16 @@ def _again(
 
 
 def _scratch_text(scratch: Path, name: str) -> str:
-    opened = testframeworks.open_regular(scratch / name, scratch)
-    if opened is None:
-        return ""
-    with opened as f:
-        return f.read(64 * _MIB).decode(errors="replace")
+    return (testframeworks.read_regular(scratch / name, scratch) or b"").decode(errors="replace")
 
 
-def _host_path(seen: str, tree_at: str, cell: Path, build_at: str, copy: Path) -> Path | None:
-    """The host file a path of the sealed view names: the tree's, the build's; None for
-    any other (the system's are read where they are)."""
+def _host_bytes(seen: str, tree_at: str, cell: Path, build_at: str, copy: Path) -> bytes | None:
+    """The bytes of a file a path of the sealed view names: the tree's, the build's (as
+    testframeworks.read_regular reads them: no link out, no FIFO); None for any other
+    (the system's are read where they are)."""
     for at, host in ((tree_at, cell / "trees" / "src"), (build_at, copy)):
         if seen.startswith(f"{at}/"):
-            return host / seen[len(at) + 1 :]
+            return testframeworks.read_regular(host / seen[len(at) + 1 :], host, 256 << 20)
     return None
 
 

@@ -83,6 +83,15 @@ def open_regular(path: Path, inside: Path) -> BinaryIO | None:
     return os.fdopen(fd, "rb")
 
 
+def read_regular(path: Path, inside: Path, cap: int = 64 << 20) -> bytes | None:
+    """Up to `cap` bytes of `path` when open_regular opens it; None otherwise."""
+    opened = open_regular(path, inside)
+    if opened is None:
+        return None
+    with opened as f:
+        return f.read(cap)
+
+
 def framework_of(program: Path, inside: Path) -> Framework | None:
     """The framework whose mangled names the program's symbol tables hold (GoogleTest
     first: its own report, cxxgate/ctest.py), or None (not ELF, no framework, not a

@@ -54,10 +54,10 @@ def _system_file(path: str, stamp: tuple[int, int]) -> str:
 
 
 def key(
-    toolchain: str, argv: list[str], cwd: str, deps: list[str], host: Callable[[str], Path | None]
+    toolchain: str, argv: list[str], cwd: str, deps: list[str], host: Callable[[str], bytes | None]
 ) -> str | None:
     """The store's key for a compile that read `deps` (as the compile saw them; `host`
-    maps one to the file on the host, None when the harness cannot read it again), or
+    gives one's bytes from the host, None when the harness cannot read it again), or
     None when one of them cannot be read."""
     files = []
     for dep in sorted(set(deps)):
@@ -69,10 +69,10 @@ def key(
             except OSError:
                 return None
             continue
-        path = host(seen)
-        if path is None or path.is_symlink() or not path.is_file():
+        data = host(seen)
+        if data is None:
             return None
-        files.append([seen, hashlib.sha256(path.read_bytes()).hexdigest()])
+        files.append([seen, hashlib.sha256(data).hexdigest()])
     blob = json.dumps({"toolchain": toolchain, "argv": argv, "cwd": cwd, "files": files})
     return hashlib.sha256(blob.encode()).hexdigest()
 
