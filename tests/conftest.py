@@ -20,6 +20,32 @@ from cxxgate.store.layout import Layout
 PROJECT = Path(__file__).resolve().parent.parent
 SHIPPED = PROJECT / "cases"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# Test files whose module fixture grades a library of its own for minutes, and the file
+# that reads the shipped grade with the most grading of its own.
+LONG = ("tests/gates/test_frameworks.py",)
+FIRST_READER = "tests/e2e/test_grade.py"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the test files for pytest-xdist's per-file scheduling: the long ones first,
+    then FIRST_READER (its worker makes the shipped grade), then every file that does not
+    read the shipped grade, then the rest that do. A worker hands out files in this order,
+    so while one worker grades the shipped library the other has work that does not wait
+    on it, and no long file starts last and runs alone (measured: the framework fixture
+    started 21 minutes into a 30-minute suite, and both workers sat in `shipped`)."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    reads = [f for f, its in files.items() if any("shipped" in i.fixturenames for i in its)]
+
+    def rank(name: str) -> int:
+        if name in LONG:
+            return 0
+        if name == FIRST_READER:
+            return 1
+        return 3 if name in reads else 2
+
+    items[:] = [i for f in sorted(files, key=rank) for i in files[f]]
 
 
 @dataclass
