@@ -69,7 +69,6 @@ LAUNCHER = ".cxxgate-launch"
 NOTED = ".cxxgate-compiles"
 STATS = ".cxxgate-ccache"  # one ccache stats log per compiled object
 OWN_CACHE = "ccache"  # in the cell folder: ccache's own folder for this build alone
-SHARED = "projects"  # in the grade's ccache folder: project compiles' results, every tree's
 # Notes the object (-o) of each compile, then runs the compiler, through ccache when the
 # cell has it (CCACHE_* set by the lines _launcher_text adds): `launcher compiler args`.
 _LAUNCHER_HEAD = """#!/bin/sh
@@ -339,13 +338,17 @@ def _through_ccache(
     if not ccache.enabled() or ccache_bin is None or tc.path is None:
         return None
     stats.mkdir()
-    shared = ccache.folder(layout.root) / SHARED
+    shared = ccache.projects(layout.root)
     shared.mkdir(parents=True, exist_ok=True)
     (own / "tmp").mkdir(parents=True)
     config = own / "ccache.conf"
     config.write_text("")  # ours: no host configuration is read
     # A file storage's URL is percent-decoded by ccache (a space would end it).
-    storage = f"file:{quote(str(shared), safe='/')}" + ("" if spec.trusted else "|read-only")
+    # A trusted build's hits refresh an entry's time, which `doit prune` reads
+    # (cxxgate/store/prune.py); a read-only view cannot.
+    storage = f"file:{quote(str(shared), safe='/')}" + (
+        "|update-mtime=true" if spec.trusted else "|read-only"
+    )
     names = hashlib.sha256(_names(src, products=False).encode())
     names.update(b"\0" + _names(build_dir, products=True).encode())
     if spec.data:  # a data folder on an include path: a new file there may shadow a header

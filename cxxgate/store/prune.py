@@ -5,12 +5,22 @@ scans, gate results and stored patches) and deletes the rest, with doit's memory
 tasks that made it, so a kept row still grades warm (no compile, no run) and a pruned one
 is graded afresh. Reuse records that point to a deleted cell are skipped at lookup
 (cxxgate/cells/reuse.py checks the cell is still there); their folders are removed here too.
+
+Two stores are keyed by content, not by a row; a removed entry is a miss, so it costs a
+compile, never a verdict. The test-unit digests in `verified/` keep what was written or
+used since the newest grade that is not kept ended (the harness refreshes an entry's
+time on each hit). Project compiles in `ccache/projects/` are trimmed to PROJECTS_SIZE,
+oldest first, by ccache's own `--trim-dir`: a candidate's build reads them read-only, so
+its hits cannot refresh an entry, and an age rule would drop what every night's
+candidates still hit.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -18,9 +28,11 @@ from pathlib import Path
 
 from cxxgate.store import history
 from cxxgate.store.layout import Layout
+from cxxgate.toolchain import ccache
 from cxxgate.util import removal
 
 KEYED = {"cell": "cells", "exec": "runs", "scan": "scans"}  # task basename -> folder
+PROJECTS_SIZE = "5G"  # ccache's own default size for a cache
 
 
 @dataclass
@@ -62,6 +74,10 @@ def prune(layout: Layout, keep: int) -> Pruned:
         for case in _entries(layout.root / "results")
     )
     result.removed["reuse"] = _remove_stale_reuse(layout)
+    older = [g for g in history.grades(layout.history) if g.id < kept.grades[0].id]
+    if older:
+        result.removed["verified"] = _remove_unused(layout.root / "verified", older[-1].time)
+    result.removed["ccache"] = trim(ccache.projects(layout.root))
     result.forgotten = _forget(layout.root / "doit.sqlite3", names, kept.rows)
     history.forget_before(layout.history, kept.grades[0].id)
     return result
@@ -96,6 +112,34 @@ def _remove(folder: Path, keep: Callable[[Path], bool]) -> int:
         except OSError:
             continue
     return len(gone)
+
+
+def _remove_unused(folder: Path, since: float) -> int:
+    """Remove the files under `folder` neither written nor used since `since`."""
+    gone = 0
+    for entry in folder.rglob("*") if folder.is_dir() else []:
+        try:
+            if entry.is_file() and not entry.is_symlink() and entry.stat().st_mtime < since:
+                entry.unlink()
+                gone += 1
+        except OSError:
+            continue
+    return gone
+
+
+def trim(folder: Path, size: str = PROJECTS_SIZE) -> int:
+    """Trim ccache's file storage at `folder` to `size`; return how many files went."""
+    binary = ccache.binary()
+    if binary is None or not folder.is_dir():
+        return 0
+    before = sum(1 for p in folder.rglob("*") if p.is_file())
+    subprocess.run(
+        [binary, "--trim-dir", str(folder), "--trim-max-size", size,
+         "--trim-method", "mtime"],
+        env={**os.environ, "CCACHE_DIR": str(folder.parent / "trim")},
+        capture_output=True, check=False,
+    )  # fmt: skip
+    return before - sum(1 for p in folder.rglob("*") if p.is_file())
 
 
 def _remove_stale_reuse(layout: Layout) -> int:

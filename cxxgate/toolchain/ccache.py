@@ -65,6 +65,11 @@ def folder(root: Path) -> Path:
     return root / "ccache"
 
 
+def projects(root: Path) -> Path:
+    """The results of CMake projects' own compiles, every tree's (cxxgate/cells/cmake.py)."""
+    return folder(root) / "projects"
+
+
 def enabled() -> bool:
     return os.environ.get(SWITCH, "") != "0" and binary() is not None
 

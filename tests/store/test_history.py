@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
 from conftest import SHIPPED, binary_runs, case_library, compiler_calls, run_doit, run_grade
+
+from cxxgate.store import prune
 
 
 def test_compare_lists_flips_within_an_identity_and_prune_keeps_recent_work(
@@ -52,10 +56,19 @@ def test_compare_lists_flips_within_an_identity_and_prune_keeps_recent_work(
 
     # Keep the last grade only: discarded's cells and doit's memory of them go; the kept
     # case still grades warm, with no compile and no run.
+    # The store of verified test units keeps what was used since the grade before the
+    # kept one (a hit refreshes an entry's time).
     calls, runs = compiler_calls(out), binary_runs(out)
+    unused, used = out / "verified/aa/aa01", out / "verified/bb/bb01"
+    for entry in (unused, used):
+        entry.parent.mkdir(parents=True)
+        entry.write_text("digest\n")
+    os.utime(unused, (1000, 1000))
     pruned = run_doit(out, "prune", "keep=1", library=library)
     assert pruned.returncode == 0, pruned.output
     assert "doit forgot" in pruned.output
+    assert "1 verified" in pruned.output, pruned.output
+    assert not unused.exists() and used.exists()
     assert not (out / "results/discarded").exists() or not any(
         (out / "results/discarded").iterdir()
     )
@@ -73,3 +86,16 @@ def test_compare_lists_flips_within_an_identity_and_prune_keeps_recent_work(
     again = run_grade(out, "case=discarded", library=library)
     assert again.returncode == 0, again.output
     assert compiler_calls(out) > calls
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is needed")
+def test_project_compiles_are_trimmed_oldest_first(tmp_path: Path) -> None:
+    """ccache's file storage of project compiles is trimmed to a size, the least recently
+    written or used entries first (a trusted build's hit refreshes an entry)."""
+    folder = tmp_path / "projects"
+    (folder / "a").mkdir(parents=True)
+    for name, when in (("old", 1000), ("new", 2000), ("newest", 3000)):
+        (folder / "a" / name).write_bytes(os.urandom(100_000))
+        os.utime(folder / "a" / name, (when, when))
+    assert prune.trim(folder, "250k") == 1
+    assert sorted(p.name for p in (folder / "a").iterdir()) == ["new", "newest"]
