@@ -110,6 +110,7 @@ class Launch:
     stats: Path = Path()
     depfiles: list[Path] = field(default_factory=list)  # real paths
     back: list[tuple[str, str]] = field(default_factory=list)  # (neutral prefix, real)
+    compile_failed: bool = False  # read by finish: the compiler ran under ccache and failed
 
 
 def prepare(
@@ -180,6 +181,7 @@ def finish(launch: Launch) -> Outcome:
     except OSError:
         counters = []
     launch.stats.unlink(missing_ok=True)
+    launch.compile_failed = "compile_failed" in counters
     return outcome([c for c in counters if c and not c.startswith("#")])
 
 

@@ -161,13 +161,7 @@ def tool_call(
         raise faults.ToolUnavailable(f"{msg}: the machine's memory ran out (retried next run)")
     if outcome.exit not in (0, None) and not outcome.timed_out and not inside:
         why = faults.infrastructure(argv, text, cwd)
-        # A project's build prints what its own commands print, and a tool that reads the
-        # build's files quotes them (ninja -t compdb quoting build.ninja): there a line
-        # shaped like a driver's is believed only if the toolchain cannot build a program
-        # of ours now. (A compile's own diagnostics quote source lines indented.)
-        said = why and not faults.disk_full_said(why)
-        shaped = phase in ("configure", "build", "inspect")
-        if not (said and shaped and _toolchain_builds(layout, spec)):
+        if why and (faults.disk_full_said(why) or _fault_confirmed(layout, spec, why, launch)):
             faults.raise_if_infrastructure(argv, text, cwd)
     return Step(
         phase=phase,
@@ -218,6 +212,22 @@ def status(steps: list[Step]) -> CellStatus:
 
 
 _PROBE = b"int main() { return 0; }\n"
+
+
+def _fault_confirmed(
+    layout: Layout, spec: CellSpec, why: str, launch: ccache.Launch | None
+) -> bool:
+    """Whether a failed call's line shaped like a driver's, bubblewrap's or ccache's was
+    theirs. It may be the candidate's own words: a project's build prints what its
+    commands print, a tool quotes the build's files (ninja -t compdb quoting
+    build.ninja), and a compile's diagnostics name the file its `#line` calls
+    "collect2: fatal error: cannot find 'ld'\n" (clang's text diagnostics, a linker's
+    symbol names; GCC's JSON quotes it). ccache's error is believed when the compiler did
+    not run and fail under it; any other when the toolchain cannot build a program of
+    ours now."""
+    if why.startswith("ccache: error:"):
+        return launch is not None and not launch.compile_failed
+    return not _toolchain_builds(layout, spec)
 
 
 def _toolchain_builds(layout: Layout, spec: CellSpec) -> bool:

@@ -181,6 +181,35 @@ def test_a_failing_ccache_is_the_machines_fault(layout: Layout, tmp_path: Path) 
         _build(layout, "t1" * 12, manifest)
 
 
+# A file name as a driver's or ccache's own error line.
+FORGED = ("collect2: fatal error: cannot find 'ld'", "ccache: error: Failed to create a file")
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ is not installed")
+@pytest.mark.parametrize("line", FORGED)
+def test_a_machine_fault_line_in_a_candidates_diagnostics_is_the_candidates(
+    layout: Layout, tmp_path: Path, line: str
+) -> None:
+    """clang prints a file name as it is: a `#line` name with a newline gives a line of
+    its diagnostics that reads as the linker's or ccache's own error. The compile is the
+    candidate's compile_error (the toolchain builds, the compiler ran under ccache and
+    failed), not a harness fault retried every run."""
+    manifest = _manifest(tmp_path)
+    manifest.write_text(
+        ENVELOPES.replace("envelopes:", "  clang: {command: clang++, family: clang}\nenvelopes:")
+        + "  cl: {toolchain: clang, std: c++20, flags: [-O0]}\n"
+    )
+    source = f'#line 1 "{line}\\n"\nint broken = ;\n'
+    make_tree(layout, "t1" * 12, {"include/x.hpp": HEADER, "src/a.cpp": source})
+    spec = CellSpec(
+        kind="exe", tree_key="t1" * 12, units=(PROBE,), tree_sources=("src/*.cpp",),
+        include_dirs=("include",), envelope=Envelopes(manifest).get("cl"), compile_seconds=60,
+    )  # fmt: skip
+    cell = build(spec, layout)
+    assert cell.status == "compile_error", [s.output for s in cell.steps]
+    assert any(s.output.startswith(line + "\n") for s in cell.steps), cell.steps
+
+
 def _rows(grade: Grade) -> dict[str, dict[str, object]]:
     """Rows without what differs between libraries and build folders (the identity pins,
     the evidence folders, the patch file's path; none is a verdict)."""
