@@ -38,7 +38,6 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
@@ -54,6 +53,7 @@ from cxxgate.toolchain.cellspec import CellResult, CellSpec, CellStatus, Phase, 
 from cxxgate.toolchain.cellspec import result_path as cell_result
 from cxxgate.toolchain.projectflags import paths
 from cxxgate.toolchain.tools import tool_path
+from cxxgate.util.elfread import ELF_ERRORS
 
 JUNIT = "junit.xml"
 GTEST_DIR = "gtest"
@@ -636,7 +636,7 @@ def gtest_symbols(obj: Path, inside: Path) -> set[str]:
                         if _GTEST_SYMBOL.match(s.name)
                     }
             return found
-    except (OSError, ELFError):
+    except ELF_ERRORS:
         return {"(not an ELF object)"}
 
 

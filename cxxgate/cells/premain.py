@@ -40,12 +40,12 @@ import re
 from functools import cache
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import Section, SymbolTableSection
 
 from cxxgate.toolchain import toolquery
+from cxxgate.util.elfread import ELF_ERRORS
 
 # Priorities 0-100 are the implementation's; 101 is the first a program may use, and the
 # harness keeps it: a candidate's constructor must come strictly after.
@@ -122,7 +122,7 @@ def object_problems(
                     found += _symbol_problems(section, tree_code_only)
                     if tree_code_only:
                         found += _interposed(section, exports)
-    except (OSError, ELFError) as exc:
+    except ELF_ERRORS as exc:
         return [f"not an object the harness can read: {exc}"]
     return [f"{path.name}: {p}" for p in dict.fromkeys(found)]
 
@@ -141,7 +141,7 @@ def program_problems(path: Path) -> list[str]:
                 for section in elf.iter_sections():
                     if _has_relocation(section, irelative):
                         found.append(f"an IRELATIVE relocation in {section.name} (an IFUNC)")
-    except (OSError, ELFError) as exc:
+    except ELF_ERRORS as exc:
         return [f"not a program the harness can read: {exc}"]
     return [f"the linked program: {p}" for p in dict.fromkeys(found)]
 

@@ -39,12 +39,12 @@ import shlex
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from cxxgate.cells.shadows import Reader
 from cxxgate.cells.testframeworks import open_regular
+from cxxgate.util.elfread import ELF_ERRORS
 
 # A compiler driver of the system (gcc, g++, cc, c++, clang, clang++, any version or
 # target prefix), by the name its path resolves to: the re-link trusts what it prints.
@@ -228,7 +228,7 @@ def held_from(program: Path, inside: Path, mapped: list[Section]) -> dict[str, s
                 hit = ranges[at] if at >= 0 else None
                 inside_range = hit is not None and sym["st_value"] < hit[0] + hit[1]
                 found[sym.name.partition("@")[0]] = hit[3] if hit and inside_range else ""
-    except (ELFError, ValueError, OSError, OverflowError):
+    except ELF_ERRORS:
         return None
     return found
 

@@ -28,11 +28,11 @@ import io
 import struct
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from cxxgate.cells.testframeworks import open_regular
+from cxxgate.util.elfread import ELF_ERRORS
 
 _AR = b"!<arch>\n"
 _THIN = b"!<thin>\n"
@@ -144,7 +144,7 @@ def definitions(data: bytes) -> tuple[set[str], str]:
                 continue
             found.add(sym.name.partition("@")[0])
         return found, ""
-    except (ELFError, ValueError, OSError, struct.error, OverflowError, MemoryError) as err:
+    except ELF_ERRORS as err:
         return set(), f"its ELF does not read ({err})"[:120]
 
 

@@ -36,9 +36,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Literal
 
-from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
+
+from cxxgate.util.elfread import ELF_ERRORS
 
 Framework = Literal["gtest", "catch2", "doctest"]
 FRAMEWORK_DIR = "frameworks"  # the reports kept, one per named test (<n>.xml)
@@ -112,7 +113,7 @@ def framework_of(program: Path, inside: Path) -> Framework | None:
                             found.add(kind)
                 if "gtest" in found:
                     break
-    except (OSError, ELFError):
+    except ELF_ERRORS:
         return None
     order: tuple[Framework, ...] = ("gtest", "catch2", "doctest")
     for kind in order:
