@@ -105,6 +105,13 @@ def diff(repo: Path, rel: str, new: str) -> str:
         path.write_text(old)
 
 
+def new_file(rel: str, text: str) -> str:
+    """A patch that adds file `rel` holding `text`."""
+    lines = text.splitlines()
+    head = f"diff --git a/{rel} b/{rel}\nnew file mode 100644\n--- /dev/null\n+++ b/{rel}\n"
+    return head + f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
+
+
 def new_repo(repo: Path, files: dict[str, str]) -> str:
     """A git repository at `repo` whose one commit holds `files`; that commit's sha."""
     repo.mkdir()

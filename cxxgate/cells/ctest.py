@@ -60,7 +60,12 @@ GTEST_DIR = "gtest"
 FRAMEWORK_DIR = testframeworks.FRAMEWORK_DIR  # Catch2 / doctest reports (their records:
 FRAMEWORKS_JSON = testframeworks.FRAMEWORKS_JSON  # cxxgate/cells/testframeworks.py)
 TESTS_JSON = "tests.json"  # ctest --show-only=json-v1, the cell's paths spelt (spell)
+# ctest's own line for each test in what it printed, and its exit status (said_by_ctest).
+SAID_JSON = "said.json"
 MACROS_JSON = "macros.json"  # source path -> {macro: definition}
+# source path -> every macro its command defines before the first line of any source
+# (predefined, command line, -include'd): `-E -dM` of an empty unit with its options.
+DEFINES_JSON = "defines.json"
 OBJECTS_JSON = "objects.json"  # source path -> "" (its compile makes its object) or why not
 COMMANDS_JSON = "commands.json"  # the test units' commands as Ninja runs them
 # The build's graph as Ninja runs it: every compile (object -> source), every link and
@@ -103,8 +108,8 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     if built.status != "ok" or built.binary is None:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
-    stales = (JUNIT, TESTS_JSON, MACROS_JSON, OBJECTS_JSON, COMMANDS_JSON, GRAPH_JSON,
-              FRAMEWORKS_JSON)  # fmt: skip
+    stales = (JUNIT, SAID_JSON, TESTS_JSON, MACROS_JSON, DEFINES_JSON, OBJECTS_JSON,
+              COMMANDS_JSON, GRAPH_JSON, FRAMEWORKS_JSON)  # fmt: skip
     for stale in stales:
         (out / stale).unlink(missing_ok=True)
     run.remove_work(out / GTEST_DIR)
@@ -149,6 +154,8 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             argv = [ctest, "--output-junit", junit, *spec.extra_flags]
             step = _ctest(spec, layout, out, work, uid, caps, argv)
             steps.append(step)
+            said = {"exit": step.exit, "tests": said_by_ctest(step.output)}
+            (out / SAID_JSON).write_text(json.dumps(said, indent=1, sort_keys=True) + "\n")
             records: dict[str, testframeworks.Record] = {}
             if not step.timed_out:
                 more, records = _framework_pass(spec, layout, work, uid, caps, listing)
@@ -162,6 +169,26 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
         why = f"ctest wrote no JUnit file: {_cap_hit(step.output, caps)}{step.output[-400:]}"
         return "compile_error", why, steps, None
     return "ok", "", steps, str(out / JUNIT)
+
+
+# ctest's line for a finished test, the name padded with at least three dots:
+# `2/5 Test #2: plain_parse .....***Failed    0.01 sec`, `... Subprocess aborted***Exception:`.
+_CTEST_LINE = re.compile(
+    r"^\s*\d+/\d+ Test\s+#\d+: (?P<name>.+?) \.{3,}\s*(?P<status>.*?)\s+[\d.]+ sec\s*$"
+)
+
+
+def said_by_ctest(output: str) -> dict[str, list[str]]:
+    """Test name -> every status ctest's own lines give it in its output. The JUnit file
+    lies where the suite's tests can write (a test the patch registers wrote a passing
+    one and made ctest's `junit.xml.tmp` a folder); what ctest prints goes to the
+    harness's pipe, where a test can add lines but not take ctest's own away."""
+    found: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        hit = _CTEST_LINE.match(line)
+        if hit:
+            found.setdefault(hit["name"], []).append(hit["status"].strip())
+    return found
 
 
 def _cap_hit(output: str, caps: Caps) -> str:
@@ -650,7 +677,9 @@ def _again(
 ) -> list[Step]:
     """Each test unit's compile command run again by the harness, sealed (_sealed: its
     options may load a plugin), from its system compiler driver on: `-E -dM`, the
-    framework macros it sees (macros.json), and the compile itself into scratch, whose
+    framework macros it sees (macros.json); `-E -dM` of an empty unit with the same
+    options, every macro they define (defines.json: `--define-macro=X`, `-funsigned-char`
+    and `-include` read alike, however spelt); and the compile itself into scratch, whose
     object must be the build's byte for byte (objects.json): a custom command may
     rewrite a test unit's object after its compile, with commands that name no object.
     Per source path relative to the tree; each step has RELINK_SECONDS, and once one runs
@@ -660,6 +689,8 @@ def _again(
     views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
     steps: list[Step] = []
     macros: dict[str, dict[str, str]] = {}
+    defines: dict[str, dict[str, str]] = {}
+    by_options: dict[tuple[str, ...], dict[str, str]] = {}  # units of one target: one run
     objects: dict[str, str] = {}
     store = verified.Store(layout.root)
     stalled = ""
@@ -670,9 +701,25 @@ def _again(
         if stalled or compiler is None:
             why = f"{stalled} ran out of time" if stalled else "no compiler driver of the system"
             macros[key], objects[key] = {"": f"did not preprocess ({why})"}, f"not compiled ({why})"
+            defines[key] = macros[key]
             continue
         directory = str(entry.get("directory", build_at))
         at = f"{seen}/{i}"
+        options = tuple(_again_argv(_without(compiler, str(entry["file"]), directory), []))
+        if options not in by_options:
+            empty = [*options, "-x", "c++", "-E", "-dM", "/dev/null", "-o", f"{at}.p"]
+            step = _sealed(spec, layout, "preprocess", rel, empty, directory, copy, build_at,
+                           scratch, seen, views, RELINK_SECONDS)  # fmt: skip
+            steps.append(replace(step, output=step.output[-2000:]))
+            by_options[options] = (
+                all_macros(_scratch_text(scratch, f"{i}.p")) if step.exit == 0
+                else {"": "did not preprocess an empty unit"}
+            )  # fmt: skip
+            if step.timed_out:
+                stalled, objects[key] = rel, "not compiled (its preprocessing ran out of time)"
+                macros[key] = defines[key] = by_options[options]
+                continue
+        defines[key] = by_options[options]
         dm = _again_argv(compiler, ["-E", "-dM", "-MD", "-MF", f"{at}.d", "-o", f"{at}.h"])
         step = _sealed(spec, layout, "preprocess", rel, dm, directory, copy, build_at,
                        scratch, seen, views, RELINK_SECONDS)  # fmt: skip
@@ -707,6 +754,7 @@ def _again(
             else "its compile command does not compile it again"
         )  # fmt: skip
     (out / MACROS_JSON).write_text(json.dumps(macros, indent=1, sort_keys=True) + "\n")
+    (out / DEFINES_JSON).write_text(json.dumps(defines, indent=1, sort_keys=True) + "\n")
     (out / OBJECTS_JSON).write_text(json.dumps(objects, indent=1, sort_keys=True) + "\n")
     run.remove_work(scratch)
     return steps
@@ -746,12 +794,25 @@ def _again_argv(argv: list[str], tail: list[str]) -> list[str]:
 
 def framework_macros(defines: str) -> dict[str, str]:
     """name -> definition of the test frameworks' macros in `-dM` output."""
+    return {n: d for n, d in all_macros(defines).items() if FRAMEWORK_MACRO.fullmatch(n)}
+
+
+def all_macros(defines: str) -> dict[str, str]:
+    """name -> definition of every macro in `-dM` output."""
     found: dict[str, str] = {}
     for line in defines.splitlines():
         if not line.startswith("#define "):
             continue
         head, _, body = line[8:].partition(" ")
-        name = head.split("(", 1)[0]
-        if FRAMEWORK_MACRO.fullmatch(name):
-            found[name] = f"{head} {body}".strip()
+        found[head.split("(", 1)[0]] = f"{head} {body}".strip()
     return found
+
+
+def _without(argv: list[str], source: str, directory: str) -> list[str]:
+    """A compile command without its source file (the compile database's `file`, spelt
+    as the command spells it or relative to its folder)."""
+    where = posixpath.normpath(posixpath.join(directory, source))
+    for i in range(len(argv) - 1, 0, -1):
+        if posixpath.normpath(posixpath.join(directory, argv[i])) == where:
+            return [*argv[:i], *argv[i + 1 :]]
+    return argv

@@ -20,10 +20,19 @@ lines that carry it are read, and the name after it is taken byte for byte. Noth
 build wrote can spell the alias, which did not exist until the build was over.
 
 Which input each of the program's symbols came from is then read from the program's own
-symbol table and the map's address ranges. A symbol an archive of the build defines
-(cxxgate/cells/shadows.py: global, or weak outside a COMDAT group) that the program holds
-from another input is `elsewhere`: an inline copy compiled into the tests, a fixed
-object linked first, however the archive's members are named.
+symbol table and the map's address ranges: every symbol defined in a section, local ones
+too (a hidden copy is local in the program) and untyped ones (an assembler label). What
+is `elsewhere`, however the archive's members are named:
+- a symbol an archive of the build defines (cxxgate/cells/shadows.py: global, or weak
+  outside a COMDAT group) that the program holds from another input (an inline copy
+  compiled into the tests, a fixed object linked first), unless that input has the same
+  bytes as the member;
+- a symbol an archive defines in a COMDAT group (an inline function: the library's own
+  `parse` made `inline`) that the program holds from another input of the build that
+  does not have the same group contents (a fixed copy, strong or inline);
+- a symbol a member the program takes calls or reads but does not define, that the
+  program holds from another input of the build (a weak hook only the tests define).
+The gate compares the entries with the reference's program (testunits.bypassed).
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate.cells.shadows import Reader
+from cxxgate.cells.shadows import Part, Reader, Symbols
 from cxxgate.cells.testframeworks import open_regular
 from cxxgate.util.elfread import ELF_ERRORS
 
@@ -201,16 +210,16 @@ def sections(lines: Iterable[str], alias: str) -> list[Section] | None:
     return found if started else None
 
 
-def held_from(program: Path, inside: Path, mapped: list[Section]) -> dict[str, str] | None:
-    """Each global or weak symbol the program defines (name without a version) -> the
-    input it holds it from (by the map's address ranges; "" when none of the build's),
-    from the program's own symbol table; None when it has none (stripped)."""
+def held_from(program: Path, inside: Path, mapped: list[Section]) -> dict[str, set[str]] | None:
+    """Each symbol the program defines in a section (name without a version) -> the
+    inputs it holds a definition from (by the map's address ranges; "" when none of the
+    build's), from the program's own symbol table; None when it has none (stripped)."""
     opened = open_regular(program, inside)
     if opened is None:
         return None
     ranges = sorted(mapped)
     starts = [r[0] for r in ranges]
-    found: dict[str, str] = {}
+    found: dict[str, set[str]] = {}
     try:
         with opened as f:
             elf = ELFFile(f)
@@ -219,45 +228,64 @@ def held_from(program: Path, inside: Path, mapped: list[Section]) -> dict[str, s
                 return None
             for sym in tables[0].iter_symbols():
                 if (
-                    sym["st_info"]["bind"] == "STB_LOCAL"
-                    or sym["st_info"]["type"] not in ("STT_FUNC", "STT_OBJECT", "STT_GNU_IFUNC")
+                    not sym.name
+                    or sym["st_info"]["type"] in ("STT_FILE", "STT_SECTION")
                     or sym["st_shndx"] in ("SHN_UNDEF", "SHN_ABS", "SHN_COMMON")
                 ):
                     continue
                 at = bisect.bisect_right(starts, sym["st_value"]) - 1
                 hit = ranges[at] if at >= 0 else None
                 inside_range = hit is not None and sym["st_value"] < hit[0] + hit[1]
-                found[sym.name.partition("@")[0]] = hit[3] if hit and inside_range else ""
+                holder = hit[3] if hit and inside_range else ""
+                found.setdefault(sym.name.partition("@")[0], set()).add(holder)
     except ELF_ERRORS:
         return None
     return found
 
 
 def elsewhere(
-    held: dict[str, str], archives: list[str], read: Reader, copy: Path
+    held: dict[str, set[str]], archives: list[str], taken: set[str], read: Reader, copy: Path
 ) -> dict[str, str]:
-    """symbol -> where the program holds it from, for each symbol an archive it links
-    defines that it holds from another input (not from any member of that archive, nor
-    an input of the same bytes as the member defining it)."""
+    """symbol -> where the program holds it from, for each symbol of an archive it links
+    that it holds from another input (module docstring); `taken` are the inputs the map
+    names."""
     found: dict[str, str] = {}
+
+    def note(name: str, holder: str, why: str) -> None:
+        found.setdefault(name, f"{holder or 'outside the build'} ({why})")
+
     for archive in sorted(archives):
-        for _, member_digest, names, _ in read(copy / archive) or []:
-            for name in sorted(names):
-                source = held.get(name)
-                if source is None or source.startswith(f"{archive}(") or (
-                    source and _digest_of(source, read, copy) == member_digest
-                ):
-                    continue  # the same bytes (one source in two libraries) are one definition
-                found.setdefault(name, f"{source or 'outside the build'} (not {archive})")
-                if len(found) >= _ELSEWHERE_CAP:
-                    return found
-    return found
+        for label, member_digest, symbols in read(copy / archive) or []:
+            for name in sorted(symbols.names):
+                for holder in sorted(held.get(name, ())):
+                    if not holder.startswith(f"{archive}(") and (
+                        not holder or _part_of(holder, read, copy).digest != member_digest
+                    ):  # the same bytes (one source in two libraries) are one definition
+                        note(name, holder, f"not {archive}")
+            for name, group in sorted(symbols.grouped.items()):
+                for holder in sorted(held.get(name, ())):
+                    if holder and not holder.startswith(f"{archive}(") and (
+                        _part_of(holder, read, copy).symbols.grouped.get(name) != group
+                    ):  # an inline function compiled alike is one definition
+                        note(name, holder, f"not {archive}'s inline copy")
+            if label not in taken:
+                continue
+            for name in sorted(symbols.needs):
+                for holder in sorted(held.get(name, ())):
+                    if holder and not holder.startswith(f"{archive}("):
+                        note(name, holder, f"called by {label}")
+            if len(found) >= _ELSEWHERE_CAP:
+                break
+    return dict(sorted(found.items())[:_ELSEWHERE_CAP])
 
 
-def _digest_of(name: str, read: Reader, copy: Path) -> str:
-    """The digest shadows.py gives an input the map names (`lib.a(m.o)` or a file)."""
+_NO_PART = Part("", "", Symbols(set(), {}, set()))
+
+
+def _part_of(name: str, read: Reader, copy: Path) -> Part:
+    """The part shadows.py reads for an input the map names (`lib.a(m.o)` or a file)."""
     path = name.partition("(")[0] if name.endswith(")") else name
-    return next((d for label, d, _, _ in read(copy / path) or [] if label == name), "")
+    return next((p for p in read(copy / path) or [] if p.label == name), _NO_PART)
 
 
 def digest(path: Path, inside: Path) -> str:
@@ -317,9 +345,10 @@ def relink(
     if named:
         return _failed(f"a file of the build is named like a member: {named[0]!r}")
     held = held_from(host / "program", host, mapped)
+    inputs = {n for _, _, _, n in mapped}
     return {
-        "inputs": sorted({n for _, _, _, n in mapped}),
-        "elsewhere": elsewhere(held, archives, read, copy) if held else {},
+        "inputs": sorted(inputs),
+        "elsewhere": elsewhere(held, archives, inputs, read, copy) if held else {},
         "why": "",
     }
 

@@ -27,9 +27,10 @@ import hashlib
 import io
 import struct
 from pathlib import Path
+from typing import NamedTuple
 
 from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
+from elftools.elf.sections import Symbol, SymbolTableSection
 
 from cxxgate.cells.testframeworks import open_regular
 from cxxgate.util.elfread import ELF_ERRORS
@@ -39,6 +40,7 @@ _THIN = b"!<thin>\n"
 _LIMIT = 256 << 20  # bytes read from one input
 SLIM_LTO = "__gnu_lto_slim"  # the symbol a slim LTO object defines, and stands for
 _EXPORTED = ("STV_DEFAULT", "STV_PROTECTED")
+_NOT_CODE = ("STT_FILE", "STT_SECTION")
 _SYSTEM = ("/usr/", "/lib/", "/lib64/")  # read-only in the build's sandbox
 
 
@@ -101,16 +103,27 @@ def members(data: bytes, folder: Path, inside: Path) -> list[tuple[str, bytes]]:
     return found
 
 
-def definitions(data: bytes) -> tuple[set[str], str]:
+class Symbols(NamedTuple):
+    """What an ELF file's symbol table says a link would take from it."""
+
+    names: set[str]  # what a second definition would shadow (definitions)
+    grouped: dict[str, str]  # weak or unique in a COMDAT group -> that group's digest
+    needs: set[str]  # undefined: what it calls or reads from elsewhere
+    why: str = ""  # why it could not be read ("" when it was)
+
+
+def definitions(data: bytes) -> Symbols:
     """The symbols an ELF file defines for a link that a second definition would shadow,
     and why it could not be read ("" when it was). Every binding but local counts
-    (global; weak and GNU unique outside a COMDAT group: inline functions, template
-    instances and their statics are in one, in every object that uses them), by name
-    without its version (`parse@@V1` binds `parse`). A shared object: its exports
-    (.dynsym, default or protected visibility). A slim LTO object holds its symbols in
-    GCC's own sections, a linker script or any other file is not ELF: unread."""
+    (global; weak and GNU unique outside a COMDAT group), by name without its version
+    (`parse@@V1` binds `parse`). Inline functions, template instances and their statics
+    are in a COMDAT group, in every object that uses them: those are `grouped`, each with
+    the digest of its group's contents (relocations aside), so that two copies of one
+    inline function compiled alike read as one. A shared object: its exports (.dynsym,
+    default or protected visibility). A slim LTO object holds its symbols in GCC's own
+    sections, a linker script or any other file is not ELF: unread."""
     if not data.startswith(b"\x7fELF"):
-        return set(), "not an ELF object or an archive (a linker script?)"
+        return Symbols(set(), {}, set(), "not an ELF object or an archive (a linker script?)")
     try:
         elf = ELFFile(io.BytesIO(data))
         shared = elf["e_type"] == "ET_DYN"
@@ -118,34 +131,57 @@ def definitions(data: bytes) -> tuple[set[str], str]:
         kind = "SHT_DYNSYM" if shared else "SHT_SYMTAB"
         tables = [t for t in elf.iter_sections() if t["sh_type"] == kind]
         if len(tables) != 1 or not isinstance(tables[0], SymbolTableSection):
-            return set(), f"{len(tables)} symbol tables" if tables else ""
+            return Symbols(set(), {}, set(), f"{len(tables)} symbol tables" if tables else "")
         table = tables[0]
-        grouped: set[int] = set()
+        group_of: dict[int, str] = {}  # section index -> its COMDAT group's digest
         for section in elf.iter_sections():
             if section["sh_type"] == "SHT_GROUP":
                 if section["sh_size"] > len(data):
-                    return set(), "a section group larger than the file"
+                    return Symbols(set(), {}, set(), "a section group larger than the file")
                 order = "<" if elf.little_endian else ">"
                 words = struct.unpack(f"{order}{section['sh_size'] // 4}I", section.data())
-                grouped.update(words[1:] if words and words[0] & 1 else ())  # GRP_COMDAT
-        found: set[str] = set()
+                if words and words[0] & 1:  # GRP_COMDAT
+                    digest = _group_digest(elf, words[1:])
+                    group_of.update(dict.fromkeys(words[1:], digest))
+        names: set[str] = set()
+        grouped: dict[str, str] = {}
+        needs: set[str] = set()
         for sym in table.iter_symbols():
             bind, shndx = sym["st_info"]["bind"], sym["st_shndx"]
             if sym.name == SLIM_LTO:  # a common symbol
-                return set(), "slim LTO: its symbols are in GCC's own sections"
-            if (
-                not sym.name
-                or bind == "STB_LOCAL"
-                or sym["st_info"]["type"] in ("STT_FILE", "STT_SECTION")
-                or shndx in ("SHN_UNDEF", "SHN_COMMON")
-                or (shared and sym["st_other"]["visibility"] not in _EXPORTED)
-                or (bind != "STB_GLOBAL" and shndx in grouped)
-            ):
+                return Symbols(set(), {}, set(), "slim LTO: its symbols are in GCC's own sections")
+            name = sym.name.partition("@")[0]
+            if not name or bind == "STB_LOCAL" or sym["st_info"]["type"] in _NOT_CODE:
                 continue
-            found.add(sym.name.partition("@")[0])
-        return found, ""
+            if shndx == "SHN_UNDEF":
+                needs.add(name)
+            elif shndx == "SHN_COMMON" or (shared and not _exported(sym)):
+                continue
+            elif bind != "STB_GLOBAL" and shndx in group_of:
+                grouped[name] = group_of[shndx]
+            else:
+                names.add(name)
+        return Symbols(names, grouped, needs)
     except ELF_ERRORS as err:
-        return set(), f"its ELF does not read ({err})"[:120]
+        return Symbols(set(), {}, set(), f"its ELF does not read ({err})"[:120])
+
+
+def _exported(sym: Symbol) -> bool:
+    return sym["st_other"]["visibility"] in _EXPORTED
+
+
+def _group_digest(elf: ELFFile, members: tuple[int, ...]) -> str:
+    """A COMDAT group's contents: its sections' names, types and bytes, relocation
+    sections left out (they name symbols by their index in each object's own table)."""
+    hashed = hashlib.sha256()
+    for index in members:
+        section = elf.get_section(index)
+        if section["sh_type"] in ("SHT_REL", "SHT_RELA"):
+            continue
+        hashed.update(f"{section.name}\0{section['sh_type']}\0{section['sh_size']}\0".encode())
+        if section["sh_type"] != "SHT_NOBITS":
+            hashed.update(section.data())
+    return hashed.hexdigest()
 
 
 def _input(word: str, output: str, copy: Path) -> Path | str | None:
@@ -165,13 +201,15 @@ def _input(word: str, output: str, copy: Path) -> Path | str | None:
     return copy / word
 
 
-Part = tuple[str, str, set[str], str]  # label, digest, the symbols it defines, why unread
+class Part(NamedTuple):
+    label: str  # `lib.a(m.o)`, or the file's path in the build
+    digest: str
+    symbols: Symbols
 
 
 class Reader:
-    """Each build file a link reads, as (label, digest, names, why unread) per part (an
-    archive's members `lib.a(m.o)`, or the file itself); read once per path. None: not a
-    regular file of the build."""
+    """Each build file a link reads, as a Part per member of an archive (`lib.a(m.o)`) or
+    for the file itself; read once per path. None: not a regular file of the build."""
 
     def __init__(self, copy: Path) -> None:
         self.copy = copy
@@ -196,8 +234,9 @@ class Reader:
                 else [(label, data)]
             )
         except ValueError as err:
-            return [(label, "", set(), f"an archive that does not read: {err}")]
-        return [(n, hashlib.sha256(body).hexdigest(), *definitions(body)) for n, body in parts]
+            unread = Symbols(set(), {}, set(), f"an archive that does not read: {err}")
+            return [Part(label, "", unread)]
+        return [Part(n, hashlib.sha256(body).hexdigest(), definitions(body)) for n, body in parts]
 
 
 def shadowed(links: dict[str, list[str]], read: Reader, limit: int = 20) -> dict[str, list[str]]:
@@ -216,11 +255,11 @@ def shadowed(links: dict[str, list[str]], read: Reader, limit: int = 20) -> dict
             if isinstance(path, str):
                 unread.append(f"{word} is unread: {path}")
                 continue
-            for label, digest, names, why in (read(path) if path else None) or []:
-                for name in names:
+            for label, digest, symbols in (read(path) if path else None) or []:
+                for name in symbols.names:
                     owners.setdefault(name, {}).setdefault(digest, label)
-                if why:
-                    unread.append(f"{label} is unread: {why}")
+                if symbols.why:
+                    unread.append(f"{label} is unread: {symbols.why}")
         two = [f"{n}: {', '.join(o.values())}" for n, o in owners.items() if len(o) > 1]
         said = sorted(set(unread)) + sorted(two)
         if said:

@@ -5,6 +5,7 @@ reports, and CMake's configure checks."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,17 +30,28 @@ def units(caps: Caps, dirs: list[str], named: list[str]) -> tuple[Unit, ...]:
 
 
 def outcomes(junit: Path) -> dict[str, tuple[str, float]]:
-    """Test name -> (passed | failed | skipped, seconds), from ctest's JUnit file; none
-    from one that does not parse (the suite's tests can write where ctest writes it)."""
+    """Test name -> (passed | failed | skipped | unconfirmed, seconds), from ctest's JUnit
+    file; none from one that does not parse. The suite's tests can write where ctest
+    writes that file, so a pass counts only where ctest's own line in what it printed
+    says so too, and ctest finished its run (cxxgate/cells/ctest.py `said_by_ctest`):
+    a test that line says failed failed, one with no such line is unconfirmed."""
     found: dict[str, tuple[str, float]] = {}
     try:
         xml = JUnitXml.fromfile(str(junit))
+        said = json.loads((junit.parent / ctest.SAID_JSON).read_text())
     except (OSError, SyntaxError, ValueError):
         return found
+    finished = said.get("exit") in (0, 8)  # all passed, or some failed
+    lines: dict[str, list[str]] = said.get("tests", {})
     suites = [s for s in xml if isinstance(s, TestSuite)] if isinstance(xml, JUnitXml) else [xml]
     for suite in suites:
         for case in suite:
             word = "passed" if case.is_passed else "skipped" if case.is_skipped else "failed"
+            own = lines.get(str(case.name), [])
+            if word == "passed" and any(status != "Passed" for status in own):
+                word = "failed"
+            elif word == "passed" and not (own and finished):
+                word = "unconfirmed"
             found[str(case.name)] = (word, float(case.time or 0.0))
     return found
 
@@ -63,6 +75,11 @@ def unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
     for source, new in testunits.new_flags(suite, ref_suite).items():
         why = f"{source} compiles with what the reference's build lacks: {' '.join(new)}"
         checks.append(Check(f"flags:{source}", False, "test_flags_changed", why))
+    for source, names in testunits.new_defines(
+        suite / ctest.DEFINES_JSON, ref_suite / ctest.DEFINES_JSON
+    ).items():
+        why = f"{source}'s options define otherwise than the reference's: {', '.join(names[:8])}"
+        checks.append(Check(f"defines:{source}", False, "test_flags_changed", why))
     changed = testunits.redefined(suite / ctest.MACROS_JSON, ref_suite / ctest.MACROS_JSON)
     for source, names in changed.items():
         why = f"{source} sees framework macros defined otherwise: {', '.join(names[:8])}"
@@ -187,6 +204,9 @@ def test_checks(
             found.append(Check(test, passed, klass, why, f2p))
         elif word == "missing":
             found.append(Check(test, False, "test_missing", "not in ctest's JUnit output", f2p))
+        elif word == "unconfirmed":
+            why = "ctest's JUnit file says passed, but ctest printed no line that says so"
+            found.append(Check(test, False, "test_missing", why, f2p))
         elif word == "skipped":
             found.append(Check(test, False, "test_skipped", "ctest: skipped (not run)", f2p))
         elif seconds >= timeout * 0.98:

@@ -27,12 +27,15 @@ from cxxgate.cells.ctest import COMMANDS_JSON, GRAPH_JSON, entry_argv
 # ... and what picks the programs a compile runs or the code it loads (`-B` with a
 # `cc1plus` of the build's, a plugin, a specs file, a wrapper, assembler options): the
 # harness's own `-E -dM` and compile of the unit would run them too.
+# `-A` (an assertion, `#if #calc(testing)`) defines no macro an `-E -dM` would show.
 _SEPARATE = ("-include", "-imacros", "--include", "-isystem", "-iquote", "-idirafter",
-             "-I", "-D", "-U", "-Xpreprocessor", "-iprefix", "-iwithprefix",
+             "-I", "-D", "-U", "-A", "--assert", "--define-macro", "--undefine-macro",
+             "--imacros", "--include-directory", "-Xpreprocessor", "-iprefix", "-iwithprefix",
              "-iwithprefixbefore", "--sysroot", "-isysroot", "-B", "-wrapper",
              "-Xassembler", "-specs", "--specs")  # fmt: skip
-_GLUED = ("-I", "-D", "-U", "-isystem", "-iquote", "-idirafter", "-include", "-imacros",
-          "--include=", "--sysroot=", "-Wp,", "-nostdinc", "@", "-B", "-fplugin",
+_GLUED = ("-I", "-D", "-U", "-A", "--assert", "--define-macro", "--undefine-macro",
+          "-isystem", "-iquote", "-idirafter", "-include", "-imacros", "--imacros",
+          "--include", "--sysroot=", "-Wp,", "-nostdinc", "@", "-B", "-fplugin",
           "-specs=", "--specs=", "-Wa,", "-no-integrated-cpp")  # fmt: skip
 
 
@@ -123,6 +126,28 @@ def redefined(mine: Path, reference: Path) -> dict[str, list[str]]:
         )
         if "" in theirs:
             changed = [f"(the unit {theirs['']})"]
+        if changed:
+            found[source] = sorted(set(found.get(source, [])) | set(changed))
+    return found
+
+
+def new_defines(mine: Path, reference: Path) -> dict[str, list[str]]:
+    """Per test unit in both ctest cells, the macros its options define (`-E -dM` of an
+    empty unit, cxxgate/cells/ctest.py) otherwise than the reference's, or that the
+    reference's do not define: what a spelling list misses (`--define-macro=X`,
+    `-funsigned-char`'s `__CHAR_UNSIGNED__`, a new `-std`)."""
+    try:
+        here, ref = json.loads(mine.read_text()), json.loads(reference.read_text())
+    except (OSError, ValueError):
+        return {}
+    found: dict[str, list[str]] = {}
+    for key, theirs in sorted(here.items()):
+        source = key.partition("#")[0]
+        want = ref.get(source)
+        if want is None:
+            continue
+        names = sorted(set(want) | set(theirs))
+        changed = [n or "(unit)" for n in names if want.get(n) != theirs.get(n)]
         if changed:
             found[source] = sorted(set(found.get(source, [])) | set(changed))
     return found

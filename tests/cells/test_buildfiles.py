@@ -47,7 +47,7 @@ def test_an_elf_file_that_does_not_read_is_no_harness_fault(tmp_path: Path) -> N
     _corrupt_names_offset(obj)
     assert ctest.gtest_symbols(obj, tmp_path) == {"(not an ELF object)"}
     assert testframeworks.framework_of(obj, tmp_path) is None
-    assert shadows.definitions(obj.read_bytes())[1].startswith("its ELF does not read")
+    assert shadows.definitions(obj.read_bytes()).why.startswith("its ELF does not read")
     assert relink.held_from(obj, tmp_path, []) is None
     junit = tmp_path / "junit.xml"
     junit.write_text("<testsuite><testcase name='plain_parse'")

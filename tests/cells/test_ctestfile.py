@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cxxgate.cells import ctestfile
+from cxxgate.cells import ctest, ctestfile
 
 pytestmark = pytest.mark.skipif(shutil.which("ctest") is None, reason="cmake is needed")
 
@@ -60,3 +60,23 @@ def test_no_listing_is_refused(tmp_path: Path) -> None:
         with pytest.raises(ValueError):
             ctestfile.write(output, code, tmp_path)
     assert not (tmp_path / ctestfile.NAME).exists()
+
+
+def test_ctests_own_lines_are_read_per_test() -> None:
+    """Each finished test's status as ctest prints it (what the JUnit file is checked
+    against, gates/tests/suite.py `outcomes`), names with spaces and past the dots."""
+    printed = (
+        "    Start 1: parse empty\n"
+        "1/4 Test #1: parse empty ...........Subprocess aborted***Exception:   0.00 sec\n"
+        "2/4 Test #2: plain_digits .....................   Passed    0.01 sec\n"
+        "3/4 Test #3: a_name_longer_than_the_dotted_width_of_the_lines_ctest_prints_for_test ...   "
+        "Passed    0.01 sec\n"
+        "4/4 Test #4: dis ...................***Not Run (Disabled)   0.00 sec\n"
+        "1/4 Test #2: plain_digits ....   Passed    0.01 sec   (a line a test printed)\n"
+    )
+    assert ctest.said_by_ctest(printed) == {
+        "parse empty": ["Subprocess aborted***Exception:"],
+        "plain_digits": ["Passed"],
+        "a_name_longer_than_the_dotted_width_of_the_lines_ctest_prints_for_test": ["Passed"],
+        "dis": ["***Not Run (Disabled)"],
+    }

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHIPPED, Grade, run_grade
-from repos import diff, git, new_repo
+from repos import diff, git, new_file, new_repo
 
 from cxxgate.host import sandbox
 
@@ -353,12 +353,6 @@ TRUE_TEST = "add_test(NAME plain_parse COMMAND true)"
 WILL_FAIL = "set_tests_properties(plain_parse PROPERTIES WILL_FAIL ON)\n"
 F2P = ["catch_tests", "parse empty", "doc_tests", "doc parse empty", "plain_parse"]
 P2P = ["parse digits", "doc parse digits", "catch_nomatch", "catch_warns", "catch_willfail"]
-
-
-def new_file(rel: str, text: str) -> str:
-    lines = text.splitlines()
-    head = f"diff --git a/{rel} b/{rel}\nnew file mode 100644\n--- /dev/null\n+++ b/{rel}\n"
-    return head + f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
 
 
 def twin(cmake: str, libraries: str) -> str:
