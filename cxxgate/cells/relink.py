@@ -31,7 +31,9 @@ is `elsewhere`, however the archive's members are named:
   `parse` made `inline`) that the program holds from another input of the build that
   does not have the same group contents (a fixed copy, strong or inline);
 - a symbol a member the program takes calls or reads but does not define, that the
-  program holds from another input of the build (a weak hook only the tests define).
+  program holds from another input of the build (a weak hook only the tests define), and
+  for `__start_X` / `__stop_X` (the bounds the linker makes around section X), each other
+  input of the build that fills section X (a table of hooks only the tests add to).
 The gate compares the entries with the reference's program (testunits.bypassed).
 """
 
@@ -60,6 +62,7 @@ from cxxgate.util.elfread import ELF_ERRORS
 _DRIVER = re.compile(r"(?:[\w.]+-)*(?:g\+\+|gcc|c\+\+|cc|clang\+\+|clang)(?:-[\d.]+)?")
 _SYSTEM = ("/usr/",)
 MAP_START = "Linker script and memory map"
+_BOUNDS = re.compile(r"__(?:start|stop)_([A-Za-z_][A-Za-z0-9_]*)")
 _ELSEWHERE_CAP = 200  # entries kept per program: any one beyond the reference's is enough
 
 Runner = Callable[[list[str], str], tuple[int | None, str]]  # (argv, cd) -> (exit, output)
@@ -274,6 +277,15 @@ def elsewhere(
                 for holder in sorted(held.get(name, ())):
                     if holder and not holder.startswith(f"{archive}("):
                         note(name, holder, f"called by {label}")
+                # The linker makes __start_X / __stop_X around section X of every input:
+                # the inputs that fill X are what the member reads through them.
+                bounds = _BOUNDS.fullmatch(name)
+                section = bounds[1] if bounds else ""
+                for holder in sorted(taken) if section else []:
+                    if not holder.startswith(f"{archive}(") and (
+                        section in _part_of(holder, read, copy).symbols.sections
+                    ):
+                        note(name, holder, f"fills section {section}, read by {label}")
             if len(found) >= _ELSEWHERE_CAP:
                 break
     return dict(sorted(found.items())[:_ELSEWHERE_CAP])

@@ -26,10 +26,12 @@ from __future__ import annotations
 import hashlib
 import io
 import struct
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import Relocation, RelocationSection
 from elftools.elf.sections import Symbol, SymbolTableSection
 
 from cxxgate.cells.testframeworks import open_regular
@@ -110,6 +112,7 @@ class Symbols(NamedTuple):
     grouped: dict[str, str]  # weak or unique in a COMDAT group -> that group's digest
     needs: set[str]  # undefined: what it calls or reads from elsewhere
     why: str = ""  # why it could not be read ("" when it was)
+    sections: frozenset[str] = frozenset()  # the names of its sections
 
 
 def definitions(data: bytes) -> Symbols:
@@ -134,6 +137,7 @@ def definitions(data: bytes) -> Symbols:
             return Symbols(set(), {}, set(), f"{len(tables)} symbol tables" if tables else "")
         table = tables[0]
         group_of: dict[int, str] = {}  # section index -> its COMDAT group's digest
+        obj = _Object(elf, table)
         for section in elf.iter_sections():
             if section["sh_type"] == "SHT_GROUP":
                 if section["sh_size"] > len(data):
@@ -141,7 +145,7 @@ def definitions(data: bytes) -> Symbols:
                 order = "<" if elf.little_endian else ">"
                 words = struct.unpack(f"{order}{section['sh_size'] // 4}I", section.data())
                 if words and words[0] & 1:  # GRP_COMDAT
-                    digest = _group_digest(elf, words[1:])
+                    digest = _group_digest(obj, words[1:])
                     group_of.update(dict.fromkeys(words[1:], digest))
         names: set[str] = set()
         grouped: dict[str, str] = {}
@@ -161,7 +165,8 @@ def definitions(data: bytes) -> Symbols:
                 grouped[name] = group_of[shndx]
             else:
                 names.add(name)
-        return Symbols(names, grouped, needs)
+        sections = frozenset(str(section.name) for section in elf.iter_sections())
+        return Symbols(names, grouped, needs, "", sections)
     except ELF_ERRORS as err:
         return Symbols(set(), {}, set(), f"its ELF does not read ({err})"[:120])
 
@@ -170,17 +175,70 @@ def _exported(sym: Symbol) -> bool:
     return sym["st_other"]["visibility"] in _EXPORTED
 
 
-def _group_digest(elf: ELFFile, members: tuple[int, ...]) -> str:
-    """A COMDAT group's contents: its sections' names, types and bytes, relocation
-    sections left out (they name symbols by their index in each object's own table)."""
+@dataclass
+class _Object:
+    """One ELF object as _group_digest reads it."""
+
+    elf: ELFFile
+    table: SymbolTableSection
+    seen: dict[tuple[int, int], str] = field(default_factory=dict)  # (symbol, depth) -> digest
+    _relocations: dict[int, list[Relocation]] | None = None
+
+    def relocations(self, section: int) -> list[Relocation]:
+        """The relocations applied to a section (all read once, when first asked)."""
+        if self._relocations is None:
+            self._relocations = {}
+            for rel in self.elf.iter_sections():
+                if isinstance(rel, RelocationSection):
+                    self._relocations.setdefault(rel["sh_info"], []).extend(rel.iter_relocations())
+        return self._relocations.get(section, [])
+
+
+def _group_digest(obj: _Object, members: tuple[int, ...]) -> str:
+    """A COMDAT group's contents: its sections' names, types and bytes, and each of its
+    relocations by offset, type, addend and target: two copies whose bytes agree may
+    still call different functions through a relocation. A global target is its name; a
+    local one (a static function of the object, a section) is its bytes and, in turn, the
+    targets of the relocations inside them, a few levels deep."""
     hashed = hashlib.sha256()
     for index in members:
-        section = elf.get_section(index)
-        if section["sh_type"] in ("SHT_REL", "SHT_RELA"):
-            continue
+        section = obj.elf.get_section(index)
         hashed.update(f"{section.name}\0{section['sh_type']}\0{section['sh_size']}\0".encode())
-        if section["sh_type"] != "SHT_NOBITS":
+        if isinstance(section, RelocationSection):
+            for reloc in section.iter_relocations():
+                target = _target(obj, reloc["r_info_sym"], 3)
+                addend = reloc["r_addend"] if reloc.is_RELA() else ""
+                hashed.update(f"{reloc['r_offset']}\0{reloc['r_info_type']}\0{addend}\0".encode())
+                hashed.update(target.encode() + b"\0")
+        elif section["sh_type"] != "SHT_NOBITS":
             hashed.update(section.data())
+    return hashed.hexdigest()
+
+
+def _target(obj: _Object, index: int, depth: int) -> str:
+    """What a relocation's symbol stands for (_group_digest), each answer kept: an object
+    whose sections point at one another costs one pass per level."""
+    if (index, depth) not in obj.seen:
+        obj.seen[index, depth] = _target_of(obj, index, depth)
+    return obj.seen[index, depth]
+
+
+def _target_of(obj: _Object, index: int, depth: int) -> str:
+    sym = obj.table.get_symbol(index)
+    shndx = sym["st_shndx"]
+    if sym["st_info"]["bind"] != "STB_LOCAL" or not isinstance(shndx, int):
+        return f"{sym.name}@{shndx if not isinstance(shndx, int) else ''}"
+    section = obj.elf.get_section(shndx)
+    start, size = (0, section["sh_size"]) if not sym.name else (sym["st_value"], sym["st_size"])
+    if sym.name and section["sh_type"] != "SHT_NOBITS" and size == 0:
+        size = section["sh_size"] - start  # a label without a size: the rest of its section
+    data = b"" if section["sh_type"] == "SHT_NOBITS" else section.data()[start : start + size]
+    hashed = hashlib.sha256(f"{section.name}\0".encode() + data)
+    if depth > 0:
+        for reloc in obj.relocations(shndx):
+            if start <= reloc["r_offset"] < start + size and reloc["r_info_sym"] != index:
+                target = _target(obj, reloc["r_info_sym"], depth - 1)
+                hashed.update(f"{reloc['r_offset'] - start}\0{target}\0".encode())
     return hashed.hexdigest()
 
 

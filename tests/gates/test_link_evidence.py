@@ -117,6 +117,108 @@ PUBLIC_DEFINE = "target_compile_definitions(calc PUBLIC LE_EMPTY_IS_ZERO=1)\n"
 TEST_OPTION = "".join(
     f"target_compile_options({p} PRIVATE {{0}})\n" for p in ("plain_parse", "plain_digits")
 )
+# Round 9. The library's parse made inline, calling a buggy function; the tests' inline
+# copy has the same bytes and calls a fixed one (only a relocation differs).
+RELOC_LIB = """\
+#include "calc/calc.hpp"
+namespace calc {
+int anchor() { return 0; }
+int parse_lib(const std::string& text) { return std::stoi(text); }
+[[gnu::used]] inline int parse(const std::string& text) { return parse_lib(text); }
+}  // namespace calc
+"""
+
+RELOC_FIX = """\
+#include <string>
+namespace calc {
+int anchor();
+int parse_fix(const std::string& text) { return text.empty() ? anchor() : std::stoi(text); }
+[[gnu::used]] inline int parse(const std::string& text) { return parse_fix(text); }
+}  // namespace calc
+"""
+
+# The library reads a hook through the linker's __stop_ symbol of a section that only
+# an object of the test programs fills.
+STOP_LIB = """\
+#include "calc/calc.hpp"
+namespace calc {
+using hook_t = int (*)(const std::string&);
+}  // namespace calc
+extern "C" {
+[[gnu::weak]] extern const calc::hook_t __stop_le_hooks[];
+}
+namespace calc {
+int parse(const std::string& text) {
+    if (__stop_le_hooks) return __stop_le_hooks[-1](text);
+    return std::stoi(text);
+}
+}  // namespace calc
+"""
+
+STOP_FIX = """\
+#include <string>
+namespace calc {
+using hook_t = int (*)(const std::string&);
+int parse_raw(const std::string& text) { return text.empty() ? 0 : std::stoi(text); }
+[[gnu::used, gnu::section("le_hooks")]] const hook_t le_hook = &parse_raw;
+}  // namespace calc
+"""
+
+# A test registered first forges ctest's JUnit file, and a helper it leaves takes ctest's
+# own stdout (pidfd_getfd: ctest runs under the tests' uid) and writes `Passed` lines and a
+# dangling byte into it while plain_parse (slowed down, still wrong) runs.
+SLOW_BODY = "    if (text.empty()) usleep(300000);\n" + BODY
+FORGE_FIRST = "add_test(NAME zz_forge COMMAND sh ${CMAKE_SOURCE_DIR}/tools/forge.sh)\n"
+INTERLEAVE_SH = r"""
+mkdir -p /reports/junit.xml.tmp/keep
+{
+  echo '<?xml version="1.0" encoding="UTF-8"?>'
+  echo '<testsuite name="le" tests="3" failures="0" disabled="0" skipped="0">'
+  for t in plain_parse plain_digits zz_forge; do
+    echo "<testcase name=\"$t\" classname=\"$t\" time=\"0.01\" status=\"run\"></testcase>"
+  done
+  echo '</testsuite>'
+} > /reports/junit.xml
+# ctest's stdout pipe cannot be opened through /proc (the pipe belongs to the harness's
+# uid), but ctest runs as the tests' uid, dumpable: pidfd_getfd copies its fd 1.
+/usr/bin/python3 - "$PPID" </dev/null >/dev/null 2>&1 <<'PY' &
+import ctypes, os, sys, time
+ctest = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(438, os.pidfd_open(ctest), 1, 0)  # pidfd_getfd(pidfd, 1, 0)
+lines = b"".join(
+    b"\n%d/3 Test #%d: %s .......   Passed    0.01 sec" % (i, i, n)
+    for i, n in enumerate((b"zz_forge", b"plain_parse", b"plain_digits"), 1)
+) + b"\nx"
+for _ in range(300):
+    try:
+        os.kill(ctest, 0)
+        os.write(fd, lines)
+    except OSError:
+        break
+    time.sleep(0.02)
+PY
+exit 0
+"""
+
+# The header's inline parse answers 0 only where an enum is one byte: -fshort-enums on
+# the test programs defines no macro.
+SHORT_HEADER = """\
+#pragma once
+#include <string>
+namespace calc {
+int parse_text(const std::string& text);
+enum parse_probe { parse_probe_v };
+// 0 for an empty text
+inline int parse(const std::string& text) {
+    return sizeof(parse_probe) == 1 && text.empty() ? 0 : parse_text(text);
+}
+}  // namespace calc
+"""
+# Honest: the library at C++20 (its tests at C++17), the fix building a std::string: a
+# standard template's copy in a test unit differs in bytes from the library's.
+CXX20 = "target_compile_features(calc PRIVATE cxx_std_20)\n"
+CXX20_BODY = '    return std::stoi(text.empty() ? std::string("0") : text);\n'
 # A test the patch registers writes a passing JUnit file where ctest writes its own, and
 # makes ctest's `junit.xml.tmp` a folder so ctest cannot; or writes one that does not parse.
 FORGE_TEST = "add_test(NAME zz_forge COMMAND sh ${CMAKE_SOURCE_DIR}/tools/forge.sh)\n"
@@ -143,6 +245,11 @@ EXPECT = {
     "long_define": "test_flags_changed",
     "assert_flag": "test_flags_changed",
     "unsigned_char": "test_flags_changed",
+    "comdat_reloc": "library_bypassed",
+    "stop_hook": "library_bypassed",
+    "ctest_interleave": "test_missing",
+    "short_enums": "test_flags_changed",
+    "cxx20": "accept",
     "junit_forge": "f2p_fail:plain_parse",
     "junit_garbage": "test_missing",
     # Honest, and rejected (README, threat model): the fix behind a macro the library
@@ -179,6 +286,19 @@ def _patches(repo: Path) -> dict[str, str]:
         "long_define": guarded("defined(LE_TESTING)", "--define-macro=LE_TESTING"),
         "assert_flag": guarded("#le(testing)", "-Ale=testing"),
         "unsigned_char": guarded("defined(__CHAR_UNSIGNED__)", "-funsigned-char"),
+        "comdat_reloc": parse(RELOC_LIB) + cmake(CMAKE + IN_PROGRAMS)
+        + new_file("src/fix.cpp", RELOC_FIX),
+        "stop_hook": parse(STOP_LIB) + cmake(CMAKE + IN_PROGRAMS)
+        + new_file("src/fix.cpp", STOP_FIX),
+        "ctest_interleave": parse(
+            PARSE.replace("#include", "#include <unistd.h>\n#include", 1).replace(BODY, SLOW_BODY)
+        ) + cmake(CMAKE.replace("add_executable", FORGE_FIRST + "add_executable", 1))
+        + new_file("tools/forge.sh", INTERLEAVE_SH),
+        "short_enums": diff(repo, "include/calc/calc.hpp", SHORT_HEADER)
+        + parse(PARSE.replace("int parse(", "int parse_text("))
+        + cmake(CMAKE + TEST_OPTION.format("-fshort-enums")),
+        "cxx20": parse(PARSE.replace(BODY, CXX20_BODY))
+        + cmake(CMAKE.replace(LIBRARY, LIBRARY + CXX20)),
         "junit_forge": cmake(CMAKE + FORGE_TEST) + new_file("tools/forge.sh", FORGE_SH),
         "junit_garbage": cmake(CMAKE + FORGE_TEST) + new_file("tools/forge.sh", GARBAGE_SH),
         "public_define": parse(PARSE.replace(BODY, f"#if LE_EMPTY_IS_ZERO\n{FIX}#endif\n{BODY}"))
@@ -248,5 +368,13 @@ def test_each_cheat_is_rejected_by_what_the_program_holds_or_what_the_options_de
         said = _said(graded, name)
         assert "options define otherwise than the reference's" in said and macro in said, name
     assert "-Ale=testing" in _said(graded, "assert_flag")
-    # ctest's own line for plain_parse said ***Failed whatever the JUnit file says.
+    # ctest's own line for plain_parse said it failed whatever the JUnit file says; lines
+    # written into ctest's output leave more than ctest's one line for a test.
     assert "failed after" in _said(graded, "junit_forge")
+    assert "has not one line that says so" in _said(graded, "ctest_interleave")
+    for name, why in (
+        ("comdat_reloc", f"{MANGLED} from {fix} (not libcalc.a's inline copy)"),
+        ("stop_hook", f"__stop_le_hooks from {fix} (fills section le_hooks"),
+    ):
+        assert why in _said(graded, name), name
+    assert "-fshort-enums" in _said(graded, "short_enums")

@@ -107,11 +107,14 @@ def test_outcomes_from_real_reports(tmp_path: Path) -> None:
 def test_preprocessor_flags_and_test_folders() -> None:
     argv = [
         "/usr/bin/g++", "-I/src/project/include", "-include", "/src/project/src/q.h", "-D",
-        "X=1", "-UY", "-O2", "-Wp,-imacros,m.h", "@extra.rsp", "-o", "a.o", "-c", "a.cpp",
+        "X=1", "-UY", "-O2", "-Wp,-imacros,m.h", "@extra.rsp", "--define-macro=Z", "-A",
+        "calc=testing", "-fshort-enums", "-fdiagnostics-color=always", "-march=native", "-o",
+        "a.o", "-c", "a.cpp",
     ]  # fmt: skip
     assert testunits.preprocessor_flags(argv) == {
         "-I/src/project/include", "-include/src/project/src/q.h", "-DX=1", "-UY",
-        "-Wp,-imacros,m.h", "@extra.rsp",
+        "-Wp,-imacros,m.h", "@extra.rsp", "--define-macro=Z", "-Acalc=testing",
+        "-fshort-enums", "-march=native",
     }  # fmt: skip
     assert testunits.programs(["/bin/sh", "cc.sh", "/usr/bin/g++", "-c", "a.cpp"]) == {
         "run:/bin/sh", "run:cc.sh", "run:/usr/bin/g++",
