@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SHIPPED, Grade, run_grade
+from conftest import LONG_NICE, SHIPPED, Grade, run_grade
 from repos import diff, git, new_file, new_repo
 
 from cxxgate.host import sandbox
@@ -546,7 +546,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     library.mkdir()
     shutil.copy(SHIPPED / "envelopes.yaml", library)
     _case(library, repo, base, patches)
-    return run_grade(root / "out", "-n", "2", library=library)
+    return run_grade(root / "out", "-n", "2", library=library, nice=LONG_NICE)
 
 
 def _checks(grade: Grade, row: str) -> dict[str, dict[str, object]]:
