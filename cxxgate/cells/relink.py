@@ -63,7 +63,8 @@ _DRIVER = re.compile(r"(?:[\w.]+-)*(?:g\+\+|gcc|c\+\+|cc|clang\+\+|clang)(?:-[\d
 _SYSTEM = ("/usr/",)
 MAP_START = "Linker script and memory map"
 _BOUNDS = re.compile(r"__(?:start|stop)_([A-Za-z_][A-Za-z0-9_]*)")
-_ELSEWHERE_CAP = 200  # entries kept per program: any one beyond the reference's is enough
+_ELSEWHERE_CAP = 1000  # entries kept per program (then CUT): one beyond the reference's is enough
+CUT = "(cut)"
 
 Runner = Callable[[list[str], str], tuple[int | None, str]]  # (argv, cd) -> (exit, output)
 
@@ -286,9 +287,12 @@ def elsewhere(
                         section in _part_of(holder, read, copy).symbols.sections
                     ):
                         note(name, holder, f"fills section {section}, read by {label}")
-            if len(found) >= _ELSEWHERE_CAP:
-                break
-    return dict(sorted(found.items())[:_ELSEWHERE_CAP])
+    if len(found) <= _ELSEWHERE_CAP:
+        return dict(sorted(found.items()))
+    # Cut: an entry the reference's program does not have may lie past the cut, so the cut
+    # is an entry of its own (250 excused entries pushed a cheat's past a 200-entry cut).
+    kept = dict(sorted(found.items())[: _ELSEWHERE_CAP - 1])
+    return {**kept, CUT: f"{len(found) - len(kept)} more entries not kept"}
 
 
 _NO_PART = Part("", "", Symbols(set(), {}, set()))

@@ -44,6 +44,7 @@ SLIM_LTO = "__gnu_lto_slim"  # the symbol a slim LTO object defines, and stands 
 _EXPORTED = ("STV_DEFAULT", "STV_PROTECTED")
 _NOT_CODE = ("STT_FILE", "STT_SECTION")
 _SYSTEM = ("/usr/", "/lib/", "/lib64/")  # read-only in the build's sandbox
+_WORK = 256 << 20  # bytes and relocations _group_digest may go through in one object
 
 
 def members(data: bytes, folder: Path, inside: Path) -> list[tuple[str, bytes]]:
@@ -182,7 +183,23 @@ class _Object:
     elf: ELFFile
     table: SymbolTableSection
     seen: dict[tuple[int, int], str] = field(default_factory=dict)  # (symbol, depth) -> digest
+    work: int = 0  # bytes hashed and relocations looked at, against _WORK
     _relocations: dict[int, list[Relocation]] | None = None
+    _data: dict[int, bytes] = field(default_factory=dict)
+
+    def data(self, index: int) -> bytes:
+        """A section's bytes, read once."""
+        if index not in self._data:
+            section = self.elf.get_section(index)
+            self._data[index] = b"" if section["sh_type"] == "SHT_NOBITS" else section.data()
+        return self._data[index]
+
+    def spend(self, amount: int) -> None:
+        """Count work; an object that asks for more than _WORK (relocations against
+        labels that each reach the rest of a large section) is not read."""
+        self.work += amount
+        if self.work > _WORK:
+            raise ValueError("its inline functions' relocations ask too much reading")
 
     def relocations(self, section: int) -> list[Relocation]:
         """The relocations applied to a section (all read once, when first asked)."""
@@ -205,13 +222,13 @@ def _group_digest(obj: _Object, members: tuple[int, ...]) -> str:
         section = obj.elf.get_section(index)
         hashed.update(f"{section.name}\0{section['sh_type']}\0{section['sh_size']}\0".encode())
         if isinstance(section, RelocationSection):
-            for reloc in section.iter_relocations():
-                target = _target(obj, reloc["r_info_sym"], 3)
-                addend = reloc["r_addend"] if reloc.is_RELA() else ""
-                hashed.update(f"{reloc['r_offset']}\0{reloc['r_info_type']}\0{addend}\0".encode())
-                hashed.update(target.encode() + b"\0")
-        elif section["sh_type"] != "SHT_NOBITS":
-            hashed.update(section.data())
+            continue  # read below, by the section it applies to, listed in the group or not
+        hashed.update(obj.data(index))
+        for reloc in obj.relocations(index):
+            target = _target(obj, reloc["r_info_sym"], 3)
+            addend = reloc["r_addend"] if reloc.is_RELA() else ""
+            hashed.update(f"{reloc['r_offset']}\0{reloc['r_info_type']}\0{addend}\0".encode())
+            hashed.update(target.encode() + b"\0")
     return hashed.hexdigest()
 
 
@@ -232,7 +249,8 @@ def _target_of(obj: _Object, index: int, depth: int) -> str:
     start, size = (0, section["sh_size"]) if not sym.name else (sym["st_value"], sym["st_size"])
     if sym.name and section["sh_type"] != "SHT_NOBITS" and size == 0:
         size = section["sh_size"] - start  # a label without a size: the rest of its section
-    data = b"" if section["sh_type"] == "SHT_NOBITS" else section.data()[start : start + size]
+    data = obj.data(shndx)[start : start + size]
+    obj.spend(len(data) + len(obj.relocations(shndx)) * (depth > 0))
     hashed = hashlib.sha256(f"{section.name}\0".encode() + data)
     if depth > 0:
         for reloc in obj.relocations(shndx):

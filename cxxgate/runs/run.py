@@ -14,6 +14,7 @@ kept in `samples`. A series may hold `lanes`, named inputs run one after another
 with its own rounds; it ends after the first lane that already decides against the
 candidate (it hung, failed, printed other results than the reference, or took over
 `stop_ratio` times the reference's best time), so a runaway costs one lane, not all.
+There the limits follow the reference (_limit): a loaded machine slows both sides.
 
 Every run is capped (cxxgate/host/process.py Caps, from the case's `limits:`): address space or,
 for sanitizer builds, resident memory; file size; processes, which need a uid of the run's
@@ -262,6 +263,7 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
                 entry=cell.entry,
                 stdin=stdin,
                 lane=lane,
+                timeout=_limit(spec, side, ran),
             )
             samples.append(sample)
             ran.append(sample)
@@ -275,6 +277,20 @@ def execute(spec: RunSpec, layout: Layout) -> RunResult:
     worst = next((s for s in samples if s.side == "candidate" and s.status != "exited"), first)
     result = _result(key, spec.label, worst)
     return _write(layout, replace(result, samples=[asdict(s) for s in samples]))
+
+
+def _limit(spec: RunSpec, side: str, ran: list[Sample]) -> float:
+    """A run's time limit in a series with `stop_ratio`: the machine's weather counts, not
+    the clock. The reference may take up to stop_ratio times the limit (on a loaded
+    machine it took 3.6 s of a 4 s limit), and a candidate the limit or stop_ratio times
+    the reference's best so far in the lane, whichever is more: past that it is decided
+    anyway (_decided), and an honest candidate as fast as a slowed reference is no hang."""
+    if spec.stop_ratio is None:
+        return spec.timeout
+    if side == "reference":
+        return spec.timeout * spec.stop_ratio
+    best = [s.wall_seconds for s in ran if s.side == "reference" and s.status == "exited"]
+    return max(spec.timeout, spec.stop_ratio * min(best)) if best else spec.timeout
 
 
 def _decided(ran: list[Sample], stop_ratio: float | None) -> bool:
@@ -340,6 +356,7 @@ def _execute_one(
     entry: bool = False,
     stdin: str | None = None,
     lane: str = "",
+    timeout: float | None = None,
 ) -> Sample:
     work = out / f"work{suffix}"
     remove_work(work)  # what a run killed mid-way (with the harness) left
@@ -366,7 +383,7 @@ def _execute_one(
                     cwd=work,
                     env={**BASE_ENV, **dict(spec.env)},
                     stdin=(spec.stdin if stdin is None else stdin).encode(),
-                    timeout=spec.timeout,
+                    timeout=spec.timeout if timeout is None else timeout,
                     output_cap=spec.output_cap,
                     pass_fds=((report_w,) if meter is not None else ()) + closed_fds,
                     fixed_fds=(nonce.fds if nonce else ()) + (channel.fds if channel else ()),

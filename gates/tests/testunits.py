@@ -36,7 +36,8 @@ _SEPARATE = ("-include", "-imacros", "--include", "-isystem", "-iquote", "-idira
 _GLUED = ("-I", "-D", "-U", "-A", "--assert", "--define-macro", "--undefine-macro",
           "-isystem", "-iquote", "-idirafter", "-include", "-imacros", "--imacros",
           "--include", "--sysroot=", "-Wp,", "-nostdinc", "@", "-B", "-fplugin",
-          "-specs=", "--specs=", "-Wa,", "-no-integrated-cpp")  # fmt: skip
+          "-specs=", "--specs=", "-Wa,", "-no-integrated-cpp", "-trigraphs", "-remap",
+          "-traditional", "-ansi", "-undef", "-imultilib", "-std=", "-x")  # fmt: skip
 
 
 def test_dirs(globs: list[str]) -> list[str]:
@@ -50,9 +51,10 @@ def test_dirs(globs: list[str]) -> list[str]:
     return sorted(d if d not in ("", ".") else "." for d in found)
 
 
-# How diagnostics look, not what the code means.
+# How diagnostics look, not what the code means; and position-independent code (CMake's
+# POSITION_INDEPENDENT_CODE spells GCC's default -fPIE).
 _SHOWN = ("-fdiagnostics", "-fno-diagnostics", "-fcolor-diagnostics", "-fno-color-diagnostics",
-          "-fmessage-length", "-fmax-errors")  # fmt: skip
+          "-fmessage-length", "-fmax-errors", "-fPIC", "-fpic", "-fPIE", "-fpie")  # fmt: skip
 
 
 def preprocessor_flags(argv: list[str]) -> set[str]:
