@@ -122,10 +122,10 @@ def definitions(data: bytes) -> Symbols:
     (global; weak and GNU unique outside a COMDAT group), by name without its version
     (`parse@@V1` binds `parse`). Inline functions, template instances and their statics
     are in a COMDAT group, in every object that uses them: those are `grouped`, each with
-    the digest of its group's contents (relocations aside), so that two copies of one
-    inline function compiled alike read as one. A shared object: its exports (.dynsym,
-    default or protected visibility). A slim LTO object holds its symbols in GCC's own
-    sections, a linker script or any other file is not ELF: unread."""
+    the digest of its group's contents (bytes and relocations, _group_digest), so that
+    two copies of one inline function compiled alike read as one. A shared object: its
+    exports (.dynsym, default or protected visibility). A slim LTO object holds its
+    symbols in GCC's own sections, a linker script or any other file is not ELF: unread."""
     if not data.startswith(b"\x7fELF"):
         return Symbols(set(), {}, set(), "not an ELF object or an archive (a linker script?)")
     try:
