@@ -711,8 +711,8 @@ def _again(
         options = tuple(_again_argv(_without(compiler, str(entry["file"]), directory), []))
         if options not in by_options:
             empty = [*options, "-x", "c++", "-E", "-dM", "/dev/null", "-o", f"{at}.p"]
-            step = _sealed(spec, layout, "preprocess", rel, empty, directory, copy, build_at,
-                           scratch, seen, views, RELINK_SECONDS)  # fmt: skip
+            step = _sealed(spec, layout, "preprocess", f"{rel}#options", empty, directory,
+                           copy, build_at, scratch, seen, views, RELINK_SECONDS)  # fmt: skip
             steps.append(replace(step, output=step.output[-2000:]))
             by_options[options] = (
                 all_macros(_scratch_text(scratch, f"{i}.p")) if step.exit == 0

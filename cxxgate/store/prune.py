@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import Callable
@@ -28,7 +29,6 @@ from pathlib import Path
 
 from cxxgate.store import history
 from cxxgate.store.layout import Layout
-from cxxgate.toolchain import ccache
 from cxxgate.util import removal
 
 KEYED = {"cell": "cells", "exec": "runs", "scan": "scans"}  # task basename -> folder
@@ -77,7 +77,9 @@ def prune(layout: Layout, keep: int) -> Pruned:
     older = [g for g in history.grades(layout.history) if g.id < kept.grades[0].id]
     if older:
         result.removed["verified"] = _remove_unused(layout.root / "verified", older[-1].time)
-    result.removed["ccache"] = trim(ccache.projects(layout.root))
+    # ccache's file storage of CMake projects' compiles (cxxgate/toolchain/ccache.py
+    # `projects`; the store layer names the folder, it does not import the toolchain).
+    result.removed["ccache"] = trim(layout.root / "ccache" / "projects")
     result.forgotten = _forget(layout.root / "doit.sqlite3", names, kept.rows)
     history.forget_before(layout.history, kept.grades[0].id)
     return result
@@ -129,7 +131,7 @@ def _remove_unused(folder: Path, since: float) -> int:
 
 def trim(folder: Path, size: str = PROJECTS_SIZE) -> int:
     """Trim ccache's file storage at `folder` to `size`; return how many files went."""
-    binary = ccache.binary()
+    binary = shutil.which("ccache")
     if binary is None or not folder.is_dir():
         return 0
     before = sum(1 for p in folder.rglob("*") if p.is_file())
