@@ -4,6 +4,7 @@ tests/gates/test_frameworks.py): its files and the git helpers that build it."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import textwrap
@@ -120,3 +121,39 @@ def new_repo(repo: Path, files: dict[str, str]) -> str:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
     return git(repo, "rev-parse", "HEAD")
+
+
+def cmake_case(
+    case: Path,
+    summary: str,
+    repo: Path,
+    base: str,
+    patches: dict[str, str],
+    tests: dict[str, list[str]],
+    expect: dict[str, str],
+) -> None:
+    """A CMake case folder graded by the tests gate: `patches` (gold and test beside
+    case.yaml, the rest under patches/), `tests` its fail_to_pass / pass_to_pass lists,
+    and each candidate's expected tests class (`accept`, or the reject's class)."""
+    (case / "patches").mkdir(parents=True)
+    for name, text in patches.items():
+        folder = case if name in {"gold", "test"} else case / "patches"
+        (folder / f"{name}.patch").write_text(text)
+    lines = [
+        f"summary: {summary}",
+        f"repo: {{path: {repo}, commit: {base}}}",
+        "build: cmake",
+        'writable: ["**"]',
+        "reference: gold.patch",
+        "limits: {run_seconds: 5}",
+        "gates:",
+        "  tests:",
+        "    test_patch: test.patch",
+        f"    fail_to_pass: {json.dumps(tests['fail_to_pass'])}",
+        f"    pass_to_pass: {json.dumps(tests['pass_to_pass'])}",
+        "patches:",
+    ]
+    for name, klass in expect.items():
+        said = {"verdict": "accept" if klass == "accept" else "reject", "tests": klass}
+        lines.append(f"  - {{file: patches/{name}.patch, expect: {json.dumps(said)}}}")
+    (case / "case.yaml").write_text("\n".join(lines) + "\n")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -116,29 +117,35 @@ def new_flags(mine: Path, reference: Path) -> dict[str, list[str]]:
     }
 
 
-def redefined(mine: Path, reference: Path) -> dict[str, list[str]]:
-    """Per test unit, the framework macros the reference's unit defines that this one
-    defines otherwise or not at all (and a unit that no longer preprocesses)."""
+def _per_unit(
+    mine: Path, reference: Path, changed: Callable[[dict[str, str], dict[str, str]], list[str]]
+) -> dict[str, list[str]]:
+    """Per test unit of both cells' `{unit: {macro: definition}}` files, what `changed`
+    says of (the reference's, this one's). A unit compiled twice is read twice (`unit#2`,
+    cxxgate/cells/ctest.py): every one of its commands must agree with the reference's; a
+    unit the reference's build lacks is left to the build and suite checks."""
     try:
         here, ref = json.loads(mine.read_text()), json.loads(reference.read_text())
     except (OSError, ValueError):
         return {}
     found: dict[str, list[str]] = {}
-    # A unit compiled twice is read twice (`unit#2`, cxxgate/cells/ctest.py): every one of
-    # its commands must see the reference's macros.
     for key, theirs in sorted(here.items()):
         source = key.partition("#")[0]
-        macros = ref.get(source)
-        if macros is None:
-            continue  # not a unit of the reference's build: the build or the suite says more
-        changed = sorted(
-            name or "(unit)" for name, text in macros.items() if theirs.get(name) != text
-        )
-        if "" in theirs:
-            changed = [f"(the unit {theirs['']})"]
-        if changed:
-            found[source] = sorted(set(found.get(source, [])) | set(changed))
+        if source in ref and (said := changed(ref[source], theirs)):
+            found[source] = sorted(set(found.get(source, [])) | set(said))
     return found
+
+
+def redefined(mine: Path, reference: Path) -> dict[str, list[str]]:
+    """Per test unit, the framework macros the reference's unit defines that this one
+    defines otherwise or not at all (and a unit that no longer preprocesses)."""
+
+    def changed(want: dict[str, str], theirs: dict[str, str]) -> list[str]:
+        if "" in theirs:
+            return [f"(the unit {theirs['']})"]
+        return sorted(name or "(unit)" for name, text in want.items() if theirs.get(name) != text)
+
+    return _per_unit(mine, reference, changed)
 
 
 def new_defines(mine: Path, reference: Path) -> dict[str, list[str]]:
@@ -146,21 +153,12 @@ def new_defines(mine: Path, reference: Path) -> dict[str, list[str]]:
     empty unit, cxxgate/cells/ctest.py) otherwise than the reference's, or that the
     reference's do not define: what a spelling list misses (`--define-macro=X`,
     `-funsigned-char`'s `__CHAR_UNSIGNED__`, a new `-std`)."""
-    try:
-        here, ref = json.loads(mine.read_text()), json.loads(reference.read_text())
-    except (OSError, ValueError):
-        return {}
-    found: dict[str, list[str]] = {}
-    for key, theirs in sorted(here.items()):
-        source = key.partition("#")[0]
-        want = ref.get(source)
-        if want is None:
-            continue
+
+    def changed(want: dict[str, str], theirs: dict[str, str]) -> list[str]:
         names = sorted(set(want) | set(theirs))
-        changed = [n or "(unit)" for n in names if want.get(n) != theirs.get(n)]
-        if changed:
-            found[source] = sorted(set(found.get(source, [])) | set(changed))
-    return found
+        return [n or "(unit)" for n in names if want.get(n) != theirs.get(n)]
+
+    return _per_unit(mine, reference, changed)
 
 
 def rewritten(mine: Path, reference: Path) -> dict[str, str]:

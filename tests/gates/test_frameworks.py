@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import LONG_NICE, SHIPPED, Grade, run_grade
-from repos import diff, git, new_file, new_repo
+from repos import cmake_case, diff, git, new_file, new_repo
 
 from cxxgate.host import sandbox
 
@@ -512,32 +512,6 @@ EXPECT = {
 }
 
 
-def _case(library: Path, repo: Path, base: str, patches: dict[str, str]) -> None:
-    case = library / CASE
-    (case / "patches").mkdir(parents=True)
-    for name, text in patches.items():
-        folder = case if name in {"gold", "test"} else case / "patches"
-        (folder / f"{name}.patch").write_text(text)
-    lines = [
-        "summary: calc::parse of an empty text, tested with Catch2, doctest and a plain program",
-        f"repo: {{path: {repo}, commit: {base}}}",
-        "build: cmake",
-        'writable: ["**"]',
-        "reference: gold.patch",
-        "limits: {run_seconds: 5}",
-        "gates:",
-        "  tests:",
-        "    test_patch: test.patch",
-        f"    fail_to_pass: {json.dumps(F2P)}",
-        f"    pass_to_pass: {json.dumps(P2P)}",
-        "patches:",
-    ]
-    for name, klass in EXPECT.items():
-        expect = {"verdict": "accept" if klass == "accept" else "reject", "tests": klass}
-        lines.append(f"  - {{file: patches/{name}.patch, expect: {json.dumps(expect)}}}")
-    (case / "case.yaml").write_text("\n".join(lines) + "\n")
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     root = tmp_path_factory.mktemp("frameworks")
@@ -545,7 +519,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     library = root / "cases"
     library.mkdir()
     shutil.copy(SHIPPED / "envelopes.yaml", library)
-    _case(library, repo, base, patches)
+    summary = "calc::parse of an empty text, tested with Catch2, doctest and a plain program"
+    lists = {"fail_to_pass": F2P, "pass_to_pass": P2P}
+    cmake_case(library / CASE, summary, repo, base, patches, lists, EXPECT)
     return run_grade(root / "out", "-n", "2", library=library, nice=LONG_NICE)
 
 

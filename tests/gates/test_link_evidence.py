@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHIPPED, Grade, run_grade
-from repos import diff, new_file, new_repo
+from repos import cmake_case, diff, new_file, new_repo
 
 CASE = "le"
 LIBRARY = "add_library(calc src/parse.cpp)\n"
@@ -312,28 +312,11 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     repo = root / "le.git"
     base = new_repo(repo, FILES)
     library = root / "cases"
-    case = library / CASE
-    (case / "patches").mkdir(parents=True)
+    library.mkdir()
     shutil.copy(SHIPPED / "envelopes.yaml", library)
-    for name, text in _patches(repo).items():
-        folder = case if name in {"gold", "test"} else case / "patches"
-        (folder / f"{name}.patch").write_text(text)
-    lines = [
-        "summary: calc::parse of an empty text, tested by plain programs",
-        f"repo: {{path: {repo}, commit: {base}}}",
-        "build: cmake",
-        'writable: ["**"]',
-        "reference: gold.patch",
-        "limits: {run_seconds: 5}",
-        "gates:",
-        "  tests:",
-        "    {test_patch: test.patch, fail_to_pass: [plain_parse], pass_to_pass: [plain_digits]}",
-        "patches:",
-    ]
-    for name, klass in EXPECT.items():
-        expect = {"verdict": "accept" if klass == "accept" else "reject", "tests": klass}
-        lines.append(f"  - {{file: patches/{name}.patch, expect: {json.dumps(expect)}}}")
-    (case / "case.yaml").write_text("\n".join(lines) + "\n")
+    summary = "calc::parse of an empty text, tested by plain programs"
+    lists = {"fail_to_pass": ["plain_parse"], "pass_to_pass": ["plain_digits"]}
+    cmake_case(library / CASE, summary, repo, base, _patches(repo), lists, EXPECT)
     return run_grade(root / "out", "-n", "2", library=library)
 
 
