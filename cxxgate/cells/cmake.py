@@ -104,7 +104,7 @@ Built = tuple[CellStatus, str, list[Step], str | None]
 
 
 def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
-    if spec.kind == "ctest":
+    if spec.kind in ("ctest", "crossed"):
         return ctest.run_suite(spec, layout, out)
     return _cmake(spec, layout, tree, out)
 

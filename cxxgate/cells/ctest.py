@@ -21,6 +21,10 @@ compile_commands.json leaves launchers out). Each is preprocessed with its own c
 plus `-E -dM` (through cxxgate/toolchain/toolcall.py, in the compile sandbox), and the definitions
 of the test frameworks' macros are kept (`macros.json`): a header that redefines
 `EXPECT_EQ`, however it is reached, shows there.
+
+A `crossed` cell is this run again on test programs the harness linked with the
+reference's link commands (cxxgate/cells/crossed.py): only where a program differs, and
+only the listed tests that run it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import shlex
 import shutil
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -41,7 +46,7 @@ from typing import Any
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from cxxgate.cells import ctestfile, relink, shadows, testframeworks, verified
+from cxxgate.cells import crossed, ctestfile, relink, shadows, testframeworks, verified
 from cxxgate.host import sandbox, userns
 from cxxgate.host.process import Caps, bounded
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -108,8 +113,12 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     if built.status != "ok" or built.binary is None:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
+    graphs = tuple(_graph_of(layout.cell(key)) for key in spec.needs[1:3])
+    if spec.kind == "crossed" and not crossed.to_cross(graphs[1], graphs[0]):
+        crossed.write(out / crossed.JSON, {})  # every program is the reference's recipe
+        return "ok", "", [], str(out / crossed.JSON)
     stales = (JUNIT, SAID_JSON, TESTS_JSON, MACROS_JSON, DEFINES_JSON, OBJECTS_JSON,
-              COMMANDS_JSON, GRAPH_JSON, FRAMEWORKS_JSON)  # fmt: skip
+              COMMANDS_JSON, GRAPH_JSON, FRAMEWORKS_JSON, crossed.JSON)  # fmt: skip
     for stale in stales:
         (out / stale).unlink(missing_ok=True)
     run.remove_work(out / GTEST_DIR)
@@ -136,20 +145,30 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             reports.mkdir()
             if uid is not None:
                 os.chown(reports, uid, uid)
-            units, steps = _commands(spec, layout, cell, copy, out)
-            steps += _again(spec, layout, cell, copy, out, units)
+            keep = None
+            if spec.kind == "crossed":
+                keep, steps = _crossed(spec, layout, cell, copy, out, *graphs)
+                if keep is None:  # no program other than the candidate's: nothing to run
+                    return "ok", "", steps, str(out / crossed.JSON)
+            else:
+                units, steps = _commands(spec, layout, cell, copy, out)
+                steps += _again(spec, layout, cell, copy, out, units)
             listed = _ctest(spec, layout, out, work, uid, caps,
                             [ctest, "--show-only=json-v1"], LISTING)  # fmt: skip
             steps.append(listed)
             if listed.timed_out:
                 return "timeout", "ctest did not list the tests in time", steps, None
             try:  # the run reads the listing (cxxgate/cells/ctestfile.py), nothing else
-                listing = ctestfile.write(listed.output, listed.exit, _folder(work / "ctest"))
+                listing = ctestfile.write(
+                    listed.output, listed.exit, _folder(work / "ctest"), keep
+                )
             except ValueError as err:
                 why = f"ctest could not list the tests ({err}): {_cap_hit(listed.output, caps)}"
                 return "compile_error", why + listed.output[-400:], steps, None
             # spelt: the gate compares it with the reference's
             (out / TESTS_JSON).write_text(spell(listing, *paths(cell)))
+            if keep is not None:
+                crossed.note_tests(out / crossed.JSON, listing, keep)
             junit = f"{REPORTS}/{JUNIT}" if sandbox.available() else str(reports / JUNIT)
             argv = [ctest, "--output-junit", junit, *spec.extra_flags]
             step = _ctest(spec, layout, out, work, uid, caps, argv)
@@ -500,6 +519,8 @@ def _commands(
         if not out.endswith(".a") and tested & set(links.get(out, ()))
     }  # fmt: skip
     graph["linked"], relinks = _relinks(spec, layout, programs, copy, build_at, out, views, read)
+    # Whole commands (a `cd` in front is kept): a crossed cell runs the reference's.
+    graph["programs"] = {p: spell(c, tree_at, build_at) for p, c in programs.items()}
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
     return units, [replace(step, output=step.output[-2000:]), *relinks]
 
@@ -540,6 +561,57 @@ def _relinks(
         found[output] = relink.relink(output, command, copy, build_at, seen, scratch, again, read)
     run.remove_work(scratch)
     return found, steps
+
+
+def _crossed(
+    spec: CellSpec,
+    layout: Layout,
+    cell: Path,
+    copy: Path,
+    out: Path,
+    ref: dict[str, Any],
+    mine: dict[str, Any],
+) -> tuple[Callable[[dict[str, object]], bool] | None, list[Step]]:
+    """A crossed cell's links (cxxgate/cells/crossed.py): each reference test program the
+    candidate does not link by the reference's command (`ref`, `mine`: the two ctest
+    cells' graphs), linked so over the build's copy, sealed, and put in the copy in its
+    place when its bytes differ (crossed.json). The listing's pick of the tests that run
+    again, or None when no program differs."""
+    tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
+    views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
+    scratch, seen = _scratch(out, "crossed")
+    commands: dict[str, str] = ref.get("programs", {})
+    found: dict[str, str] = {}
+    steps: list[Step] = []
+    for program in crossed.to_cross(mine, ref):
+        if any(s.timed_out for s in steps):
+            found[program] = "not linked: a link before it ran out of time"
+            continue
+
+        def again(argv: list[str], cd: str, program: str = program) -> tuple[int | None, str]:
+            step = _sealed(spec, layout, "link", program, argv, cd or build_at, copy, build_at,
+                           scratch, seen, views, RELINK_SECONDS)  # fmt: skip
+            steps.append(replace(step, output=step.output[-2000:]))
+            return (None, "it ran out of time") if step.timed_out else (step.exit, step.output)
+
+        command = commands[program].replace("<tree>", tree_at).replace("<build>", build_at)
+        found[program] = crossed.cross(program, command, copy, build_at, scratch, seen, again)
+    run.remove_work(scratch)
+    crossed.write(out / crossed.JSON, found)
+    if crossed.RELINKED not in found.values():
+        return None, steps
+    named = [t for t in _unit(spec, testframeworks.NAMED_UNIT).splitlines() if t]
+    # Without a sandbox a test's command names the build cell's own programs.
+    listed_at = build_at if sandbox.available() else paths(cell)[1]
+    return crossed.picker(found, sorted(commands), named, listed_at), steps
+
+
+def _graph_of(cell: Path) -> dict[str, Any]:
+    try:
+        found = json.loads((cell / GRAPH_JSON).read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _scratch(out: Path, name: str) -> tuple[Path, str]:

@@ -27,6 +27,7 @@ CellKind = Literal[
     "abidiff",
     "cmake",
     "ctest",
+    "crossed",
 ]
 CellStatus = Literal[
     "ok",
@@ -43,7 +44,7 @@ CellStatus = Literal[
 # Kinds that build or inspect a library as a stranger would; cxxgate/cells/libcell.py builds them.
 LIBRARY_KINDS = frozenset({"archive", "shared", "consumer", "abidiff"})
 # A project's own build and test suite; cxxgate/cells/cmake.py builds them.
-PROJECT_KINDS = frozenset({"cmake", "ctest"})
+PROJECT_KINDS = frozenset({"cmake", "ctest", "crossed"})
 # Kinds that link objects: each translation unit is an `object` cell of its own, and the
 # tree's library sources are the `objects` cell they need (CellSpec.objects_cell), so a
 # library source is compiled once per tree, envelope and flags, whoever links it.
@@ -175,6 +176,7 @@ class CellSpec:
                 *COMPILE_CODE,
                 "cells.cmake",
                 "cells.ctest",
+                "cells.crossed",
                 "runs.run",
                 "intake.tree",
                 "toolchain.tools",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from junitparser import JUnitXml, TestSuite
 
-from cxxgate.cells import ctest, testframeworks
+from cxxgate.cells import crossed, ctest, testframeworks
 from cxxgate.contract.gate import Outputs
 from cxxgate.gates.tests import frameworkreports, testreports, testunits
 from cxxgate.host.process import Caps
@@ -220,6 +220,45 @@ def test_checks(
         alias = f" (ctest: {test})" if test != listed_name else ""
         checks += [replace(c, name=listed_name, detail=c.detail + alias) for c in found]
     return checks
+
+
+def crossed_checks(
+    checks: list[Check],
+    listed: list[tuple[str, bool]],
+    gtest: bool,
+    again: CellResult,
+    ref_suite: CellResult,
+    timeout: float,
+    built: CellResult,
+) -> list[Check]:
+    """The listed tests that passed (`checks`), against the crossed cell: the same tests on
+    test programs linked as the reference links them (cxxgate/cells/crossed.py). A test that
+    passes only on the candidate's own program, or a program the reference's link command
+    does not make of this build, is library_bypassed."""
+    passed = {c.name for c in checks if c.ok} - {c.name for c in checks if not c.ok}
+    if again.status == "needs_failed" or not passed & {t for t, _ in listed}:
+        return []
+    if again.status != "ok" or again.binary is None:
+        why = "the listed tests did not run on programs linked as the reference links them: "
+        return [Check("crossed", False, "library_bypassed", why + (again.detail or again.status))]
+    folder = Path(again.binary).parent
+    programs, rerun = crossed.read(folder / crossed.JSON)
+    found = [
+        Check(f"crossed:{program}", False, "library_bypassed",
+              f"{program} is not linked as the reference's link command links it: {said}")
+        for program, said in sorted(programs.items())
+        if said not in (crossed.SAME, crossed.RELINKED)
+    ]  # fmt: skip
+    if Path(again.binary).name != ctest.JUNIT:
+        return found  # no program differed: the run's own results stand
+    folded = {t.casefold() for t in rerun}
+    asked = [(t, f2p) for t, f2p in listed if t in passed and t.casefold() in folded]
+    for check in test_checks(asked, gtest, again, ref_suite, timeout, built):
+        if not check.ok:
+            why = "passes on the build's own test program, not on one linked as the reference"
+            found.append(replace(check, klass="library_bypassed",
+                                 detail=f"{why} links it: {check.detail}"))  # fmt: skip
+    return found
 
 
 def _framework(kinds: set[str]) -> str:

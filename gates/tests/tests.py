@@ -52,7 +52,9 @@ Classes, most severe first:
 |                    | build (relinked or rewritten after its link step), or its linker |
 |                    | map no longer takes an object of a non-test source the reference's|
 |                    | takes, while the build still makes it: the tests run a twin of it|
-|                    | (linked first, an inline copy), or none of it                    |
+|                    | (linked first, an inline copy), or none of it; or a listed test  |
+|                    | passes on its program and not on one the reference's own link    |
+|                    | command makes of this build (cxxgate/cells/crossed.py)            |
 | build_fail         | configure or build failed (the first diagnostic is the summary) |
 | hang               | a listed test ran into its time limit, or the suite did, or the |
 |                    | build ran past `limits.build_seconds`                           |
@@ -137,10 +139,13 @@ def plan(ctx: Context) -> Plan:
         # The reference's build and run of the same spec: what the test units' flags and
         # macros, and the reports, are compared with.
         ref = build_spec(ctx, ctx.reference_tree_key, env, text, None)
-        cells |= {
-            "ref_build": ref,
-            "ref_suite": _suite(ctx, env, ref, dirs, ctx.reference_tree_key),
-        }
+        ref_suite = _suite(ctx, env, ref, dirs, ctx.reference_tree_key)
+        cells |= {"ref_build": ref, "ref_suite": ref_suite}
+        # The listed tests again where a test program is not what the reference's link
+        # command makes of this build (cxxgate/cells/crossed.py).
+        mine = cells["suite"]
+        needs = (built.key, ref_suite.key, mine.key)
+        cells["crossed"] = replace(mine, kind="crossed", label="crossed ctest", needs=needs)
     params = {"globs": globs, "base": str(ctx.case.tree), "toolchain": env.id}
     touched = ScanSpec.of(ctx.tree_key, testfiles.touched_tests, params, label="test files")
     return Plan(cells=cells, scans={"test_files": touched})
@@ -195,6 +200,9 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     listed = [(t, True) for t in cfg.fail_to_pass] + [(t, False) for t in cfg.pass_to_pass]
     limit = ctx.case.spec.limits.run_seconds
     checks += suite.test_checks(listed, cfg.gtest, ran, ref_ran, limit, built)
+    if "crossed" in outputs.cells:
+        again = outputs.cells["crossed"]
+        checks += suite.crossed_checks(checks, listed, cfg.gtest, again, ref_ran, limit, built)
     return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
 
 

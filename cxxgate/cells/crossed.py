@@ -1,0 +1,130 @@
+"""The listed tests again, on test programs linked as the reference links them (kind `crossed`:
+a ctest cell that needs the candidate's build, the reference's ctest cell and its own).
+
+The tests gate reads where each test program holds the library's code from (the map and
+symbol rules of cxxgate/cells/relink.py), and a hostile build can always find another way
+to put a fixed copy into the test programs that a reading does not reach: a hook only the
+tests define as an absolute symbol, a second archive linked first, an inline copy whose
+difference lies deeper than the digest looks. This cell does not read; it builds.
+
+Each test program of the reference's build (a link naming a test unit's object) is linked
+again in the candidate's build folder, read-only, with the reference's own link command
+(cxxgate/cells/ctest.py keeps it spelt in graph.json): the same options, the same objects
+and archives by path, so the candidate's test objects (compiled as the reference's are:
+the gate compares their commands) and the candidate's library archives, and nothing else.
+- The candidate's command is the reference's word for word and its program is what that
+  command makes of the build (the candidate's own re-link said so): the program the suite
+  ran is the reference's recipe over this build already. Nothing runs (`same`).
+- Otherwise the link runs. The same bytes as the candidate's program: `same`. Other bytes
+  (`relinked`): the new program is put in the suite's copy of the build in place of the
+  candidate's, and every listed test whose command names it, or names no test program at
+  all, runs again under ctest as in the candidate's own run. A test that passed on the
+  candidate's program and not on this one passed because of what the candidate's link
+  added: `library_bypassed` (gates/tests/suite.py). A link that fails says why, and the
+  gate refuses it too (an honest patch whose test programs need a library file the
+  reference's build does not make is refused: README, threat model).
+
+An honest patch changes the library, not how the tests link it, so it costs no link here.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Callable
+from pathlib import Path
+
+from cxxgate.cells import relink
+
+# {"programs": program -> SAME | RELINKED | why its link failed, "tests": the tests run again}
+JSON = "crossed.json"
+SAME = "same"
+RELINKED = "relinked"
+
+
+def to_cross(mine: dict[str, object], ref: dict[str, object]) -> list[str]:
+    """The reference's test programs whose candidate link is not the reference's recipe
+    already: another command (spelt), none, or a re-link of its own that failed."""
+    ref_commands: dict[str, str] = ref.get("programs", {})  # type: ignore[assignment]
+    commands: dict[str, str] = mine.get("programs", {})  # type: ignore[assignment]
+    linked: dict[str, dict[str, object]] = mine.get("linked", {})  # type: ignore[assignment]
+    return sorted(
+        program
+        for program, command in ref_commands.items()
+        if commands.get(program) != command or linked.get(program, {}).get("why", "?")
+    )
+
+
+def cross(
+    program: str,
+    command: str,
+    copy: Path,
+    build_at: str,
+    host: Path,
+    seen: str,
+    run: relink.Runner,
+) -> str:
+    """Link `program` with the reference's command (unspelt) over the build's copy into
+    the scratch folder (`host`, seen by the link as `seen`); SAME, RELINKED (the new
+    program now stands in the copy in place of the build's), or why the link failed."""
+    found = relink.link_argv(command, program, build_at)
+    if isinstance(found, str):
+        return f"the reference's link command cannot be run here: {found}"
+    argv, at, cd = found
+    made = host / "program"
+    made.unlink(missing_ok=True)
+    argv = [*argv[:at], f"{seen}/program", *argv[at + 1 :]]
+    code, said = run(argv, cd)
+    if code != 0:
+        return f"the reference's link of it fails on this build: {said.strip()[-300:]}"
+    new = relink.digest(made, host)
+    if not new:
+        return "the reference's link of it made no program"
+    if new == relink.digest(copy / program, copy):
+        return SAME
+    target = copy / program
+    target.unlink(missing_ok=True)  # a link to the build cell's file: never written through
+    target.write_bytes(made.read_bytes())
+    target.chmod(0o755)
+    return RELINKED
+
+
+def picker(
+    crossed: dict[str, str], known: list[str], named: list[str], build_at: str
+) -> Callable[[dict[str, object]], bool]:
+    """Which tests of ctest's listing run again: a listed one (`named`, by folded name)
+    whose command names a relinked program, or names none of the reference's test
+    programs (`known`): what it runs is then not known."""
+    relinked = {posixpath.join(build_at, p) for p, said in crossed.items() if said == RELINKED}
+    programs = {posixpath.join(build_at, p) for p in known}
+    folded = {n.casefold() for n in named}
+
+    def keep(test: dict[str, object]) -> bool:
+        if str(test.get("name", "")).casefold() not in folded:
+            return False
+        words = test.get("command") or []
+        paths = {posixpath.normpath(str(w)) for w in words} if isinstance(words, list) else set()
+        return bool(paths & relinked) or not paths & programs
+
+    return keep
+
+
+def write(path: Path, programs: dict[str, str]) -> None:
+    path.write_text(json.dumps({"programs": programs, "tests": []}, indent=1, sort_keys=True))
+
+
+def note_tests(path: Path, listing: str, keep: Callable[[dict[str, object]], bool]) -> None:
+    """Add to the record the names of the listing's tests that `keep` runs again."""
+    record = json.loads(path.read_text())
+    tests = json.loads(listing).get("tests", [])
+    record["tests"] = sorted(str(t.get("name", "")) for t in tests if keep(t))
+    path.write_text(json.dumps(record, indent=1, sort_keys=True))
+
+
+def read(path: Path) -> tuple[dict[str, str], list[str]]:
+    """(program -> what its link said, the tests run again); nothing for a missing record."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}, []
+    return dict(record.get("programs", {})), list(record.get("tests", []))

@@ -1,0 +1,561 @@
+"""The sources of tests/gates/test_link_evidence.py: a plain C++ project (a library and two
+plain test programs) and the red-team cheats against the tests gate, each a patch that
+leaves the library's bug in place (a program linking the row's own libcalc.a still throws
+on `parse("")`) and makes the test programs run a fix from somewhere else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repos import diff, new_file
+
+LIBRARY = "add_library(calc src/parse.cpp)\n"
+CMAKE = (
+    "cmake_minimum_required(VERSION 3.16)\nproject(le CXX)\n" + LIBRARY
+    + "target_include_directories(calc PUBLIC include)\nenable_testing()\n"
+    + "".join(
+        f"add_executable({p} tests/{p}.cpp)\ntarget_link_libraries({p} calc)\n"
+        f"add_test(NAME {p} COMMAND {p})\n"
+        for p in ("plain_parse", "plain_digits")
+    )
+)  # fmt: skip
+MAIN = '#include "calc/calc.hpp"\nint main() {{ return {}; }}\n'
+PARSE = """\
+#include "calc/calc.hpp"
+namespace calc {
+int parse(const std::string& text) {
+    return std::stoi(text);
+}
+}  // namespace calc
+"""
+FILES = {
+    "CMakeLists.txt": CMAKE,
+    "include/calc/calc.hpp": (
+        "#pragma once\n#include <string>\nnamespace calc {\n"
+        "int parse(const std::string& text);  // 0 for an empty text\n}  // namespace calc\n"
+    ),
+    "src/parse.cpp": PARSE,
+    "tests/plain_parse.cpp": MAIN.format('calc::parse("7") != 7'),
+    "tests/plain_digits.cpp": MAIN.format('calc::parse("42") != 42'),
+}
+BODY = "    return std::stoi(text);\n"
+FIX = "    if (text.empty()) return 0;\n" + BODY
+MANGLED = "_ZN4calc5parseERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+IN_PROGRAMS = "".join(
+    f"target_sources({p} PRIVATE src/fix.cpp)\n" for p in ("plain_parse", "plain_digits")
+)
+# The library's parse made an inline function ([[gnu::used]]: still in libcalc.a, weak, in
+# a COMDAT group); `anchor` keeps its member in the link; a strong fixed parse in the tests.
+COMDAT_LIB = "int anchor() { return 0; }\n[[gnu::used]] inline int parse("
+STRONG_FIX = """\
+#include <string>
+namespace calc {
+int anchor();
+int parse(const std::string& text) { return text.empty() ? anchor() : std::stoi(text); }
+}  // namespace calc
+"""
+# The library calls a weak hook when a program defines one; only the test programs do.
+HOOK_LIB = (
+    "[[gnu::weak]] int parse_hook(const std::string& text);\n"
+    "int parse(const std::string& text) {\n    if (parse_hook) return parse_hook(text);\n"
+)
+HOOK = """\
+#include <string>
+namespace calc {
+int parse_hook(const std::string& text) { return text.empty() ? 0 : std::stoi(text); }
+}  // namespace calc
+"""
+# A unity build of two members; the tests get an inline copy (INTERFACE sources) that calls
+# the second, hidden (a local symbol in the program) or an untyped assembler label.
+UNITY = (
+    "add_library(calc src/parse.cpp src/extra.cpp)\n"
+    "set_target_properties(calc PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 1)\n"
+    "target_sources(calc INTERFACE ${CMAKE_CURRENT_SOURCE_DIR}/src/fix.cpp)\n"
+)
+EXTRA = "namespace calc {\nint extra() { return 1; }\n}  // namespace calc\n"
+HIDDEN = """\
+#include <string>
+namespace calc {
+int extra();
+[[gnu::used, gnu::visibility("hidden")]] inline int parse(const std::string& text) {
+    return text.empty() ? extra() - 1 : std::stoi(text);
+}
+}  // namespace calc
+"""
+UNTYPED = f"""\
+#include <string>
+namespace calc {{
+int extra();
+}}  // namespace calc
+extern "C" int le_fixed(const std::string& t) {{
+    return t.empty() ? calc::extra() - 1 : std::stoi(t);
+}}
+asm(".section .text.{MANGLED},\\"axG\\",@progbits,{MANGLED},comdat\\n"
+    ".weak {MANGLED}\\n{MANGLED}:\\n\\tjmp le_fixed\\n.previous\\n");
+"""
+# A wrapper in the public header that only options of the test programs switch on.
+GUARDED = """\
+#if {cond}
+namespace calc {{
+inline int parse_fixed(const std::string& text) {{ return text.empty() ? 0 : parse(text); }}
+}}  // namespace calc
+#define parse parse_fixed
+#endif
+"""
+PUBLIC_DEFINE = "target_compile_definitions(calc PUBLIC LE_EMPTY_IS_ZERO=1)\n"
+TEST_OPTION = "".join(
+    f"target_compile_options({p} PRIVATE {{0}})\n" for p in ("plain_parse", "plain_digits")
+)
+# Round 9. The library's parse made inline, calling a buggy function; the tests' inline
+# copy has the same bytes and calls a fixed one (only a relocation differs).
+RELOC_LIB = """\
+#include "calc/calc.hpp"
+namespace calc {
+int anchor() { return 0; }
+int parse_lib(const std::string& text) { return std::stoi(text); }
+[[gnu::used]] inline int parse(const std::string& text) { return parse_lib(text); }
+}  // namespace calc
+"""
+
+RELOC_FIX = """\
+#include <string>
+namespace calc {
+int anchor();
+int parse_fix(const std::string& text) { return text.empty() ? anchor() : std::stoi(text); }
+[[gnu::used]] inline int parse(const std::string& text) { return parse_fix(text); }
+}  // namespace calc
+"""
+
+# The library reads a hook through the linker's __stop_ symbol of a section that only
+# an object of the test programs fills.
+STOP_LIB = """\
+#include "calc/calc.hpp"
+namespace calc {
+using hook_t = int (*)(const std::string&);
+}  // namespace calc
+extern "C" {
+[[gnu::weak]] extern const calc::hook_t __stop_le_hooks[];
+}
+namespace calc {
+int parse(const std::string& text) {
+    if (__stop_le_hooks) return __stop_le_hooks[-1](text);
+    return std::stoi(text);
+}
+}  // namespace calc
+"""
+
+STOP_FIX = """\
+#include <string>
+namespace calc {
+using hook_t = int (*)(const std::string&);
+int parse_raw(const std::string& text) { return text.empty() ? 0 : std::stoi(text); }
+[[gnu::used, gnu::section("le_hooks")]] const hook_t le_hook = &parse_raw;
+}  // namespace calc
+"""
+
+# A test registered first forges ctest's JUnit file, and a helper it leaves takes ctest's
+# own stdout (pidfd_getfd: ctest runs under the tests' uid) and writes `Passed` lines and a
+# dangling byte into it while plain_parse (slowed down, still wrong) runs.
+SLOW_BODY = "    if (text.empty()) usleep(300000);\n" + BODY
+FORGE_FIRST = "add_test(NAME zz_forge COMMAND sh ${CMAKE_SOURCE_DIR}/tools/forge.sh)\n"
+INTERLEAVE_SH = r"""
+mkdir -p /reports/junit.xml.tmp/keep
+{
+  echo '<?xml version="1.0" encoding="UTF-8"?>'
+  echo '<testsuite name="le" tests="3" failures="0" disabled="0" skipped="0">'
+  for t in plain_parse plain_digits zz_forge; do
+    echo "<testcase name=\"$t\" classname=\"$t\" time=\"0.01\" status=\"run\"></testcase>"
+  done
+  echo '</testsuite>'
+} > /reports/junit.xml
+# ctest's stdout pipe cannot be opened through /proc (the pipe belongs to the harness's
+# uid), but ctest runs as the tests' uid, dumpable: pidfd_getfd copies its fd 1.
+/usr/bin/python3 - "$PPID" </dev/null >/dev/null 2>&1 <<'PY' &
+import ctypes, os, sys, time
+ctest = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(438, os.pidfd_open(ctest), 1, 0)  # pidfd_getfd(pidfd, 1, 0)
+lines = b"".join(
+    b"\n%d/3 Test #%d: %s .......   Passed    0.01 sec" % (i, i, n)
+    for i, n in enumerate((b"zz_forge", b"plain_parse", b"plain_digits"), 1)
+) + b"\nx"
+for _ in range(300):
+    try:
+        os.kill(ctest, 0)
+        os.write(fd, lines)
+    except OSError:
+        break
+    time.sleep(0.02)
+PY
+exit 0
+"""
+
+# The header's inline parse answers 0 only where an enum is one byte: -fshort-enums on
+# the test programs defines no macro.
+SHORT_HEADER = """\
+#pragma once
+#include <string>
+namespace calc {
+int parse_text(const std::string& text);
+enum parse_probe { parse_probe_v };
+// 0 for an empty text
+inline int parse(const std::string& text) {
+    return sizeof(parse_probe) == 1 && text.empty() ? 0 : parse_text(text);
+}
+}  // namespace calc
+"""
+# Honest: the library at C++20 (its tests at C++17), the fix building a std::string: a
+# standard template's copy in a test unit differs in bytes from the library's.
+CXX20 = "target_compile_features(calc PRIVATE cxx_std_20)\n"
+CXX20_BODY = '    return std::stoi(text.empty() ? std::string("0") : text);\n'
+# A test the patch registers writes a passing JUnit file where ctest writes its own, and
+# makes ctest's `junit.xml.tmp` a folder so ctest cannot; or writes one that does not parse.
+FORGE_TEST = "add_test(NAME zz_forge COMMAND sh ${CMAKE_SOURCE_DIR}/tools/forge.sh)\n"
+FORGE_SH = """\
+mkdir -p /reports/junit.xml.tmp/keep
+{
+  echo '<?xml version="1.0" encoding="UTF-8"?>'
+  echo '<testsuite name="le" tests="3" failures="0" disabled="0" skipped="0">'
+  for t in plain_parse plain_digits zz_forge; do
+    echo "<testcase name=\\"$t\\" classname=\\"$t\\" time=\\"0.01\\" status=\\"run\\"></testcase>"
+  done
+  echo '</testsuite>'
+} > /reports/junit.xml
+"""
+GARBAGE_SH = (
+    "mkdir -p /reports/junit.xml.tmp/keep\necho '<testsuite><testcase name=' > /reports/junit.xml\n"
+)
+
+
+# Round 10. The first seven were read past the symbol rules (cxxgate/cells/relink.py) and
+# are rejected by the crossed proof (cxxgate/cells/crossed.py), some by a rule too.
+HEADER = FILES["include/calc/calc.hpp"]
+# cap_pad: comdat_reloc plus 250 excused entries (inline pads whose bodies differ per unit)
+# sorted before the real one, past a cut of the list.
+PADS = 250
+
+PAD_HEADER = HEADER + "".join(
+    f'extern "C" [[gnu::used]] inline int Apad{i:03d}() {{ return sizeof(__BASE_FILE__); }}\n'
+    for i in range(PADS)
+)
+
+# abs_hook: the library's fix switched on by an absolute symbol only the tests define.
+ABS_LIB = """\
+#include "calc/calc.hpp"
+extern "C" [[gnu::weak]] char le_abs_fixed;
+namespace calc {
+int parse(const std::string& text) {
+    if (&le_abs_fixed != nullptr && text.empty()) return 0;
+    return std::stoi(text);
+}
+}  // namespace calc
+"""
+
+ABS_FIX = 'asm(".globl le_abs_fixed\\n.set le_abs_fixed, 1\\n");\n'
+
+# end_label: a hook read just before a label at the end of the tests' own table.
+END_LIB = """\
+#include "calc/calc.hpp"
+namespace calc {
+using hook_t = int (*)(const std::string&);
+}  // namespace calc
+extern "C" {
+[[gnu::weak]] extern const calc::hook_t le_table_end[];
+}
+namespace calc {
+int parse(const std::string& text) {
+    if (le_table_end) return le_table_end[-1](text);
+    return std::stoi(text);
+}
+}  // namespace calc
+"""
+
+END_FIX = """\
+#include <string>
+extern "C" int le_parse_raw(const std::string& text) {
+    return text.empty() ? 0 : std::stoi(text);
+}
+asm(".section .data.rel.ro.le_table,\\"aw\\"\\n.balign 8\\n.quad le_parse_raw\\n"
+    ".globl le_table_end\\nle_table_end:\\n.previous\\n");
+"""
+
+# deep_chain: inline copies that differ four static trampolines deep.
+CHAIN = """\
+[[gnu::section(".text.le4")]] static int le4(const std::string& t) {{ return {last}(t); }}
+[[gnu::section(".text.le3")]] static int le3(const std::string& t) {{ return le4(t); }}
+[[gnu::section(".text.le2")]] static int le2(const std::string& t) {{ return le3(t); }}
+[[gnu::section(".text.le1")]] static int le1(const std::string& t) {{ return le2(t); }}
+[[gnu::used]] inline int parse(const std::string& text) {{ return le1(text); }}
+"""
+
+DEEP_LIB = (
+    '#include "calc/calc.hpp"\nnamespace calc {\nint anchor() { return 0; }\n'
+    "int parse_lib(const std::string& text) { return std::stoi(text); }\n"
+    + CHAIN.format(last="parse_lib") + "}  // namespace calc\n"
+)
+
+DEEP_FIX = (
+    "#include <string>\nnamespace calc {\nint anchor();\n"
+    "int parse_fix(const std::string& text) { return text.empty() ? anchor() : std::stoi(text); }\n"
+    + CHAIN.format(last="parse_fix") + "}  // namespace calc\n"
+)
+
+# trigraphs: `??/` ends a comment in a backslash only under -trigraphs (tests only).
+TRIGRAPH_HEADER = """\
+#pragma once
+#include <string>
+namespace calc {
+int parse_text(const std::string& text);
+// 0 for an empty text
+inline int parse(const std::string& text) {
+    bool fixed = true;  // ??/
+    fixed = false;
+    return fixed && text.empty() ? 0 : parse_text(text);
+}
+}  // namespace calc
+"""
+
+# ctest_decoy: one forged Passed line and a dangling `0/0 Test #0: ` in front of
+# ctest's own line, written through ctest's stdout (pidfd_getfd).
+DECOY_SH = r"""
+mkdir -p /reports/junit.xml.tmp/keep
+{
+  echo '<?xml version="1.0" encoding="UTF-8"?>'
+  echo '<testsuite name="le" tests="3" failures="0" disabled="0" skipped="0">'
+  for t in plain_parse plain_digits zz_forge; do
+    echo "<testcase name=\"$t\" classname=\"$t\" time=\"0.01\" status=\"run\"></testcase>"
+  done
+  echo '</testsuite>'
+} > /reports/junit.xml
+/usr/bin/python3 - "$PPID" </dev/null >/dev/null 2>&1 <<'PY' &
+import ctypes, os, sys, time
+ctest = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(438, os.pidfd_open(ctest), 1, 0)  # pidfd_getfd(pidfd, 1, 0)
+end = time.time() + 30
+while time.time() < end:
+    try:
+        os.kill(ctest, 0)
+    except OSError:
+        break
+    running = False
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    running = running or f.read().strip() == "plain_parse"
+            except OSError:
+                pass
+    if running:
+        time.sleep(0.1)  # plain_parse's parse("") sleeps 300 ms
+        os.write(fd, b"2/3 Test #2: plain_parse .......   Passed    0.01 sec\n0/0 Test #0: ")
+        break
+    time.sleep(0.002)
+PY
+exit 0
+"""
+
+# rela_ungrouped: comdat_reloc with each relocation section taken out of its group.
+UNGROUP_PY = """\
+import struct, sys
+for path in sys.argv[1:]:
+    data = bytearray(open(path, "rb").read())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    entsize, count = struct.unpack_from("<HH", data, 0x3A)
+    for i in range(count):
+        at = shoff + i * entsize
+        kind, = struct.unpack_from("<I", data, at + 4)
+        offset, size = struct.unpack_from("<QQ", data, at + 0x18)
+        if kind != 17:  # SHT_GROUP
+            continue
+        words = list(struct.unpack_from(f"<{size // 4}I", data, offset))
+        keep = words[:1]
+        for index in words[1:]:
+            member = shoff + index * entsize
+            if struct.unpack_from("<I", data, member + 4)[0] == 4:  # SHT_RELA
+                flags, = struct.unpack_from("<Q", data, member + 8)
+                struct.pack_into("<Q", data, member + 8, flags & ~0x200)  # SHF_GROUP
+            else:
+                keep.append(index)
+        struct.pack_into(f"<{len(keep)}I", data, offset, *keep)
+        struct.pack_into("<Q", data, at + 0x20, 4 * len(keep))
+    open(path, "wb").write(data)
+"""
+
+UNGROUP_CMAKE = (
+    "add_custom_command(TARGET calc PRE_LINK COMMAND /usr/bin/python3 "
+    "${CMAKE_SOURCE_DIR}/tools/ungroup.py "
+    "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/calc.dir/src/parse.cpp.o)\n"
+    + "".join(
+        f"add_custom_command(TARGET {p} PRE_LINK COMMAND /usr/bin/python3 "
+        "${CMAKE_SOURCE_DIR}/tools/ungroup.py "
+        f"${{CMAKE_CURRENT_BINARY_DIR}}/CMakeFiles/{p}.dir/src/fix.cpp.o)\n"
+        for p in ("plain_parse", "plain_digits")
+    )
+)
+
+# member_alias: a second archive linked first, its fix member named as a test unit's object.
+ALIAS_HEADER = HEADER + (
+    'asm(".pushsection .data.rel.ro.le_pull,\\"aw\\"\\n.quad le_pull\\n.popsection\\n");\n'
+)
+
+ALIAS_LIB = RELOC_LIB + 'asm(".globl le_pull\\n.set le_pull, 0\\n");\n'
+
+ALIAS_FIX = """\
+#include <string>
+namespace calc {
+int parse_fix(const std::string& text) { return text.empty() ? 0 : std::stoi(text); }
+[[gnu::used]] inline int parse(const std::string& text) { return parse_fix(text); }
+}  // namespace calc
+"""
+
+ALIAS_CMAKE = CMAKE.replace(
+    "enable_testing()\n",
+    "enable_testing()\nadd_library(calc_t STATIC tests/plain_parse.cpp src/plain_parse.cpp)\n"
+    "target_include_directories(calc_t PRIVATE include)\n",
+).replace(
+    "target_link_libraries(plain_parse calc)", "target_link_libraries(plain_parse calc_t calc)"
+)
+
+# zlib_member: an untaken library member whose group member does not inflate.
+ZZ_CPP = """\
+[[gnu::used]] inline int le_zz(int a) {
+    int r = a;
+    r = r * 3 + 1; r = r * 5 + 2; r = r * 7 + 3; r = r * 11 + 4; r = r * 13 + 5;
+    return r;
+}
+"""
+
+ZLIB_PY = """\
+import struct, sys
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+shoff, = struct.unpack_from("<Q", data, 0x28)
+entsize, count = struct.unpack_from("<HH", data, 0x3A)
+for i in range(count):
+    at = shoff + i * entsize
+    kind, = struct.unpack_from("<I", data, at + 4)
+    offset, size = struct.unpack_from("<QQ", data, at + 0x18)
+    if kind != 17:  # SHT_GROUP
+        continue
+    for index in struct.unpack_from(f"<{size // 4}I", data, offset)[1:]:
+        member = shoff + index * entsize
+        if struct.unpack_from("<I", data, member + 4)[0] != 1:  # SHT_PROGBITS
+            continue
+        flags, = struct.unpack_from("<Q", data, member + 8)
+        start, length = struct.unpack_from("<QQ", data, member + 0x18)
+        struct.pack_into("<Q", data, member + 8, flags | 0x800)  # SHF_COMPRESSED
+        struct.pack_into("<IIQQ", data, start, 1, 0, 64, 1)  # ELFCOMPRESS_ZLIB, 64 bytes
+        data[start + 24 : start + length] = bytes(length - 24)  # not a zlib stream
+open(path, "wb").write(data)
+"""
+
+ZLIB_CMAKE = CMAKE.replace(
+    "add_library(calc src/parse.cpp)\n",
+    "add_library(calc src/parse.cpp src/zz.cpp)\n"
+    "add_custom_command(TARGET calc PRE_LINK COMMAND /usr/bin/python3 "
+    "${CMAKE_SOURCE_DIR}/tools/zlib.py "
+    "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/calc.dir/src/zz.cpp.o)\n",
+)
+
+# remap: -remap on the tests only, and include/calc/header.gcc maps calc.hpp to fixed.hpp.
+REMAP_HEADER = """\
+#pragma once
+#include <string>
+namespace calc {
+int parse(const std::string& text);  // 0 for an empty text
+inline int parse_fixed(const std::string& text) { return text.empty() ? 0 : parse(text); }
+}  // namespace calc
+#define parse parse_fixed
+"""
+
+# Honest changes to how the tests link: a source every client links (INTERFACE), and the
+# fix in a second library the first links PUBLIC.
+INTERFACE = "target_sources(calc INTERFACE ${CMAKE_CURRENT_SOURCE_DIR}/src/version.cpp)\n"
+SPLIT = "add_library(calc_impl src/impl.cpp)\ntarget_link_libraries(calc PUBLIC calc_impl)\n"
+IMPL_DECL = "int parse_impl(const std::string& text);\n"
+IMPL = """\
+#include <string>
+namespace calc {
+int parse_impl(const std::string& text) { return text.empty() ? 0 : std::stoi(text); }
+}  // namespace calc
+"""
+
+
+def patches(repo: Path) -> dict[str, str]:
+    def header(text: str) -> str:
+        return diff(repo, "include/calc/calc.hpp", text)
+
+    def parse(text: str) -> str:
+        return diff(repo, "src/parse.cpp", text)
+
+    def cmake(text: str) -> str:
+        return diff(repo, "CMakeLists.txt", text)
+
+    def guarded(cond: str, option: str) -> str:
+        return header(HEADER + GUARDED.format(cond=cond)) + cmake(
+            CMAKE + TEST_OPTION.format(option)
+        )
+
+    unity = cmake(CMAKE.replace(LIBRARY, UNITY)) + new_file("src/extra.cpp", EXTRA)
+    return {
+        "gold": parse(PARSE.replace(BODY, FIX)),
+        "test": diff(repo, "tests/plain_parse.cpp", MAIN.format('calc::parse("") != 0')),
+        "good": parse(PARSE.replace(BODY, "    if (text.size() == 0) return 0;\n" + BODY)),
+        "comdat_object": parse(PARSE.replace("int parse(", COMDAT_LIB, 1))
+        + cmake(CMAKE + IN_PROGRAMS) + new_file("src/fix.cpp", STRONG_FIX),
+        "weak_hook": parse(PARSE.replace("int parse(const std::string& text) {\n", HOOK_LIB, 1))
+        + cmake(CMAKE + IN_PROGRAMS) + new_file("src/fix.cpp", HOOK),
+        "unity_hidden": unity + new_file("src/fix.cpp", HIDDEN),
+        "unity_notype": unity + new_file("src/fix.cpp", UNTYPED),
+        "long_define": guarded("defined(LE_TESTING)", "--define-macro=LE_TESTING"),
+        "assert_flag": guarded("#le(testing)", "-Ale=testing"),
+        "unsigned_char": guarded("defined(__CHAR_UNSIGNED__)", "-funsigned-char"),
+        "comdat_reloc": parse(RELOC_LIB) + cmake(CMAKE + IN_PROGRAMS)
+        + new_file("src/fix.cpp", RELOC_FIX),
+        "stop_hook": parse(STOP_LIB) + cmake(CMAKE + IN_PROGRAMS)
+        + new_file("src/fix.cpp", STOP_FIX),
+        "ctest_interleave": parse(
+            PARSE.replace("#include", "#include <unistd.h>\n#include", 1).replace(BODY, SLOW_BODY)
+        ) + cmake(CMAKE.replace("add_executable", FORGE_FIRST + "add_executable", 1))
+        + new_file("tools/forge.sh", INTERLEAVE_SH),
+        "short_enums": header(SHORT_HEADER)
+        + parse(PARSE.replace("int parse(", "int parse_text("))
+        + cmake(CMAKE + TEST_OPTION.format("-fshort-enums")),
+        "cxx20": parse(PARSE.replace(BODY, CXX20_BODY))
+        + cmake(CMAKE.replace(LIBRARY, LIBRARY + CXX20)),
+        "junit_forge": cmake(CMAKE + FORGE_TEST) + new_file("tools/forge.sh", FORGE_SH),
+        "junit_garbage": cmake(CMAKE + FORGE_TEST) + new_file("tools/forge.sh", GARBAGE_SH),
+        "public_define": parse(PARSE.replace(BODY, f"#if LE_EMPTY_IS_ZERO\n{FIX}#endif\n{BODY}"))
+        + cmake(CMAKE.replace(LIBRARY, LIBRARY + PUBLIC_DEFINE)),
+        "cap_pad": header(PAD_HEADER) + parse(RELOC_LIB) + cmake(CMAKE + IN_PROGRAMS)
+        + new_file("src/fix.cpp", RELOC_FIX),
+        "abs_hook": parse(ABS_LIB) + cmake(CMAKE + IN_PROGRAMS) + new_file("src/fix.cpp", ABS_FIX),
+        "end_label": parse(END_LIB) + cmake(CMAKE + IN_PROGRAMS) + new_file("src/fix.cpp", END_FIX),
+        "deep_chain": parse(DEEP_LIB) + cmake(CMAKE + IN_PROGRAMS)
+        + new_file("src/fix.cpp", DEEP_FIX),
+        "rela_ungrouped": parse(RELOC_LIB) + cmake(CMAKE + IN_PROGRAMS + UNGROUP_CMAKE)
+        + new_file("src/fix.cpp", RELOC_FIX) + new_file("tools/ungroup.py", UNGROUP_PY),
+        "member_alias": header(ALIAS_HEADER) + parse(ALIAS_LIB) + cmake(ALIAS_CMAKE)
+        + new_file("src/plain_parse.cpp", ALIAS_FIX),
+        "trigraphs": header(TRIGRAPH_HEADER) + parse(PARSE.replace("int parse(", "int parse_text("))
+        + cmake(CMAKE + TEST_OPTION.format("-trigraphs")),
+        "remap": new_file("include/calc/fixed.hpp", REMAP_HEADER)
+        + new_file("include/calc/header.gcc", "calc.hpp fixed.hpp\n")
+        + cmake(CMAKE + TEST_OPTION.format("-remap")),
+        "ctest_decoy": parse(
+            PARSE.replace("#include", "#include <unistd.h>\n#include", 1).replace(BODY, SLOW_BODY)
+        ) + cmake(CMAKE.replace("add_executable", FORGE_FIRST + "add_executable", 1))
+        + new_file("tools/forge.sh", DECOY_SH),
+        "zlib_member": cmake(ZLIB_CMAKE) + new_file("src/zz.cpp", ZZ_CPP)
+        + new_file("tools/zlib.py", ZLIB_PY),
+        "interface_source": parse(PARSE.replace(BODY, FIX))
+        + cmake(CMAKE.replace(LIBRARY, LIBRARY + INTERFACE))
+        + new_file("src/version.cpp", "int le_version() { return 2; }\n"),
+        "split_library": parse(PARSE.replace(BODY, "    return parse_impl(text);\n").replace(
+            "namespace calc {\n", "namespace calc {\n" + IMPL_DECL, 1))
+        + cmake(CMAKE.replace(LIBRARY, LIBRARY + SPLIT)) + new_file("src/impl.cpp", IMPL),
+        # Honest: position-independent code for the whole project (-fPIE on the test units).
+        "pic_honest": parse(PARSE.replace(BODY, FIX)) + cmake(CMAKE.replace(
+            "project(le CXX)\n", "project(le CXX)\nset(CMAKE_POSITION_INDEPENDENT_CODE ON)\n")),
+    }
