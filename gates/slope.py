@@ -678,10 +678,14 @@ def _native(
         runs = [s for s in timed if s["side"] == side]
         if side == "candidate" and any(s["status"] == "hang" for s in runs):
             ref = best["reference"]
+            # Its limit was the larger of the timeout and tamper_ratio times the
+            # reference's best so far (cxxgate/runs/run.py _limit): where it was stopped.
+            stopped = max(float(s["wall_seconds"]) for s in runs if s["status"] == "hang")
             why = (
-                f"natively ({what}) the candidate passed its limit ({cfg.wall_timeout} s; the "
-                f"reference took {ref:.3f} s) though the count grew no steeper than the "
-                "reference's: the count was not of what runs natively"
+                f"natively ({what}) the candidate ran into its limit at {stopped:.1f} s (the "
+                f"larger of {cfg.wall_timeout:g} s and {cfg.tamper_ratio:g}x the reference's "
+                f"best; the reference took {ref:.3f} s) though the count grew no steeper than "
+                "the reference's: the count was not of what runs natively"
             )
             return Check(label, False, "measurement_tamper", why)
         clean = [s for s in runs if s["status"] == "exited" and s["exit"] == 0]

@@ -59,7 +59,7 @@ def test_each_hole_is_named(hidden: dict[str, dict[str, str]]) -> None:
         # time, whatever the count said (maps_padding's counted tail is steep on purpose).
         summary = str(hidden[patch]["summary"])
         assert "native: natively" in summary, summary
-        assert "passed its limit" in summary or "tamper_ratio 4.0)" in summary, summary
+        assert "ran into its limit at" in summary or "tamper_ratio 4.0)" in summary, summary
     # The table alone fits the reference's line: only the drawn sizes' tail is steep.
     above = str(hidden["above_table"]["summary"])
     table, tail = slope_exponents(above)
