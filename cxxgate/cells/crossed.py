@@ -18,7 +18,9 @@ the gate compares their commands) and the candidate's library archives, and noth
 - Otherwise the link runs. The same bytes as the candidate's program: `same`. Other bytes
   (`relinked`): the new program is put in the suite's copy of the build in place of the
   candidate's, and every listed test whose command names it, or names no test program at
-  all, runs again under ctest as in the candidate's own run. A test that passed on the
+  all, runs again under ctest as in the candidate's own run, registered as the
+  reference's run listed it (the candidate's registrations are compared with those, and
+  no script of the project's decides here which tests run or how). A test that passed on the
   candidate's program and not on this one passed because of what the candidate's link
   added: `library_bypassed` (gates/tests/suite.py). A link that fails says why, and the
   gate refuses it too (an honest patch whose test programs need a library file the
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Callable
 from pathlib import Path
 
 from cxxgate.cells import relink
@@ -89,36 +90,32 @@ def cross(
     return RELINKED
 
 
-def picker(
-    crossed: dict[str, str], known: list[str], named: list[str], build_at: str
-) -> Callable[[dict[str, object]], bool]:
-    """Which tests of ctest's listing run again: a listed one (`named`, by folded name)
-    whose command names a relinked program, or names none of the reference's test
-    programs (`known`): what it runs is then not known."""
+def pick(
+    listing: str, crossed: dict[str, str], known: list[str], named: list[str], build_at: str
+) -> tuple[str, list[str]]:
+    """The reference's listing (json, at this run's paths) cut to the tests that run
+    again, and their names: a listed one (`named`, by folded name) whose command names a
+    relinked program, or names none of the reference's test programs (`known`): what it
+    runs is then not known."""
     relinked = {posixpath.join(build_at, p) for p, said in crossed.items() if said == RELINKED}
     programs = {posixpath.join(build_at, p) for p in known}
     folded = {n.casefold() for n in named}
 
-    def keep(test: dict[str, object]) -> bool:
+    def again(test: dict[str, object]) -> bool:
         if str(test.get("name", "")).casefold() not in folded:
             return False
         words = test.get("command") or []
         paths = {posixpath.normpath(str(w)) for w in words} if isinstance(words, list) else set()
         return bool(paths & relinked) or not paths & programs
 
-    return keep
+    found = json.loads(listing)
+    found["tests"] = [t for t in found.get("tests", []) if isinstance(t, dict) and again(t)]
+    return json.dumps(found), sorted(str(t.get("name", "")) for t in found["tests"])
 
 
-def write(path: Path, programs: dict[str, str]) -> None:
-    path.write_text(json.dumps({"programs": programs, "tests": []}, indent=1, sort_keys=True))
-
-
-def note_tests(path: Path, listing: str, keep: Callable[[dict[str, object]], bool]) -> None:
-    """Add to the record the names of the listing's tests that `keep` runs again."""
-    record = json.loads(path.read_text())
-    tests = json.loads(listing).get("tests", [])
-    record["tests"] = sorted(str(t.get("name", "")) for t in tests if keep(t))
-    path.write_text(json.dumps(record, indent=1, sort_keys=True))
+def write(path: Path, programs: dict[str, str], tests: list[str]) -> None:
+    record = {"programs": programs, "tests": tests}
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 def read(path: Path) -> tuple[dict[str, str], list[str]]:

@@ -38,7 +38,6 @@ import shlex
 import shutil
 import stat
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -115,7 +114,7 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
     graphs = tuple(_graph_of(layout.cell(key)) for key in spec.needs[1:3])
     if spec.kind == "crossed" and not crossed.to_cross(graphs[1], graphs[0]):
-        crossed.write(out / crossed.JSON, {})  # every program is the reference's recipe
+        crossed.write(out / crossed.JSON, {}, [])  # every program is the reference's recipe
         return "ok", "", [], str(out / crossed.JSON)
     stales = (JUNIT, SAID_JSON, TESTS_JSON, MACROS_JSON, DEFINES_JSON, OBJECTS_JSON,
               COMMANDS_JSON, GRAPH_JSON, FRAMEWORKS_JSON, crossed.JSON)  # fmt: skip
@@ -145,30 +144,27 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
             reports.mkdir()
             if uid is not None:
                 os.chown(reports, uid, uid)
-            keep = None
             if spec.kind == "crossed":
-                keep, steps = _crossed(spec, layout, cell, copy, out, *graphs)
-                if keep is None:  # no program other than the candidate's: nothing to run
+                ref_listing, steps = _crossed(spec, layout, cell, copy, out, *graphs)
+                if ref_listing is None:  # no program other than the candidate's: no run
                     return "ok", "", steps, str(out / crossed.JSON)
+                listing = ctestfile.write(ref_listing, 0, _folder(work / "ctest"))
             else:
                 units, steps = _commands(spec, layout, cell, copy, out)
                 steps += _again(spec, layout, cell, copy, out, units)
-            listed = _ctest(spec, layout, out, work, uid, caps,
-                            [ctest, "--show-only=json-v1"], LISTING)  # fmt: skip
-            steps.append(listed)
-            if listed.timed_out:
-                return "timeout", "ctest did not list the tests in time", steps, None
-            try:  # the run reads the listing (cxxgate/cells/ctestfile.py), nothing else
-                listing = ctestfile.write(
-                    listed.output, listed.exit, _folder(work / "ctest"), keep
-                )
-            except ValueError as err:
-                why = f"ctest could not list the tests ({err}): {_cap_hit(listed.output, caps)}"
-                return "compile_error", why + listed.output[-400:], steps, None
+                listed = _ctest(spec, layout, out, work, uid, caps,
+                                [ctest, "--show-only=json-v1"], LISTING)  # fmt: skip
+                steps.append(listed)
+                if listed.timed_out:
+                    return "timeout", "ctest did not list the tests in time", steps, None
+                try:  # the run reads the listing (cxxgate/cells/ctestfile.py), nothing else
+                    listing = ctestfile.write(listed.output, listed.exit, _folder(work / "ctest"))
+                except ValueError as err:
+                    why = f"ctest could not list the tests ({err}): "
+                    why += _cap_hit(listed.output, caps) + listed.output[-400:]
+                    return "compile_error", why, steps, None
             # spelt: the gate compares it with the reference's
             (out / TESTS_JSON).write_text(spell(listing, *paths(cell)))
-            if keep is not None:
-                crossed.note_tests(out / crossed.JSON, listing, keep)
             junit = f"{REPORTS}/{JUNIT}" if sandbox.available() else str(reports / JUNIT)
             argv = [ctest, "--output-junit", junit, *spec.extra_flags]
             step = _ctest(spec, layout, out, work, uid, caps, argv)
@@ -571,12 +567,13 @@ def _crossed(
     out: Path,
     ref: dict[str, Any],
     mine: dict[str, Any],
-) -> tuple[Callable[[dict[str, object]], bool] | None, list[Step]]:
+) -> tuple[str | None, list[Step]]:
     """A crossed cell's links (cxxgate/cells/crossed.py): each reference test program the
     candidate does not link by the reference's command (`ref`, `mine`: the two ctest
     cells' graphs), linked so over the build's copy, sealed, and put in the copy in its
-    place when its bytes differ (crossed.json). The listing's pick of the tests that run
-    again, or None when no program differs."""
+    place when its bytes differ (crossed.json). What the run then reads: the reference's
+    own listing (the patch cannot shape it, and no script of the project's runs), cut to
+    the listed tests that run a relinked program; None when no program differs."""
     tree_at, build_at = paths(cell) if sandbox.available() else (paths(cell)[0], str(copy))
     views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
     scratch, seen = _scratch(out, "crossed")
@@ -597,13 +594,21 @@ def _crossed(
         command = commands[program].replace("<tree>", tree_at).replace("<build>", build_at)
         found[program] = crossed.cross(program, command, copy, build_at, scratch, seen, again)
     run.remove_work(scratch)
-    crossed.write(out / crossed.JSON, found)
     if crossed.RELINKED not in found.values():
+        crossed.write(out / crossed.JSON, found, [])
         return None, steps
+    # The tests as the reference's run saw them, at this run's paths (without a sandbox,
+    # the copy's: there the swapped programs are).
+    try:
+        listing = (layout.cell(spec.needs[1]) / TESTS_JSON).read_text()
+    except OSError:  # the reference's suite was never listed: its own case is broken
+        crossed.write(out / crossed.JSON, found, [])
+        return None, steps
+    listing = listing.replace("<tree>", tree_at).replace("<build>", build_at)
     named = [t for t in _unit(spec, testframeworks.NAMED_UNIT).splitlines() if t]
-    # Without a sandbox a test's command names the build cell's own programs.
-    listed_at = build_at if sandbox.available() else paths(cell)[1]
-    return crossed.picker(found, sorted(commands), named, listed_at), steps
+    kept, tests = crossed.pick(listing, found, sorted(commands), named, build_at)
+    crossed.write(out / crossed.JSON, found, tests)
+    return kept, steps
 
 
 def _graph_of(cell: Path) -> dict[str, Any]:

@@ -14,7 +14,6 @@ code of the project's runs in ctest itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 NAME = "CTestTestfile.cmake"
@@ -44,16 +43,10 @@ def _value(value: object) -> str | None:
     return None
 
 
-def write(
-    output: str,
-    exit: int | None,
-    folder: Path,
-    keep: Callable[[dict[str, object]], bool] | None = None,
-) -> str:
+def write(output: str, exit: int | None, folder: Path) -> str:
     """Write folder/CTestTestfile.cmake from what `ctest --show-only=json-v1` printed
     (its stdout, then its stderr: a script's message()) and its exit status; returns the
-    listing (json). `keep` picks the tests the file registers (default: all). Raises
-    ValueError when there is none."""
+    listing (json). Raises ValueError when there is none."""
     if exit != 0:
         raise ValueError(f"exit {exit}")
     try:
@@ -68,8 +61,6 @@ def write(
         name, command = str(test.get("name", "")), test.get("command") or []
         if not name:
             raise ValueError("ctest's listing has a test with no name")
-        if keep is not None and not keep(test):
-            continue
         words = [_bracket(name), *(_bracket(str(w)) for w in command)]
         if not command:  # ctest reports such a test as not run (no command)
             words.append(_bracket(""))
