@@ -32,6 +32,7 @@ An honest patch changes the library, not how the tests link it, so it costs no l
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 from pathlib import Path
 
@@ -83,11 +84,26 @@ def cross(
         return "the reference's link of it made no program"
     if new == relink.digest(copy / program, copy):
         return SAME
-    target = copy / program
+    return _put(made, copy, program) or RELINKED
+
+
+def _put(made: Path, copy: Path, program: str) -> str:
+    """The new program in the copy at `program`, written by the harness (root) only
+    through folders of the copy: the candidate's build may have made a folder of that
+    path a link out of the build, or the program's path a folder. "" or why not."""
+    folder = copy
+    for part in Path(program).parent.parts:
+        folder = folder / part
+        if folder.is_symlink() or not folder.is_dir():
+            return f"the program's folder {folder.relative_to(copy)} is not a folder of the build"
+    target = folder / Path(program).name
+    if target.is_dir() and not target.is_symlink():
+        return "the build made a folder where the reference's link makes the program"
     target.unlink(missing_ok=True)  # a link to the build cell's file: never written through
-    target.write_bytes(made.read_bytes())
-    target.chmod(0o755)
-    return RELINKED
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755)
+    with os.fdopen(fd, "wb") as f:
+        f.write(made.read_bytes())
+    return ""
 
 
 def pick(
