@@ -101,6 +101,8 @@ def unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
             checks.append(Check("test_links", False, klass, said))
         for said in testunits.new_shadows(mine, ref_graph, dirs):
             checks.append(Check("test_shadows", False, "test_flags_changed", said))
+        for said in testunits.test_archives(mine, ref_graph, dirs):
+            checks.append(Check("test_archives", False, "library_bypassed", said))
         for said in testunits.bypassed(mine, ref_graph, dirs):
             checks.append(Check("test_sources", False, "library_bypassed", said))
         for source, names in testunits.tampered(mine, ref_graph, dirs).items():

@@ -282,6 +282,35 @@ def new_shadows(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str])
     return found
 
 
+def test_archives(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """Each archive a reference test program links whose members the reference compiled
+    from test sources only (a vendored GoogleTest, a test `main` library), where this
+    build's archive of that path holds members of other sources (or not compiled at
+    all). The crossed proof (cxxgate/cells/crossed.py) links test programs with the
+    reference's command, naming archives by path: a fix added to a test archive the
+    reference's link names would still be in the program."""
+    found = []
+    named = {w for p in test_programs(ref, test_dirs) for w in ref["links"][p]}
+    for archive in sorted(a for a in named if a.endswith(".a") and a in ref.get("links", {})):
+        want = _members(ref, archive)
+        if not want or not all(_in_dirs(s, test_dirs) for s in want):
+            continue  # the library's own archive: its members are the patch's to change
+        got = _members(mine, archive)
+        if got != want:
+            extra = sorted(got - want) or ["fewer members"]
+            found.append(f"{archive} holds members the reference's does not: "
+                         f"{', '.join(extra[:5])}")  # fmt: skip
+    return found
+
+
+def _members(g: dict[str, Any], archive: str) -> set[str]:
+    """The sources an archive command's objects were compiled from (an object no compile
+    made: its own name)."""
+    compiles = g.get("compiles", {})
+    words = g.get("links", {}).get(archive, [])
+    return {compiles.get(w, w) for w in words if w in compiles or w.endswith((".o", ".obj"))}
+
+
 def _source_of(g: dict[str, Any], name: str) -> str:
     """The source an input the linker took was compiled from (`lib.a(member.o)`: the
     object of that name the archive's command names), "" when no compile made it."""
