@@ -1,0 +1,82 @@
+"""The crossed proof's choices (cxxgate/cells/crossed.py) and the seed's configure inputs
+(cxxgate/cells/cmake.py), on data of our own: which programs are crossed, which tests
+run again, and which tree files make a build start afresh. The proof itself runs in the
+graded rows of tests/gates/test_link_evidence.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cxxgate.cells import cmake, crossed
+
+BUILD = "/src/build"
+
+
+def _graph(commands: dict[str, str], why: dict[str, str] | None = None) -> dict[str, object]:
+    linked = {p: {"why": (why or {}).get(p, "")} for p in commands}
+    return {"programs": commands, "linked": linked}
+
+
+def test_only_programs_not_linked_by_the_references_command_are_crossed() -> None:
+    ref = _graph({"a": "g++ a.o libcalc.a -o a", "b": "g++ b.o libcalc.a -o b",
+                  "c": "g++ c.o libcalc.a -o c", "d": "g++ d.o libcalc.a -o d"})  # fmt: skip
+    commands = {"a": "g++ a.o libcalc.a -o a", "b": "g++ b.o fix.o libcalc.a -o b",
+                "c": "g++ c.o libcalc.a -o c"}  # fmt: skip
+    mine = _graph(commands, {"c": "it is not what its link command makes from the build"})
+    # b: another command; c: its own re-link failed; d: not linked at all.
+    assert crossed.to_cross(mine, ref) == ["b", "c", "d"]
+
+
+def test_the_tests_that_run_again_are_the_references_listed_ones_on_a_relinked_program() -> None:
+    def test(name: str, *command: str) -> dict[str, object]:
+        return {"name": name, "command": list(command)}
+
+    listing = {
+        "kind": "ctestInfo",
+        "tests": [
+            test("Parse.Empty", f"{BUILD}/tests/parse_test", "--gtest_filter=Parse.Empty"),
+            test("digits", f"{BUILD}/tests/digits_test"),
+            test("scripted", "/bin/sh", "/src/project/tests/run.sh"),
+            test("unlisted", f"{BUILD}/tests/parse_test"),
+            test("dotted", f"{BUILD}/tests/./parse_test"),
+        ],
+    }
+    said = {"tests/parse_test": crossed.RELINKED, "tests/digits_test": crossed.SAME}
+    known = ["tests/digits_test", "tests/parse_test"]
+    named = ["parse.empty", "digits", "scripted", "dotted"]  # listed names are folded
+    kept, names = crossed.pick(json.dumps(listing), said, known, named, BUILD)
+    # digits runs a program that is the reference's recipe already; scripted names no
+    # test program, so what it runs is not known; unlisted is nobody's business.
+    assert names == ["Parse.Empty", "dotted", "scripted"]
+    assert [t["name"] for t in json.loads(kept)["tests"]] == ["Parse.Empty", "scripted", "dotted"]
+    assert json.loads(kept)["kind"] == "ctestInfo"
+
+
+def test_a_record_reads_back_and_a_missing_one_reads_as_nothing(tmp_path: Path) -> None:
+    path = tmp_path / crossed.JSON
+    crossed.write(path, {"t": crossed.RELINKED}, ["T"])
+    assert crossed.read(path) == ({"t": crossed.RELINKED}, ["T"])
+    assert crossed.read(tmp_path / "none.json") == ({}, [])
+
+
+def test_the_seeds_configure_inputs_are_its_rerun_edges_tree_files(tmp_path: Path) -> None:
+    (tmp_path / "build.ninja").write_text(
+        "rule RERUN_CMAKE\n  command = cmake\n"
+        "build build.ninja: RERUN_CMAKE | /src/project/CMakeLists.txt "
+        "/src/project/cmake/odd$ name.cmake /usr/share/cmake/Modules/X.cmake $\n"
+        "    /src/project/sub/CMakeLists.txt CMakeCache.txt\n  pool = console\n"
+        "build all: phony /src/project/not-an-input.txt\n"
+    )
+    found = cmake._configure_inputs(tmp_path, tmp_path / "tree")
+    assert found == ["CMakeLists.txt", "cmake/odd name.cmake", "sub/CMakeLists.txt"]
+
+
+def test_without_a_rerun_edge_every_cmake_file_of_the_tree_counts(tmp_path: Path) -> None:
+    (tmp_path / "build.ninja").write_text("build all: phony\n")
+    tree = tmp_path / "tree"
+    (tree / "cmake").mkdir(parents=True)
+    for name in ("CMakeLists.txt", "cmake/deps.cmake", "cmake/config.h.cmake.in", "main.cpp"):
+        (tree / name).write_text("")
+    found = sorted(cmake._configure_inputs(tmp_path, tree))
+    assert found == ["CMakeLists.txt", "cmake/config.h.cmake.in", "cmake/deps.cmake"]
