@@ -1,7 +1,10 @@
 """The sources of tests/gates/test_link_evidence.py: a plain C++ project (a library and two
 plain test programs) and the red-team cheats against the tests gate, each a patch that
 leaves the library's bug in place (a program linking the row's own libcalc.a still throws
-on `parse("")`) and makes the test programs run a fix from somewhere else."""
+on `parse("")`, or returns 1) and makes the test programs run a fix from somewhere else,
+or ctest count a failing test as passed; builds that print or leave what reads as the
+machine's fault; and honest patches that change how the project builds or links, each
+with the fix in the library."""
 
 from __future__ import annotations
 
@@ -482,6 +485,199 @@ int parse_impl(const std::string& text) { return text.empty() ? 0 : std::stoi(te
 """
 
 
+# Earlier rounds, first graded in tests/gates/test_frameworks.py's Catch2 / doctest project:
+# none needs a test framework, so they are graded here, where a row that adds a file costs
+# no compile of Catch2's main.
+PROGRAMS = ("plain_parse", "plain_digits")
+EACH = "foreach(p plain_parse plain_digits)\n{}endforeach()\n"
+WRONG = "    if (text.empty()) return 1;\n" + BODY
+# A wrong fix (plain_parse exits 1, no signal: WILL_FAIL reads that as a pass), and no fix
+# with plain_parse's command made `true`.
+WILL_FAIL = "set_tests_properties(plain_parse PROPERTIES WILL_FAIL ON)\n"
+PLAIN_TEST = "add_test(NAME plain_parse COMMAND plain_parse)"
+TRUE_TEST = "add_test(NAME plain_parse COMMAND true)"
+# ctest runs a TEST_INCLUDE_FILES script each time it reads CTestTestfile.cmake: one that
+# registers plain_parse WILL_FAIL only on its second read (the first is the harness's
+# listing), and one that, while ctest lists the tests, compiles a fixed parse and puts
+# relinked test programs in place of the built ones.
+LIST_HOOK = """
+set(CXX "${CMAKE_CXX_COMPILER}")
+configure_file(cmake/hook.cmake.in ${CMAKE_BINARY_DIR}/hook.cmake @ONLY)
+set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_BINARY_DIR}/hook.cmake)
+"""
+SECOND_READ = """\
+if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/read-once")
+  set_tests_properties(plain_parse PROPERTIES WILL_FAIL ON)
+else()
+  file(WRITE "${CMAKE_CURRENT_LIST_DIR}/read-once" "")
+endif()
+"""
+RELINK = """\
+set(d "${CMAKE_CURRENT_LIST_DIR}")
+file(WRITE "${d}/fixed.cpp" "#include <string>\\nnamespace calc {\\n")
+file(APPEND "${d}/fixed.cpp" "int parse(const std::string& t) {\\n")
+file(APPEND "${d}/fixed.cpp" "return t.empty() ? 0 : std::stoi(t); }\\n}\\n")
+execute_process(COMMAND "@CXX@" -c "${d}/fixed.cpp" -o "${d}/fixed.o")
+foreach(p plain_parse plain_digits)
+  file(GLOB objs "${d}/CMakeFiles/${p}.dir/tests/*.o")
+  execute_process(COMMAND "@CXX@" ${objs} "${d}/fixed.o" -o "${d}/${p}.fixed"
+                  RESULT_VARIABLE linked)
+  execute_process(COMMAND mv -f "${d}/${p}.fixed" "${d}/${p}" RESULT_VARIABLE moved)
+  message("relink ${p}: linked ${linked}, moved ${moved}")
+endforeach()
+"""
+# A fixed twin of the library, from a new tree source, linked into the test programs in
+# place of calc (which keeps the bug), or listed before it.
+TWIN = "add_library(calc_t src/parse_t.cpp)\ntarget_include_directories(calc_t PUBLIC include)\n"
+LTO = "target_compile_options(calc_t PRIVATE -flto -fno-fat-lto-objects)\n"
+REWRITE = """\
+add_custom_target(after ALL COMMAND ${CMAKE_COMMAND} -E copy
+                  ${CMAKE_BINARY_DIR}/libcalc.a ${CMAKE_BINARY_DIR}/libcalc_t.a)
+add_dependencies(after plain_parse plain_digits)
+"""
+INLINE = "target_sources(calc INTERFACE ${CMAKE_CURRENT_SOURCE_DIR}/src/fix.cpp)\n"
+FIX_OBJECT = (
+    "add_library(fix OBJECT src/fix.cpp)\ntarget_include_directories(fix PRIVATE include)\n"
+)
+# After every link step, a script relinks each test program with the fix first and the
+# whole library after it (parse.cpp's object is in, never called): no build command names
+# a test object.
+AFTER_LINK = """\
+add_custom_target(after ALL COMMAND ${CMAKE_COMMAND} -DB=${CMAKE_BINARY_DIR}
+  -DCXX=${CMAKE_CXX_COMPILER} -DFIX=$<TARGET_OBJECTS:fix> -P ${CMAKE_SOURCE_DIR}/cmake/after.cmake)
+add_dependencies(after plain_parse plain_digits fix)
+"""
+RELINK_AFTER = """\
+foreach(p plain_parse plain_digits)
+  file(GLOB objs "${B}/CMakeFiles/${p}.dir/tests/*.o")
+  execute_process(COMMAND "${CXX}" ${objs} "${FIX}" -Wl,--allow-multiple-definition
+    -Wl,--whole-archive "${B}/libcalc.a" -Wl,--no-whole-archive -o "${B}/${p}.new")
+  file(RENAME "${B}/${p}.new" "${B}/${p}")
+endforeach()
+"""
+# A link word the build's /bin/sh expands: `libcalc_?.a` is a copy of the project's
+# library as a word, the fixed twin `libcalc_0.a` when the shell globs it.
+GLOBBED = """\
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/libcalc_?.a ${CMAKE_BINARY_DIR}/libcalc_0.a
+  COMMAND ${CMAKE_COMMAND} -E copy libcalc.a libcalc_?.a
+  COMMAND ${CMAKE_AR} qc libcalc_0.a $<TARGET_OBJECTS:fix>
+  DEPENDS calc fix $<TARGET_OBJECTS:fix> WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+add_custom_target(calc_g DEPENDS ${CMAKE_BINARY_DIR}/libcalc_?.a)
+"""
+# A file the build makes, named as an option: the test programs link with it as a word.
+WRAP_WORD = f"""\
+set(W "-Wl,--wrap={MANGLED}")
+add_custom_command(OUTPUT "${{CMAKE_BINARY_DIR}}/${{W}}"
+  COMMAND ${{CMAKE_COMMAND}} -E touch "${{W}}" WORKING_DIRECTORY ${{CMAKE_BINARY_DIR}})
+add_custom_target(word DEPENDS "${{CMAKE_BINARY_DIR}}/${{W}}")
+""" + EACH.format(
+    "  target_sources(${p} PRIVATE src/wrap.cpp)\n  target_link_options(${p} PRIVATE \"${W}\")\n"
+    "  add_dependencies(${p} word)\n"
+)
+WRAP_FIX = f"""\
+#include <string>
+extern "C" int __real_{MANGLED}(const std::string&);
+extern "C" int __wrap_{MANGLED}(const std::string& text) {{
+    return text.empty() ? 0 : __real_{MANGLED}(text);
+}}
+"""
+# An object file named as the map names a member, holding a fixed inline copy.
+MEMBER = "${CMAKE_BINARY_DIR}/libcalc.a(parse.cpp.o)"
+MEMBER_NAMED = f"""\
+add_custom_command(OUTPUT "{MEMBER}" COMMAND ${{CMAKE_COMMAND}} -E copy $<TARGET_OBJECTS:fix>
+  "{MEMBER}" DEPENDS fix $<TARGET_OBJECTS:fix> VERBATIM)
+add_custom_target(member DEPENDS "{MEMBER}")
+"""
+UNITY_ON = "set_target_properties(calc PROPERTIES UNITY_BUILD ON)\n"
+# The test units compiled with a header that renames parse, and compiled a second time,
+# clean, by a rule that spells `--compile` (the second entry of each source came last).
+QUIET = """\
+#pragma once
+#include "calc/calc.hpp"
+namespace calc {
+inline int parse_fixed(const std::string& text) { return text.empty() ? 0 : parse(text); }
+}  // namespace calc
+#define parse parse_fixed
+"""
+CLEAN = """\
+set(CMAKE_CXX_COMPILE_OBJECT
+  "<CMAKE_CXX_COMPILER> <DEFINES> <INCLUDES> <FLAGS> -o <OBJECT> --compile <SOURCE>")
+add_library(plain_again OBJECT ${PROJECT_SOURCE_DIR}/tests/plain_parse.cpp)
+target_link_libraries(plain_again PRIVATE calc)
+"""
+# A custom command that prints a driver's infrastructure line and fails; a FIFO and the
+# harness's scratch folder names in the build folder.
+FAULT = "add_custom_target(fault ALL COMMAND sh ${CMAKE_SOURCE_DIR}/tools/fault.sh)\n"
+FAULT_SH = "echo \"collect2: fatal error: cannot find 'ld'\" >&2\nexit 1\n"
+ODD_FILES = """\
+add_custom_target(odd ALL COMMAND ${CMAKE_COMMAND} -E rm -f odd.fifo
+  COMMAND mkfifo -m 666 odd.fifo
+  COMMAND ${CMAKE_COMMAND} -E make_directory .cxxgate-relink .cxxgate-macros relink macros
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+"""
+SHARED_SOURCE = """\
+add_library(calc_extra src/extra.cpp src/blank.cpp)
+add_library(calc src/parse.cpp src/blank.cpp)
+target_link_libraries(calc PUBLIC calc_extra)
+"""
+BLANK = """\
+#include <string>
+namespace calc {
+bool blank(const std::string& t) { return t.empty(); }
+}  // namespace calc
+"""
+# A data symbol whose name reads as a map's input section line; the test units' objects
+# replaced after their clean compiles by ones compiled with QUIET; a build.ninja that
+# quotes a driver's line to `ninja -t compdb`; an honest POST_BUILD step on a test program.
+FORGED_LINE = """\
+asm(".globl \\"0x10 libcalc.a(parse.cpp.o)\\"\\n.pushsection .data\\n"
+    "\\"0x10 libcalc.a(parse.cpp.o)\\": .long 7\\n.popsection\\n");
+"""
+SWAPPED = """\
+foreach(t plain_parse plain_digits)
+  file(WRITE ${CMAKE_BINARY_DIR}/q/${t}.cpp "#include \\"${CMAKE_SOURCE_DIR}/tests/${t}.cpp\\"\\n")
+endforeach()
+add_library(quiet OBJECT ${CMAKE_BINARY_DIR}/q/plain_parse.cpp
+  ${CMAKE_BINARY_DIR}/q/plain_digits.cpp)
+target_compile_options(quiet PRIVATE -include ${CMAKE_SOURCE_DIR}/src/quiet.h)
+target_link_libraries(quiet PRIVATE calc)
+set(OBJ ${CMAKE_BINARY_DIR}/CMakeFiles)
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/q/stamp
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tools/swap.sh
+  DEPENDS ${CMAKE_SOURCE_DIR}/tools/swap.sh $<TARGET_OBJECTS:quiet>
+    ${OBJ}/plain_parse.dir/tests/plain_parse.cpp.o ${OBJ}/plain_digits.dir/tests/plain_digits.cpp.o
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+add_custom_target(swap DEPENDS ${CMAKE_BINARY_DIR}/q/stamp)
+set_property(TARGET plain_parse plain_digits APPEND PROPERTY
+  LINK_DEPENDS ${CMAKE_BINARY_DIR}/q/stamp)
+"""
+SWAP_SH = """\
+set -e
+for t in plain_parse plain_digits; do
+  cp "$(find CMakeFiles/quiet.dir -name "$t.cpp.o")" "CMakeFiles/$t.dir/tests/$t.cpp.o"
+done
+touch q/stamp
+"""
+QUOTED_FAULT = """\
+add_custom_target(quoted ALL COMMAND sh ${CMAKE_SOURCE_DIR}/tools/quote.sh
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+add_dependencies(quoted plain_parse plain_digits)
+"""
+QUOTE_SH = "echo \"collect2: fatal error: cannot find 'ld'\" >> build.ninja\n"
+POST_BUILD = (
+    "add_custom_command(TARGET plain_parse POST_BUILD COMMAND ${CMAKE_COMMAND} -E echo linked)\n"
+)
+
+
+def twin(cmake: str, libraries: str) -> str:
+    """`cmake` with the fixed twin calc_t added, each test program linking `libraries`
+    where it linked calc."""
+    cmake = cmake.replace(LIBRARY, LIBRARY + TWIN)
+    for program in PROGRAMS:
+        cmake = cmake.replace(f"({program} calc)", f"({program} {libraries})")
+    return cmake
+
+
 def patches(repo: Path) -> dict[str, str]:
     def header(text: str) -> str:
         return diff(repo, "include/calc/calc.hpp", text)
@@ -497,7 +693,22 @@ def patches(repo: Path) -> dict[str, str]:
             CMAKE + TEST_OPTION.format(option)
         )
 
+    def body(text: str) -> str:
+        return parse(PARSE.replace(BODY, text))
+
     unity = cmake(CMAKE.replace(LIBRARY, UNITY)) + new_file("src/extra.cpp", EXTRA)
+    fixed = PARSE.replace(BODY, FIX)
+    weak = fixed.replace("int parse(", "[[gnu::weak]] int parse(")
+    inline = fixed.replace("int parse(", "[[gnu::used]] inline int parse(")
+    blank_fix = PARSE.replace(BODY, "    if (blank(text)) return 0;\n" + BODY).replace(
+        "namespace calc {\n", "namespace calc {\nbool blank(const std::string& t);\n", 1
+    )
+    globbed = twin(CMAKE, '"${CMAKE_BINARY_DIR}/libcalc_?.a" calc').replace(
+        LIBRARY + TWIN, LIBRARY + FIX_OBJECT + GLOBBED
+    ) + "".join(f"add_dependencies({p} calc_g)\n" for p in PROGRAMS)
+    member_named = twin(CMAKE, f'"{MEMBER}" calc').replace(
+        LIBRARY + TWIN, LIBRARY + FIX_OBJECT + MEMBER_NAMED
+    ) + "".join(f"add_dependencies({p} member)\n" for p in PROGRAMS)
     return {
         "gold": parse(PARSE.replace(BODY, FIX)),
         "test": diff(repo, "tests/plain_parse.cpp", MAIN.format('calc::parse("") != 0')),
@@ -558,4 +769,63 @@ def patches(repo: Path) -> dict[str, str]:
         # Honest: position-independent code for the whole project (-fPIE on the test units).
         "pic_honest": parse(PARSE.replace(BODY, FIX)) + cmake(CMAKE.replace(
             "project(le CXX)\n", "project(le CXX)\nset(CMAKE_POSITION_INDEPENDENT_CODE ON)\n")),
+        # Earlier rounds (first graded in tests/gates/test_frameworks.py).
+        "will_fail": body(WRONG) + cmake(CMAKE + WILL_FAIL),
+        "true_command": cmake(CMAKE.replace(PLAIN_TEST, TRUE_TEST)),
+        "second_read": body(WRONG) + cmake(CMAKE + LIST_HOOK)
+        + new_file("cmake/hook.cmake.in", SECOND_READ),
+        "relinked": cmake(CMAKE + LIST_HOOK) + new_file("cmake/hook.cmake.in", RELINK),
+        "twin": cmake(twin(CMAKE, "calc_t")) + new_file("src/parse_t.cpp", fixed),
+        "twin_first": cmake(twin(CMAKE, "calc_t calc")) + new_file("src/parse_t.cpp", fixed),
+        # The twin made weak (no COMDAT group: still a second definition), compiled into
+        # the test programs themselves, or compiled to slim LTO (no ELF symbols to read).
+        "weak_twin_first": cmake(twin(CMAKE, "calc_t calc")) + new_file("src/parse_t.cpp", weak),
+        "weak_object": cmake(CMAKE + "".join(
+            f"target_sources({p} PRIVATE src/parse_w.cpp)\n" for p in PROGRAMS
+        )) + new_file("src/parse_w.cpp", weak),
+        "lto_twin_first": cmake(twin(CMAKE, "calc_t calc") + LTO)
+        + new_file("src/parse_t.cpp", fixed),
+        # The twin's archive overwritten with the project's after the test programs are
+        # linked (what the link read is gone), and a fixed inline copy (a COMDAT group)
+        # compiled into each test program through the library's INTERFACE sources, which
+        # also names itself parse.cpp (one STT_FILE symbol per `.file`).
+        "rewritten": cmake(twin(CMAKE, "calc_t calc") + REWRITE)
+        + new_file("src/parse_t.cpp", fixed),
+        "inline_copy": cmake(CMAKE.replace(LIBRARY, LIBRARY + INLINE))
+        + new_file("src/fix.cpp", '__asm__(".file \\"parse.cpp\\"");\n' + inline),
+        # Relinked by a script after the link steps; a link word the shell globs to a twin.
+        "relinked_after": cmake(CMAKE + FIX_OBJECT + AFTER_LINK) + new_file("src/fix.cpp", fixed)
+        + new_file("cmake/after.cmake", RELINK_AFTER),
+        "globbed": cmake(globbed) + new_file("src/fix.cpp", fixed),
+        # An option made as a file, a file named like a member, a unity build hiding the
+        # member's name, a clean second compile hiding the test units' flags.
+        "wrap_word": cmake(CMAKE + WRAP_WORD) + new_file("src/wrap.cpp", WRAP_FIX),
+        "member_named": cmake(member_named) + new_file("src/fix.cpp", inline),
+        "unity": cmake(CMAKE.replace(LIBRARY, LIBRARY + UNITY_ON + INLINE))
+        + new_file("src/fix.cpp", inline),
+        "second_compile": cmake(CMAKE + EACH.format(
+            "  target_compile_options(${p} PRIVATE -include ${CMAKE_SOURCE_DIR}/src/quiet.h)\n"
+        ) + "add_subdirectory(clean)\n")
+        + new_file("src/quiet.h", QUIET) + new_file("clean/CMakeLists.txt", CLEAN),
+        # The fix, and a build step that fails saying the linker is missing: the build's
+        # failure, not the machine's (the harness's own program still builds).
+        "fake_fault": body(FIX) + cmake(CMAKE + FAULT) + new_file("tools/fault.sh", FAULT_SH),
+        # Honest: the fix, and a build that leaves a FIFO and folders named as the harness's.
+        "odd_files": body(FIX) + cmake(CMAKE + ODD_FILES),
+        # A forged map line; a unity build of two members, the inline copy calling the
+        # second (the library's own unity build, UNITY, as unity_hidden's).
+        "forged_line": cmake(CMAKE.replace(LIBRARY, LIBRARY + INLINE))
+        + new_file("src/fix.cpp", inline + FORGED_LINE),
+        "unity_split": unity + new_file("src/fix.cpp", inline.replace(
+            "namespace calc {\n", "namespace calc {\nint extra();\n", 1
+        ).replace("return 0;", "return extra() - 1;", 1)),
+        "swapped_objects": cmake(CMAKE + SWAPPED)
+        + new_file("src/quiet.h", QUIET) + new_file("tools/swap.sh", SWAP_SH),
+        "quoted_fault": cmake(CMAKE + QUOTED_FAULT) + new_file("tools/quote.sh", QUOTE_SH),
+        # Honest: the fix, and a step after plain_parse's link on the same command line.
+        "post_build": body(FIX) + cmake(CMAKE + POST_BUILD),
+        # Honest: a new helper compiled into the library and into a second library it
+        # links (one source, two archives: the same bytes twice is no shadow).
+        "shared_source": cmake(CMAKE.replace(LIBRARY, SHARED_SOURCE)) + parse(blank_fix)
+        + new_file("src/blank.cpp", BLANK) + new_file("src/extra.cpp", EXTRA),
     }

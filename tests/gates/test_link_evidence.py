@@ -1,15 +1,19 @@
 """Where a test program holds the library's code from, what its test units' options
 define, and whether the listed tests still pass on test programs linked as the reference
-links them: red-team rounds 8 to 10's cheats against the tests gate of a CMake case, each
-a known-bad patch here (tests/gates/link_cheats.py). The project is plain C++ (a library
-and two plain test programs), so every tree builds in seconds; Catch2 and doctest are
-tests/gates/test_frameworks.py's.
+links them: red-team cheats against the tests gate of a CMake case, each a known-bad patch
+here (tests/gates/link_cheats.py), beside honest patches that look like them. The project
+is plain C++ (a library and two plain test programs), so every tree builds in seconds;
+Catch2 and doctest, and the rows whose point is theirs, are tests/gates/test_frameworks.py's.
 
 Every cheat leaves the library's bug in place and makes the tests run a fix from somewhere
 else: an object only the test programs link, reached through the library's own `parse`
 made an inline (COMDAT) function, a weak hook, a hidden or untyped copy, an absolute
 symbol, a second archive; a header wrapper that only options of the test units switch
-on; or ctest's own output forged."""
+on; or ctest's own output forged (rounds 8 to 10). The earlier rounds' (first graded in
+the Catch2 / doctest project, moved here because none needs a framework): a fixed twin
+of the library linked instead or first, a program relinked or an archive rewritten after
+the link step, test objects swapped, ctest's registration of a failing test changed, and
+output shaped like a machine fault."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ import pytest
 from conftest import SHIPPED, Grade, run_grade
 from link_cheats import FILES, MANGLED, patches
 from repos import cmake_case, new_repo
+
+from cxxgate.host import sandbox
 
 CASE = "le"
 EXPECT = {
@@ -59,6 +65,37 @@ EXPECT = {
     # Honest, and rejected (README, threat model): the fix moved into a second library the
     # first links PUBLIC; the reference's link of the tests names only libcalc.a.
     "split_library": "library_bypassed",
+    # Earlier rounds, first graded in tests/gates/test_frameworks.py.
+    "will_fail": "registration_changed",
+    "true_command": "registration_changed",
+    # Nothing of the project runs inside ctest's run: plain_parse fails as built.
+    "second_read": "f2p_fail:plain_parse",
+    "relinked": "f2p_fail:plain_parse",
+    "twin": "test_flags_changed",
+    "twin_first": "test_flags_changed",
+    "weak_twin_first": "test_flags_changed",
+    "weak_object": "test_flags_changed",
+    "lto_twin_first": "test_flags_changed",
+    "rewritten": "library_bypassed",
+    "inline_copy": "library_bypassed",
+    "relinked_after": "library_bypassed",
+    "globbed": "library_bypassed",
+    "wrap_word": "test_flags_changed",
+    "member_named": "library_bypassed",
+    "unity": "library_bypassed",
+    "second_compile": "test_flags_changed",
+    # The build's own failure, though it prints a driver's infrastructure line.
+    "fake_fault": "build_fail",
+    "odd_files": "accept",  # honest
+    "forged_line": "library_bypassed",
+    "unity_split": "library_bypassed",
+    "swapped_objects": "test_flags_changed",
+    # A build.ninja the build spoilt with a driver's line after the link steps: the
+    # project's fault, not the machine's (`ninja -t compdb` quotes the line and reads
+    # nothing, so no test unit is found built).
+    "quoted_fault": "test_missing",
+    "post_build": "accept",  # honest
+    "shared_source": "accept",  # honest
 }
 # Passed on the build's own test program, failed on one linked as the reference links it
 # (cxxgate/cells/crossed.py): what no reading of the program's symbols caught.
@@ -79,9 +116,16 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     return run_grade(root / "out", "-n", "2", library=library)
 
 
-def _said(grade: Grade, row: str) -> str:
+def _said(grade: Grade, row: str, check: str = "") -> str:
+    """The details of the row's tests-gate checks (of those named `check`), one per line."""
     result = grade.out / "results" / CASE / row / "tests.json"
-    return "\n".join(str(c["detail"]) for c in json.loads(result.read_text())["checks"])
+    checks = json.loads(result.read_text())["checks"]
+    return "\n".join(str(c["detail"]) for c in checks if check in ("", c["name"]))
+
+
+def _checks(grade: Grade, row: str) -> dict[str, dict[str, object]]:
+    result = grade.out / "results" / CASE / row / "tests.json"
+    return {str(c["name"]): c for c in json.loads(result.read_text())["checks"]}
 
 
 def test_each_cheat_is_rejected_by_what_the_program_holds_or_what_the_options_define(
@@ -138,6 +182,61 @@ def test_each_cheat_is_rejected_by_what_the_program_holds_or_what_the_options_de
         "tests": ["plain_digits", "plain_parse"],
     }
     assert _crossed(graded, "good") == {"programs": {}, "tests": []}
+
+
+def test_earlier_cheats_are_rejected_by_registration_link_and_build_evidence(
+    graded: Grade,
+) -> None:
+    """The rows first graded in the Catch2 / doctest project (tests/gates/test_frameworks.py):
+    what registers or runs the tests otherwise, a fixed twin or copy linked into the test
+    programs or swapped in after their link, and faults the build itself prints."""
+    assert graded.returncode == 0, graded.output[-3000:]
+    # ctest's pass of a test registered otherwise than the reference registers it: a
+    # wrong fix under WILL_FAIL, a command made `true`.
+    will_fail = _said(graded, "will_fail", "plain_parse")
+    assert 'its WILL_FAIL is true, on the reference "(none)"' in will_fail, will_fail
+    true_command = _checks(graded, "true_command")["plain_parse"]
+    assert true_command["class"] == "registration_changed", true_command
+    assert "its command is" in str(true_command["detail"]), true_command
+    # Nothing of the project runs inside ctest's run: the script's second read never
+    # comes, and the listing's relinking cannot replace the build's programs.
+    for name in ("second_read", "relinked"):
+        assert not _checks(graded, name)["plain_parse"]["ok"], name
+    # The relinked program was made, and refused in place of the build's (sticky folder).
+    listing = [
+        step["output"]
+        for cell in graded.rows[f"{CASE}/relinked"]["evidence"]
+        if (graded.out / cell / "result.json").is_file()
+        for step in json.loads((graded.out / cell / "result.json").read_text()).get("steps", [])
+        if step["source"] == "ctest-list"
+    ]
+    if sandbox.drop_uid():
+        assert "relink plain_parse: linked 0, moved 1" in "".join(listing), listing
+    said = _said(graded, "twin", "test_links")
+    assert "plain_parse no longer links libcalc.a" in said, said
+    for name in ("twin_first", "weak_twin_first", "weak_object"):
+        said = _said(graded, name, "test_shadows")
+        assert "plain_parse links two definitions of _ZN4calc5parse" in said, (name, said)
+    said = _said(graded, "lto_twin_first", "test_shadows")
+    assert "libcalc_t.a(parse_t.cpp.o) is unread: slim LTO" in said, said
+    # The linker's map (a harness re-link): the project's member is not in the program,
+    # whatever the twin calls itself; a program changed after its link is not what its
+    # link command makes.
+    for name in ("inline_copy", "twin_first"):
+        said = _said(graded, name, "test_sources")
+        assert "plain_parse no longer takes libcalc.a(parse.cpp.o) from the build" in said, said
+    # Where the program holds what libcalc.a defines from, whatever the map's lines say
+    # (a forged one) and however the archive's members are named (a unity build).
+    for name in ("inline_copy", "forged_line", "unity_split"):
+        said = _said(graded, name, "test_sources")
+        want = f"plain_parse holds {MANGLED} from CMakeFiles/plain_parse.dir/src/fix.cpp.o"
+        assert want in said, (name, said)
+    for name in ("rewritten", "relinked_after", "globbed"):
+        said = _said(graded, name, "test_sources")
+        want = "plain_parse is not what the build links: it is not what its link command makes"
+        assert want in said, (name, said)
+    swapped = _said(graded, "swapped_objects", "object:tests/plain_parse.cpp")
+    assert "its object is not what its compile command makes" in swapped, swapped
 
 
 def _crossed(grade: Grade, row: str) -> object:
