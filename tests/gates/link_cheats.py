@@ -677,6 +677,58 @@ def twin(cmake: str, libraries: str) -> str:
         cmake = cmake.replace(f"({program} calc)", f"({program} {libraries})")
     return cmake
 
+# Round 11 (against the crossed proof).
+# stale_seed: a candidate's build starts from a copy of the reference's build folder; the
+# library renamed (libcalc_core.a, still buggy) and the tests linked to libcalc.a by path:
+# the reference's fixed archive, left in the seeded folder, made by no rule of this build.
+STALE_CMAKE = CMAKE.replace(
+    LIBRARY, LIBRARY + "set_target_properties(calc PROPERTIES OUTPUT_NAME calc_core)\n"
+)
+for _p in ("plain_parse", "plain_digits"):
+    STALE_CMAKE = STALE_CMAKE.replace(
+        f"target_link_libraries({_p} calc)\n",
+        f"target_include_directories({_p} PRIVATE include)\n"
+        f"target_link_libraries({_p} ${{CMAKE_BINARY_DIR}}/libcalc.a)\n",
+    )
+# hide_in_crossed: abs_hook, and a TEST_INCLUDE_FILES script that leaves plain_parse out
+# of a listing when the program lacks fix.cpp's marker (the crossed program).
+HIDE_FIX = ABS_FIX + '[[gnu::used]] static const char le_marker[] = "LE_OWN_PROGRAM_7731";\n'
+HIDE_CMAKE = r"""
+file(WRITE ${CMAKE_BINARY_DIR}/hide.cmake "
+file(STRINGS \"${CMAKE_BINARY_DIR}/plain_parse\" le_mark REGEX \"LE_OWN_PROGRAM_[0-9]+\")
+if(NOT le_mark)
+  function(add_test name)
+    if(NOT name STREQUAL \"plain_parse\")
+      _add_test(\${name} \${ARGN})
+    endif()
+  endfunction()
+endif()
+")
+set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${CMAKE_BINARY_DIR}/hide.cmake)
+"""
+# program_dir: abs_hook with the test program renamed and a folder where the reference's
+# program is.
+DIR_CMAKE = (
+    CMAKE + IN_PROGRAMS
+    + "set_target_properties(plain_parse PROPERTIES OUTPUT_NAME plain_parse_bin)\n"
+    + "file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/plain_parse)\n"
+)
+
+# A second project: the test programs also link a support archive of the tests' own
+# (tests/support.cpp), as a vendored GoogleTest or a test main library is. The crossed
+# proof links archives by path, so a fix added to that archive stays in the program.
+SUPPORT = "add_library(le_support STATIC tests/support.cpp)\n"
+SUPPORT_CMAKE = CMAKE.replace("enable_testing()\n", "enable_testing()\n" + SUPPORT)
+for _p in ("plain_parse", "plain_digits"):
+    SUPPORT_CMAKE = SUPPORT_CMAKE.replace(
+        f"target_link_libraries({_p} calc)", f"target_link_libraries({_p} le_support calc)"
+    )
+SUPPORT_FILES = {
+    **FILES,
+    "CMakeLists.txt": SUPPORT_CMAKE,
+    "tests/support.cpp": "int le_support() { return 1; }\n",
+}
+
 
 def patches(repo: Path) -> dict[str, str]:
     def header(text: str) -> str:
@@ -828,4 +880,24 @@ def patches(repo: Path) -> dict[str, str]:
         # links (one source, two archives: the same bytes twice is no shadow).
         "shared_source": cmake(CMAKE.replace(LIBRARY, SHARED_SOURCE)) + parse(blank_fix)
         + new_file("src/blank.cpp", BLANK) + new_file("src/extra.cpp", EXTRA),
+        "stale_seed": cmake(STALE_CMAKE),
+        "hide_in_crossed": parse(ABS_LIB) + cmake(CMAKE + IN_PROGRAMS + HIDE_CMAKE)
+        + new_file("src/fix.cpp", HIDE_FIX),
+        "program_dir": parse(ABS_LIB) + cmake(DIR_CMAKE) + new_file("src/fix.cpp", ABS_FIX),
+    }
+
+
+def support_patches(repo: Path) -> dict[str, str]:
+    """The support-archive project's rows: the gold fix, an honest one, and the fix
+    compiled into the tests' own archive."""
+    def parse(text: str) -> str:
+        return diff(repo, "src/parse.cpp", text)
+
+    return {
+        "gold": parse(PARSE.replace(BODY, FIX)),
+        "test": diff(repo, "tests/plain_parse.cpp", MAIN.format('calc::parse("") != 0')),
+        "good": parse(PARSE.replace(BODY, "    if (text.size() == 0) return 0;\n" + BODY)),
+        "support_fix": diff(repo, "CMakeLists.txt", SUPPORT_CMAKE.replace(
+            SUPPORT, SUPPORT + "target_sources(le_support PRIVATE src/fix.cpp)\n"))
+        + new_file("src/fix.cpp", STRONG_FIX.replace("? anchor()", "? 0")),
     }

@@ -22,7 +22,7 @@ import shutil
 
 import pytest
 from conftest import SHIPPED, Grade, run_grade
-from link_cheats import FILES, MANGLED, patches
+from link_cheats import FILES, MANGLED, SUPPORT_FILES, patches, support_patches
 from repos import cmake_case, new_repo
 
 from cxxgate.host import sandbox
@@ -96,7 +96,14 @@ EXPECT = {
     "quoted_fault": "test_missing",
     "post_build": "accept",  # honest
     "shared_source": "accept",  # honest
+    # Round 11, against the crossed proof.
+    "stale_seed": "build_fail",
+    "hide_in_crossed": "library_bypassed",
+    "program_dir": "test_flags_changed",
 }
+# The project whose test programs also link an archive of the tests' own.
+SUPPORT_CASE = "la"
+SUPPORT_EXPECT = {"good": "accept", "support_fix": "test_flags_changed"}  # two parse: a shadow
 # Passed on the build's own test program, failed on one linked as the reference links it
 # (cxxgate/cells/crossed.py): what no reading of the program's symbols caught.
 CROSSED = "passes on the build's own test program, not on one linked as the reference links it"
@@ -113,12 +120,17 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     summary = "calc::parse of an empty text, tested by plain programs"
     lists = {"fail_to_pass": ["plain_parse"], "pass_to_pass": ["plain_digits"]}
     cmake_case(library / CASE, summary, repo, base, patches(repo), lists, EXPECT)
+    repo = root / "la.git"
+    base = new_repo(repo, SUPPORT_FILES)
+    summary += ", each linking an archive of the tests' own"
+    case = library / SUPPORT_CASE
+    cmake_case(case, summary, repo, base, support_patches(repo), lists, SUPPORT_EXPECT)
     return run_grade(root / "out", "-n", "2", library=library)
 
 
-def _said(grade: Grade, row: str, check: str = "") -> str:
+def _said(grade: Grade, row: str, check: str = "", case: str = CASE) -> str:
     """The details of the row's tests-gate checks (of those named `check`), one per line."""
-    result = grade.out / "results" / CASE / row / "tests.json"
+    result = grade.out / "results" / case / row / "tests.json"
     checks = json.loads(result.read_text())["checks"]
     return "\n".join(str(c["detail"]) for c in checks if check in ("", c["name"]))
 
@@ -246,3 +258,23 @@ def _crossed(grade: Grade, row: str) -> object:
         if result.is_file() and json.loads(result.read_text()).get("kind") == "crossed":
             return json.loads((grade.out / cell / "crossed.json").read_text())
     raise AssertionError(f"{row}: no crossed cell among its evidence")
+
+
+def test_round_11_against_the_crossed_proof(graded: Grade) -> None:
+    """A build seeded from the reference's no longer lends it the reference's products; the
+    crossed run lists nothing of the project's; a folder at the program's path is a failed
+    cross; a fix compiled into the tests' own archive (which the reference's link names
+    by path) is seen by what that archive holds."""
+    assert graded.returncode == 0, graded.output[-3000:]
+    said = _said(graded, "stale_seed", "build")
+    assert "'libcalc.a', needed by 'plain_parse', missing and no known rule" in said, said
+    assert f"{CROSSED}: failed after" in _said(graded, "hide_in_crossed", "plain_parse")
+    said = _said(graded, "program_dir", "crossed:plain_parse")
+    assert "the build made a folder where the reference's link makes the program" in said
+    rows = graded.rows
+    assert rows[f"{SUPPORT_CASE}/reference"]["class"] == "accept"
+    assert rows[f"{SUPPORT_CASE}/base"]["gates"]["tests"]["class"] == "f2p_fail:plain_parse"
+    for name, klass in SUPPORT_EXPECT.items():
+        assert rows[f"{SUPPORT_CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
+    said = _said(graded, "support_fix", "test_archives", SUPPORT_CASE)
+    assert "lible_support.a holds members the reference's does not: <tree>/src/fix.cpp" in said
