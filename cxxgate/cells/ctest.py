@@ -112,7 +112,7 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     if built.status != "ok" or built.binary is None:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
-    graphs = tuple(_graph_of(layout.cell(key)) for key in spec.needs[1:3])
+    graphs = tuple(read_graph(layout.cell(key)) for key in spec.needs[1:3])
     if spec.kind == "crossed" and not crossed.to_cross(graphs[1], graphs[0]):
         crossed.write(out / crossed.JSON, {}, [])  # every program is the reference's recipe
         return "ok", "", [], str(out / crossed.JSON)
@@ -611,7 +611,8 @@ def _crossed(
     return kept, steps
 
 
-def _graph_of(cell: Path) -> dict[str, Any]:
+def read_graph(cell: Path) -> dict[str, Any]:
+    """A ctest cell's graph.json; empty when it has none (the suite never got that far)."""
     try:
         found = json.loads((cell / GRAPH_JSON).read_text())
     except (OSError, ValueError):

@@ -90,7 +90,7 @@ def unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
         suite / ctest.OBJECTS_JSON, ref_suite / ctest.OBJECTS_JSON
     ).items():
         checks.append(Check(f"object:{source}", False, "test_flags_changed", f"{source}: {why}"))
-    mine, ref_graph = testunits.graph(suite), testunits.graph(ref_suite)
+    mine, ref_graph = ctest.read_graph(suite), ctest.read_graph(ref_suite)
     if ref_graph:
         # Not built at all is a missing test; built otherwise, a changed one.
         for said in testunits.moved_units(mine, ref_graph, dirs):

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cxxgate.cells.ctest import COMMANDS_JSON, GRAPH_JSON, entry_argv
+from cxxgate.cells.ctest import COMMANDS_JSON, entry_argv
 
 # Flags whose value is the next argument when not glued to the flag.
 # ... and what picks the programs a compile runs or the code it loads (`-B` with a
@@ -176,18 +176,8 @@ def rewritten(mine: Path, reference: Path) -> dict[str, str]:
     }
 
 
-# The build's graph (cxxgate/cells/ctest.py GRAPH_JSON): what Ninja compiled and linked.
-
-
+# The build's graph (cxxgate/cells/ctest.py read_graph): what Ninja compiled and linked.
 ABSENT = ": not built"
-
-
-def graph(cell: Path) -> dict[str, Any]:
-    try:
-        found = json.loads((cell / GRAPH_JSON).read_text())
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
 
 
 def _in_dirs(source: str, test_dirs: list[str]) -> bool:
