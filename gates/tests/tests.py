@@ -37,8 +37,9 @@ Classes, most severe first:
 | test_flags_changed | a test unit compiles with a preprocessor flag the reference's   |
 |                    | build lacks (-include, -imacros, -D, -U, an include folder), or |
 |                    | is not compiled from its tree path into the reference's test    |
-|                    | programs, or a test program links with an option or a file the  |
-|                    | reference's link lacks (-Wl,--wrap=, an object from elsewhere)  |
+|                    | programs, or a test program links with a file the reference's   |
+|                    | link lacks (an object from elsewhere; a new option is the       |
+|                    | crossed proof's: library_bypassed)                              |
 | registration_changed| a listed test ctest passed is registered otherwise than on the |
 |                    | reference: its command, working folder, environment or how ctest|
 |                    | reads its run (WILL_FAIL, PASS_/FAIL_/SKIP_REGULAR_EXPRESSION,  |

@@ -227,10 +227,12 @@ def moved_units(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str])
 
 def new_link_words(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
     """What each test program's link command has that the reference's lacks, beyond
-    objects compiled from tree sources and files the build itself made: an option
-    (`-Wl,--wrap=...`, a library), an object or archive from elsewhere (the build
-    folder's copy of a test source, a file the patch ships); and each library of the
-    build the reference's link names that this one leaves out."""
+    objects compiled from tree sources, files the build itself made and options: an
+    object or archive from elsewhere (the build folder's copy of a test source, a file
+    the patch ships); and each library of the build the reference's link names that this
+    one leaves out. An option (`-lm`, `-Wl,--wrap=...`, `-B` and a linker of the build's)
+    is the crossed proof's (cxxgate/cells/crossed.py): the program is linked again
+    without it, and the listed tests must pass on that one too."""
     compiled_from_tree = {
         obj for obj, src in mine.get("compiles", {}).items() if src.startswith("<tree>/")
     }
@@ -242,10 +244,8 @@ def new_link_words(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[st
             found.append(f"{program}{ABSENT}")
             continue
         known = set(ref["links"][program])
-        # An option is an option whatever file the build named after it (`-Brt`, a file
-        # called `-Wl,--wrap=...`): only a path may be a build's own.
-        new = [w for w in words if w not in known
-               and (w.startswith("-") or (w not in compiled_from_tree and w not in made))]
+        new = [w for w in words if w not in known and not w.startswith("-")
+               and w not in compiled_from_tree and w not in made]
         if new:
             found.append(f"{program} links with {' '.join(sorted(set(new))[:8])}")
         # A library of the build the reference's program links, and this one does not:

@@ -884,6 +884,9 @@ def patches(repo: Path) -> dict[str, str]:
         "hide_in_crossed": parse(ABS_LIB) + cmake(CMAKE + IN_PROGRAMS + HIDE_CMAKE)
         + new_file("src/fix.cpp", HIDE_FIX),
         "program_dir": parse(ABS_LIB) + cmake(DIR_CMAKE) + new_file("src/fix.cpp", ABS_FIX),
+        # Honest: the library needs libm, so every client links -lm.
+        "link_libm": parse(PARSE.replace(BODY, FIX)) + cmake(CMAKE.replace(
+            LIBRARY, LIBRARY + "target_link_libraries(calc PUBLIC m)\n")),
     }
 
 
