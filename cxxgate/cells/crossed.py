@@ -34,14 +34,97 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from cxxgate.cells import relink
 
-# {"programs": program -> SAME | RELINKED | why its link failed, "tests": the tests run again}
+# {"programs": program -> SAME | RELINKED | why its link failed, "archives": archive ->
+# SAME | REMADE | why not, "tests": the tests run again}
 JSON = "crossed.json"
 SAME = "same"
 RELINKED = "relinked"
+
+
+REMADE = "remade"
+# A system archiver (ar, gcc-ar, llvm-ar, any prefix or version) or its index maker.
+_ARCHIVER = re.compile(r"(?:[\w.]+-)*(?:ar|ranlib)(?:-[\d.]+)?")
+
+
+def in_dirs(source: str, test_dirs: list[str]) -> bool:
+    """Whether a spelt source path (`<tree>/...`) lies in one of the test folders."""
+    if not source.startswith("<tree>/"):
+        return False
+    rel = PurePosixPath(source.removeprefix("<tree>/"))
+    return any(d == "." or rel.is_relative_to(d) for d in test_dirs)
+
+
+def members(graph: dict[str, Any], archive: str) -> set[str]:
+    """The sources an archive command's objects were compiled from (an object no compile
+    made: its own name)."""
+    compiles = graph.get("compiles", {})
+    words = graph.get("links", {}).get(archive, [])
+    return {compiles.get(w, w) for w in words if w in compiles or w.endswith((".o", ".obj"))}
+
+
+def test_archives(ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
+    """The archives the reference's test programs link whose members it compiled from
+    test sources only: a vendored GoogleTest, a test `main` library. The library's own
+    archives are the patch's to change; these are not, and the crossed link names them
+    by path, so each is made again here (remake)."""
+    links = ref.get("links", {})
+    named = {w for p in ref.get("programs", {}) for w in links.get(p, [])}
+    return sorted(
+        a for a in named
+        if a.endswith(".a") and a in links and members(ref, a)
+        and all(in_dirs(s, test_dirs) for s in members(ref, a))
+    )  # fmt: skip
+
+
+def remake(
+    archive: str, words: list[str], copy: Path, build_at: str, host: Path, seen: str,
+    run: relink.Runner,
+) -> str:
+    """The archive made again by the `ar` and `ranlib` parts of the reference's own
+    command (`words`, unspelt) over the build's copy, into the scratch folder: SAME when
+    the build's archive has those bytes, REMADE when the new one now stands in its place
+    (another step of the build rewrote it after its own command: an absolute symbol
+    added by objcopy, an index that names a member for a symbol it does not define), or
+    why it could not be made."""
+    made = host / "archive"
+    made.unlink(missing_ok=True)
+    targets = {archive, posixpath.join(build_at, archive)}
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word in ("&&", ";", "||"):
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    ran = 0
+    for part in parts:
+        if not part or not _archiver(part[0]) or not targets & set(part):
+            continue
+        argv = [f"{seen}/archive" if w in targets else w for w in part]
+        code, said = run(argv, "")
+        if code != 0:
+            return f"the reference's archive command fails on this build: {said.strip()[-300:]}"
+        ran += 1
+    if not ran:
+        return "the reference's archive command runs no archiver of the system"
+    new = relink.digest(made, host)
+    if not new:
+        return "the reference's archive command made no archive"
+    if new == relink.digest(copy / archive, copy):
+        return SAME
+    return _put(made, copy, archive) or REMADE
+
+
+def _archiver(word: str) -> bool:
+    if not word.startswith("/"):
+        return False
+    real = os.path.realpath(word)
+    return real.startswith("/usr/") and _ARCHIVER.fullmatch(Path(real).name) is not None
 
 
 def to_cross(mine: dict[str, object], ref: dict[str, object]) -> list[str]:
@@ -129,15 +212,19 @@ def pick(
     return json.dumps(found), sorted(str(t.get("name", "")) for t in found["tests"])
 
 
-def write(path: Path, programs: dict[str, str], tests: list[str]) -> None:
-    record = {"programs": programs, "tests": tests}
+def write(
+    path: Path, programs: dict[str, str], archives: dict[str, str], tests: list[str]
+) -> None:
+    record = {"programs": programs, "archives": archives, "tests": tests}
     path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
-def read(path: Path) -> tuple[dict[str, str], list[str]]:
-    """(program -> what its link said, the tests run again); nothing for a missing record."""
+def read(path: Path) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """(program -> what its link said, archive -> what its command said, the tests run
+    again); nothing for a missing record."""
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
-        return {}, []
-    return dict(record.get("programs", {})), list(record.get("tests", []))
+        return {}, {}, []
+    return (dict(record.get("programs", {})), dict(record.get("archives", {})),
+            list(record.get("tests", [])))  # fmt: skip

@@ -113,8 +113,11 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
     graphs = tuple(read_graph(layout.cell(key)) for key in spec.needs[1:3])
-    if spec.kind == "crossed" and not crossed.to_cross(graphs[1], graphs[0]):
-        crossed.write(out / crossed.JSON, {}, [])  # every program is the reference's recipe
+    test_dirs = [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+    if spec.kind == "crossed" and not (
+        crossed.to_cross(graphs[1], graphs[0]) or crossed.test_archives(graphs[0], test_dirs)
+    ):
+        crossed.write(out / crossed.JSON, {}, {}, [])  # the reference's recipe: no link, no run
         return "ok", "", [], str(out / crossed.JSON)
     stales = (JUNIT, SAID_JSON, TESTS_JSON, MACROS_JSON, DEFINES_JSON, OBJECTS_JSON,
               COMMANDS_JSON, GRAPH_JSON, FRAMEWORKS_JSON, crossed.JSON)  # fmt: skip
@@ -578,36 +581,51 @@ def _crossed(
     views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
     scratch, seen = _scratch(out, "crossed")
     commands: dict[str, str] = ref.get("programs", {})
-    found: dict[str, str] = {}
+    links: dict[str, list[str]] = ref.get("links", {})
     steps: list[Step] = []
-    for program in crossed.to_cross(mine, ref):
-        if any(s.timed_out for s in steps):
-            found[program] = "not linked: a link before it ran out of time"
-            continue
 
-        def again(argv: list[str], cd: str, program: str = program) -> tuple[int | None, str]:
-            step = _sealed(spec, layout, "link", program, argv, cd or build_at, copy, build_at,
+    def sealed(phase: Phase, what: str) -> relink.Runner:
+        def again(argv: list[str], cd: str) -> tuple[int | None, str]:
+            if any(s.timed_out for s in steps):
+                return None, "a step before it ran out of time"
+            step = _sealed(spec, layout, phase, what, argv, cd or build_at, copy, build_at,
                            scratch, seen, views, RELINK_SECONDS)  # fmt: skip
             steps.append(replace(step, output=step.output[-2000:]))
             return (None, "it ran out of time") if step.timed_out else (step.exit, step.output)
 
-        command = commands[program].replace("<tree>", tree_at).replace("<build>", build_at)
-        found[program] = crossed.cross(program, command, copy, build_at, scratch, seen, again)
+        return again
+
+    def unspelt(text: str) -> str:
+        return text.replace("<tree>", tree_at).replace("<build>", build_at)
+
+    test_dirs = [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+    archives = {
+        a: crossed.remake(a, [unspelt(w) for w in links[a]], copy, build_at, scratch, seen,
+                          sealed("archive", a))
+        for a in crossed.test_archives(ref, test_dirs)
+    }  # fmt: skip
+    remade = {a for a, said in archives.items() if said == crossed.REMADE}
+    # A program that links a remade archive is the reference's recipe no longer.
+    uses = {p for p in commands if remade & set(links.get(p, []))}
+    found = {
+        p: crossed.cross(p, unspelt(commands[p]), copy, build_at, scratch, seen, sealed("link", p))
+        for p in sorted(set(crossed.to_cross(mine, ref)) | uses)
+    }
     run.remove_work(scratch)
     if crossed.RELINKED not in found.values():
-        crossed.write(out / crossed.JSON, found, [])
+        crossed.write(out / crossed.JSON, found, archives, [])
         return None, steps
     # The tests as the reference's run saw them, at this run's paths (without a sandbox,
     # the copy's: there the swapped programs are).
     try:
         listing = (layout.cell(spec.needs[1]) / TESTS_JSON).read_text()
     except OSError:  # the reference's suite was never listed: its own case is broken
-        crossed.write(out / crossed.JSON, found, [])
+        crossed.write(out / crossed.JSON, found, archives, [])
         return None, steps
     listing = listing.replace("<tree>", tree_at).replace("<build>", build_at)
     named = [t for t in _unit(spec, testframeworks.NAMED_UNIT).splitlines() if t]
     kept, tests = crossed.pick(listing, found, sorted(commands), named, build_at)
-    crossed.write(out / crossed.JSON, found, tests)
+    crossed.write(out / crossed.JSON, found, archives, tests)
     return kept, steps
 
 

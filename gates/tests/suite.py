@@ -244,13 +244,16 @@ def crossed_checks(
         why = "the listed tests did not run on programs linked as the reference links them: "
         return [Check("crossed", False, "library_bypassed", why + (again.detail or again.status))]
     folder = Path(again.binary).parent
-    programs, rerun = crossed.read(folder / crossed.JSON)
+    programs, archives, rerun = crossed.read(folder / crossed.JSON)
     found = [
-        Check(f"crossed:{program}", False, "library_bypassed",
-              f"{program} is not linked as the reference's link command links it: {said}")
-        for program, said in sorted(programs.items())
-        if said not in (crossed.SAME, crossed.RELINKED)
-    ]  # fmt: skip
+        Check(f"crossed:{name}", False, "library_bypassed", f"{name} {what}: {said}")
+        for said_of, what in (
+            (programs, "is not linked as the reference's link command links it"),
+            (archives, "is not made as the reference's archive command makes it"),
+        )
+        for name, said in sorted(said_of.items())
+        if said not in (crossed.SAME, crossed.RELINKED, crossed.REMADE)
+    ]
     if Path(again.binary).name != ctest.JUNIT:
         return found  # no program differed: the run's own results stand
     folded = {t.casefold() for t in rerun}

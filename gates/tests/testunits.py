@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from cxxgate.cells import crossed
 from cxxgate.cells.ctest import COMMANDS_JSON, entry_argv
 
 # Flags whose value is the next argument when not glued to the flag.
@@ -180,13 +181,6 @@ def rewritten(mine: Path, reference: Path) -> dict[str, str]:
 ABSENT = ": not built"
 
 
-def _in_dirs(source: str, test_dirs: list[str]) -> bool:
-    if not source.startswith("<tree>/"):
-        return False
-    rel = PurePosixPath(source.removeprefix("<tree>/"))
-    return any(d == "." or rel.is_relative_to(d) for d in test_dirs)
-
-
 def _feeds(g: dict[str, Any], obj: str) -> list[str]:
     """The link and archive outputs whose commands name object `obj`."""
     return sorted(out for out, words in g.get("links", {}).items() if obj in words)
@@ -200,7 +194,7 @@ def _objects(g: dict[str, Any]) -> dict[str, str]:
 def test_programs(g: dict[str, Any], test_dirs: list[str]) -> list[str]:
     """The outputs that link a test unit's object."""
     return sorted(
-        {p for obj, src in g.get("compiles", {}).items() if _in_dirs(src, test_dirs)
+        {p for obj, src in g.get("compiles", {}).items() if crossed.in_dirs(src, test_dirs)
          for p in _feeds(g, obj)}
     )  # fmt: skip
 
@@ -213,7 +207,7 @@ def moved_units(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str])
     here, theirs = _objects(mine), _objects(ref)
     found = []
     for source, obj in sorted(theirs.items()):
-        if not _in_dirs(source, test_dirs):
+        if not crossed.in_dirs(source, test_dirs):
             continue
         if source not in here:
             found.append(f"{source}{ABSENT}")
@@ -273,32 +267,20 @@ def new_shadows(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str])
 
 
 def test_archives(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) -> list[str]:
-    """Each archive a reference test program links whose members the reference compiled
-    from test sources only (a vendored GoogleTest, a test `main` library), where this
-    build's archive of that path holds members of other sources (or not compiled at
-    all). The crossed proof (cxxgate/cells/crossed.py) links test programs with the
-    reference's command, naming archives by path: a fix added to a test archive the
-    reference's link names would still be in the program."""
+    """Each archive of the tests' own that a reference test program links (every member
+    compiled from a test source: a vendored GoogleTest, a test `main` library), where
+    this build's command for it archives other sources. The crossed proof links test
+    programs by the reference's command, naming archives by path, and makes each of these
+    again from its objects (cxxgate/cells/crossed.py): a fix compiled into one would
+    still be in the program."""
     found = []
-    named = {w for p in test_programs(ref, test_dirs) for w in ref["links"][p]}
-    for archive in sorted(a for a in named if a.endswith(".a") and a in ref.get("links", {})):
-        want = _members(ref, archive)
-        if not want or not all(_in_dirs(s, test_dirs) for s in want):
-            continue  # the library's own archive: its members are the patch's to change
-        got = _members(mine, archive)
+    for archive in crossed.test_archives(ref, test_dirs):
+        want, got = crossed.members(ref, archive), crossed.members(mine, archive)
         if got != want:
             extra = sorted(got - want) or ["fewer members"]
             found.append(f"{archive} holds members the reference's does not: "
                          f"{', '.join(extra[:5])}")  # fmt: skip
     return found
-
-
-def _members(g: dict[str, Any], archive: str) -> set[str]:
-    """The sources an archive command's objects were compiled from (an object no compile
-    made: its own name)."""
-    compiles = g.get("compiles", {})
-    words = g.get("links", {}).get(archive, [])
-    return {compiles.get(w, w) for w in words if w in compiles or w.endswith((".o", ".obj"))}
 
 
 def _source_of(g: dict[str, Any], name: str) -> str:
@@ -344,7 +326,7 @@ def bypassed(mine: dict[str, Any], ref: dict[str, Any], test_dirs: list[str]) ->
         if got["why"]:
             found.append(f"{program} is not what the build links: {got['why']}")
             continue
-        kept = [n for n in want["inputs"] if not _in_dirs(_source_of(ref, n), test_dirs)]
+        kept = [n for n in want["inputs"] if not crossed.in_dirs(_source_of(ref, n), test_dirs)]
         lost = [n for n in kept if n in made and n not in got["inputs"]]
         # A member renamed (a unity build) is not asked by name; its archive still is.
         asked = {n.partition("(")[0] for n in lost if "(" in n}
@@ -380,7 +362,7 @@ def _tests_own_copy(
         return False
     source = _source_of(mine, holder)
     theirs = ref.get("compiles", {}).values()
-    return bool(source) and _in_dirs(source, test_dirs) and source in theirs
+    return bool(source) and crossed.in_dirs(source, test_dirs) and source in theirs
 
 
 _PRINTER = re.compile(r"_ZN7testing8internal\d+Print\w*")
@@ -396,10 +378,12 @@ def tampered(
     reference's test units named when it lies in a test folder (a new test), nothing
     otherwise. A test unit's own template instances (defined in it) do not count."""
     theirs = ref.get("symbols", {})
-    tests_named = {n for src, names in theirs.items() if _in_dirs(src, test_dirs) for n in names}
+    tests_named = {
+        n for src, names in theirs.items() if crossed.in_dirs(src, test_dirs) for n in names
+    }
     found: dict[str, list[str]] = {}
     for source, names in sorted(mine.get("symbols", {}).items()):
-        test = _in_dirs(source, test_dirs)
+        test = crossed.in_dirs(source, test_dirs)
         allowed = set(theirs[source]) if source in theirs else tests_named if test else set()
         # A test unit instantiates GoogleTest's templates with the library's types (an
         # API the patch may change): only what it binds to GoogleTest's library counts.

@@ -55,9 +55,29 @@ def test_the_tests_that_run_again_are_the_references_listed_ones_on_a_relinked_p
 
 def test_a_record_reads_back_and_a_missing_one_reads_as_nothing(tmp_path: Path) -> None:
     path = tmp_path / crossed.JSON
-    crossed.write(path, {"t": crossed.RELINKED}, ["T"])
-    assert crossed.read(path) == ({"t": crossed.RELINKED}, ["T"])
-    assert crossed.read(tmp_path / "none.json") == ({}, [])
+    crossed.write(path, {"t": crossed.RELINKED}, {"lib.a": crossed.SAME}, ["T"])
+    assert crossed.read(path) == ({"t": crossed.RELINKED}, {"lib.a": crossed.SAME}, ["T"])
+    assert crossed.read(tmp_path / "none.json") == ({}, {}, [])
+
+
+def test_the_archives_made_again_are_those_of_test_sources_only() -> None:
+    """A vendored GoogleTest and a test helper are made again; the library's own archive,
+    and one mixing a test source with a library source, are the patch's to change."""
+    compiles = {
+        "g.o": "<tree>/test/gtest/gtest-all.cc", "m.o": "<tree>/test/main.cc",
+        "t.o": "<tree>/test/t.cc", "l.o": "<tree>/src/l.cc",
+    }  # fmt: skip
+    links = {
+        "libgtest.a": ["/usr/bin/ar", "qc", "libgtest.a", "g.o"],
+        "test/libmain.a": ["/usr/bin/ar", "qc", "test/libmain.a", "m.o"],
+        "libl.a": ["/usr/bin/ar", "qc", "libl.a", "l.o"],
+        "libmixed.a": ["/usr/bin/ar", "qc", "libmixed.a", "m.o", "l.o"],
+        "libunused.a": ["/usr/bin/ar", "qc", "libunused.a", "g.o"],
+        "test/t": ["c++", "t.o", "-o", "test/t", "libgtest.a", "test/libmain.a", "libl.a",
+                   "libmixed.a"],
+    }  # fmt: skip
+    ref = {"compiles": compiles, "links": links, "programs": {"test/t": "c++ ..."}}
+    assert crossed.test_archives(ref, ["test"]) == ["libgtest.a", "test/libmain.a"]
 
 
 def test_the_seeds_configure_inputs_are_its_rerun_edges_tree_files(tmp_path: Path) -> None:

@@ -723,11 +723,33 @@ for _p in ("plain_parse", "plain_digits"):
     SUPPORT_CMAKE = SUPPORT_CMAKE.replace(
         f"target_link_libraries({_p} calc)", f"target_link_libraries({_p} le_support calc)"
     )
+# The test programs call the support archive (a helper of the tests'), so its member is
+# in every program.
+SUPPORT_MAIN = (
+    '#include "calc/calc.hpp"\nint le_support();\nint main() {{ return le_support() + ({}); }}\n'
+)
 SUPPORT_FILES = {
     **FILES,
     "CMakeLists.txt": SUPPORT_CMAKE,
-    "tests/support.cpp": "int le_support() { return 1; }\n",
+    "tests/support.cpp": "int le_support() { return 0; }\n",
+    "tests/plain_parse.cpp": SUPPORT_MAIN.format('calc::parse("7") != 7'),
+    "tests/plain_digits.cpp": SUPPORT_MAIN.format('calc::parse("42") != 42'),
 }
+# Round 12: abs_hook's library, and its absolute symbol added to the tests' archive after
+# that archive's own command, by another step (objcopy rewrites the member in place): by
+# a target of its own ordered between the archive and the test programs, or by a
+# POST_BUILD of the library's archive. The archive's command, and the test programs',
+# are the reference's word for word.
+ADD_ABS = "/usr/bin/objcopy --add-symbol le_abs_fixed=1,global $<TARGET_FILE:le_support>"
+POST_TARGET = (
+    f"add_custom_target(le_post COMMAND {ADD_ABS} COMMAND /usr/bin/ranlib "
+    "$<TARGET_FILE:le_support>)\nadd_dependencies(le_post le_support)\n"
+    + "".join(f"add_dependencies({p} le_post)\n" for p in ("plain_parse", "plain_digits"))
+)
+CALC_POST = (
+    f"add_custom_command(TARGET calc POST_BUILD COMMAND {ADD_ABS} COMMAND /usr/bin/ranlib "
+    "$<TARGET_FILE:le_support>)\nadd_dependencies(calc le_support)\n"
+)
 
 
 def patches(repo: Path) -> dict[str, str]:
@@ -891,16 +913,21 @@ def patches(repo: Path) -> dict[str, str]:
 
 
 def support_patches(repo: Path) -> dict[str, str]:
-    """The support-archive project's rows: the gold fix, an honest one, and the fix
-    compiled into the tests' own archive."""
+    """The support-archive project's rows: the gold fix, an honest one, the fix compiled
+    into the tests' own archive, and abs_hook's symbol added to it after its own command."""
     def parse(text: str) -> str:
         return diff(repo, "src/parse.cpp", text)
 
+    def cmake(text: str) -> str:
+        return diff(repo, "CMakeLists.txt", text)
+
     return {
         "gold": parse(PARSE.replace(BODY, FIX)),
-        "test": diff(repo, "tests/plain_parse.cpp", MAIN.format('calc::parse("") != 0')),
+        "test": diff(repo, "tests/plain_parse.cpp", SUPPORT_MAIN.format('calc::parse("") != 0')),
         "good": parse(PARSE.replace(BODY, "    if (text.size() == 0) return 0;\n" + BODY)),
-        "support_fix": diff(repo, "CMakeLists.txt", SUPPORT_CMAKE.replace(
+        "support_fix": cmake(SUPPORT_CMAKE.replace(
             SUPPORT, SUPPORT + "target_sources(le_support PRIVATE src/fix.cpp)\n"))
         + new_file("src/fix.cpp", STRONG_FIX.replace("? anchor()", "? 0")),
+        "archive_objcopy": parse(ABS_LIB) + cmake(SUPPORT_CMAKE + POST_TARGET),
+        "calc_post": parse(ABS_LIB) + cmake(SUPPORT_CMAKE + CALC_POST),
     }

@@ -106,7 +106,12 @@ EXPECT = {
 }
 # The project whose test programs also link an archive of the tests' own.
 SUPPORT_CASE = "la"
-SUPPORT_EXPECT = {"good": "accept", "support_fix": "test_flags_changed"}  # two parse: a shadow
+SUPPORT_EXPECT = {
+    "good": "accept",
+    "support_fix": "test_flags_changed",  # two definitions of parse: a shadow
+    "archive_objcopy": "library_bypassed",
+    "calc_post": "library_bypassed",
+}
 # Passed on the build's own test program, failed on one linked as the reference links it
 # (cxxgate/cells/crossed.py): what no reading of the program's symbols caught.
 CROSSED = "passes on the build's own test program, not on one linked as the reference links it"
@@ -193,10 +198,11 @@ def test_each_cheat_is_rejected_by_what_the_program_holds_or_what_the_options_de
     assert "libcalc.a(zz.cpp.o) is unread" in _said(graded, "zlib_member")
     assert "undefined reference to `calc::parse_impl" in _said(graded, "split_library")
     assert _crossed(graded, "interface_source") == {
+        "archives": {},
         "programs": {"plain_digits": "relinked", "plain_parse": "relinked"},
         "tests": ["plain_digits", "plain_parse"],
     }
-    assert _crossed(graded, "good") == {"programs": {}, "tests": []}
+    assert _crossed(graded, "good") == {"archives": {}, "programs": {}, "tests": []}
 
 
 def test_earlier_cheats_are_rejected_by_registration_link_and_build_evidence(
@@ -254,9 +260,9 @@ def test_earlier_cheats_are_rejected_by_registration_link_and_build_evidence(
     assert "its object is not what its compile command makes" in swapped, swapped
 
 
-def _crossed(grade: Grade, row: str) -> object:
+def _crossed(grade: Grade, row: str, case: str = CASE) -> dict[str, object]:
     """The row's crossed record (cxxgate/cells/crossed.py)."""
-    for cell in grade.rows[f"{CASE}/{row}"]["evidence"]:  # type: ignore[union-attr]
+    for cell in grade.rows[f"{case}/{row}"]["evidence"]:  # type: ignore[union-attr]
         result = grade.out / cell / "result.json"
         if result.is_file() and json.loads(result.read_text()).get("kind") == "crossed":
             return json.loads((grade.out / cell / "crossed.json").read_text())
@@ -281,3 +287,17 @@ def test_round_11_against_the_crossed_proof(graded: Grade) -> None:
         assert rows[f"{SUPPORT_CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
     said = _said(graded, "support_fix", "test_archives", SUPPORT_CASE)
     assert "lible_support.a holds members the reference's does not: <tree>/src/fix.cpp" in said
+
+
+def test_round_12_the_tests_own_archive_is_made_again(graded: Grade) -> None:
+    """An archive of the tests' own is made again by the reference's archive command from
+    its objects: rewritten after its own command by another step (objcopy adding abs_hook's
+    symbol), the remade one stands in its place and the tests fail on it; an honest
+    build's is the same bytes, and nothing is linked or run again."""
+    for name in ("archive_objcopy", "calc_post"):
+        assert f"{CROSSED}: failed after" in _said(graded, name, "plain_parse", SUPPORT_CASE)
+        record = _crossed(graded, name, SUPPORT_CASE)
+        assert record["archives"] == {"lible_support.a": "remade"}, record  # type: ignore[index]
+    assert _crossed(graded, "good", SUPPORT_CASE) == {
+        "archives": {"lible_support.a": "same"}, "programs": {}, "tests": []
+    }
