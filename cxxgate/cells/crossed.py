@@ -112,12 +112,7 @@ def remake(
         ran += 1
     if not ran:
         return "the reference's archive command runs no archiver of the system"
-    new = relink.digest(made, host)
-    if not new:
-        return "the reference's archive command made no archive"
-    if new == relink.digest(copy / archive, copy):
-        return SAME
-    return _put(made, copy, archive) or REMADE
+    return _placed(made, host, copy, archive, REMADE)
 
 
 def _archiver(word: str) -> bool:
@@ -162,12 +157,18 @@ def cross(
     code, said = run(argv, cd)
     if code != 0:
         return f"the reference's link of it fails on this build: {said.strip()[-300:]}"
+    return _placed(made, host, copy, program, RELINKED)
+
+
+def _placed(made: Path, host: Path, copy: Path, path: str, replaced: str) -> str:
+    """SAME when the build's file at `path` has the bytes of the one the harness made,
+    `replaced` once that one stands in its place, or why not."""
     new = relink.digest(made, host)
     if not new:
-        return "the reference's link of it made no program"
-    if new == relink.digest(copy / program, copy):
+        return "the reference's command made nothing"
+    if new == relink.digest(copy / path, copy):
         return SAME
-    return _put(made, copy, program) or RELINKED
+    return _put(made, copy, path) or replaced
 
 
 def _put(made: Path, copy: Path, program: str) -> str:

@@ -257,21 +257,7 @@ int parse(const std::string& text) {
 ABS_FIX = 'asm(".globl le_abs_fixed\\n.set le_abs_fixed, 1\\n");\n'
 
 # end_label: a hook read just before a label at the end of the tests' own table.
-END_LIB = """\
-#include "calc/calc.hpp"
-namespace calc {
-using hook_t = int (*)(const std::string&);
-}  // namespace calc
-extern "C" {
-[[gnu::weak]] extern const calc::hook_t le_table_end[];
-}
-namespace calc {
-int parse(const std::string& text) {
-    if (le_table_end) return le_table_end[-1](text);
-    return std::stoi(text);
-}
-}  // namespace calc
-"""
+END_LIB = STOP_LIB.replace("__stop_le_hooks", "le_table_end")  # a __stop_ by another name
 
 END_FIX = """\
 #include <string>
