@@ -131,10 +131,12 @@ def cmake_case(
     patches: dict[str, str],
     tests: dict[str, list[str]],
     expect: dict[str, str],
+    test_files: list[str] | None = None,
 ) -> None:
     """A CMake case folder graded by the tests gate: `patches` (gold and test beside
     case.yaml, the rest under patches/), `tests` its fail_to_pass / pass_to_pass lists,
-    and each candidate's expected tests class (`accept`, or the reject's class)."""
+    each candidate's expected tests class (`accept`, or the reject's class), and the
+    gate's `test_files` when given."""
     (case / "patches").mkdir(parents=True)
     for name, text in patches.items():
         folder = case if name in {"gold", "test"} else case / "patches"
@@ -151,6 +153,7 @@ def cmake_case(
         "    test_patch: test.patch",
         f"    fail_to_pass: {json.dumps(tests['fail_to_pass'])}",
         f"    pass_to_pass: {json.dumps(tests['pass_to_pass'])}",
+        *([f"    test_files: {json.dumps(test_files)}"] if test_files else []),
         "patches:",
     ]
     for name, klass in expect.items():

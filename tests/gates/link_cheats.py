@@ -916,4 +916,9 @@ def support_patches(repo: Path) -> dict[str, str]:
         + new_file("src/fix.cpp", STRONG_FIX.replace("? anchor()", "? 0")),
         "archive_objcopy": parse(ABS_LIB) + cmake(SUPPORT_CMAKE + POST_TARGET),
         "calc_post": parse(ABS_LIB) + cmake(SUPPORT_CMAKE + CALC_POST),
+        # Round 13: abs_hook's symbol defined by the test helper itself (a file the test
+        # patch does not touch): refused only where the case makes the whole test
+        # folder the tests' own (`test_files: ["tests/**"]`, README).
+        "support_abs": parse(ABS_LIB)
+        + diff(repo, "tests/support.cpp", SUPPORT_FILES["tests/support.cpp"] + ABS_FIX),
     }

@@ -111,6 +111,7 @@ SUPPORT_EXPECT = {
     "support_fix": "test_flags_changed",  # two definitions of parse: a shadow
     "archive_objcopy": "library_bypassed",
     "calc_post": "library_bypassed",
+    "support_abs": "path_violation",  # the case's test_files: every file of tests/
 }
 # Passed on the build's own test program, failed on one linked as the reference links it
 # (cxxgate/cells/crossed.py): what no reading of the program's symbols caught.
@@ -132,7 +133,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     base = new_repo(repo, SUPPORT_FILES)
     summary += ", each linking an archive of the tests' own"
     case = library / SUPPORT_CASE
-    cmake_case(case, summary, repo, base, support_patches(repo), lists, SUPPORT_EXPECT)
+    rows = support_patches(repo)
+    cmake_case(case, summary, repo, base, rows, lists, SUPPORT_EXPECT, ["tests/**"])
     return run_grade(root / "out", "-n", "2", library=library)
 
 
