@@ -26,7 +26,16 @@ the gate compares their commands) and the candidate's library archives, and noth
   gate refuses it too (an honest patch whose test programs need a library file the
   reference's build does not make is refused: README, threat model).
 
-An honest patch changes the library, not how the tests link it, so it costs no link here.
+The reference's command names archives by path, so the archives of the tests' own (every
+member the reference compiled from a test source: a vendored GoogleTest, a test `main`
+library) are made again first, by the `ar` and `ranlib` parts of the reference's archive
+command, from the build's objects (each test unit's object is what its compile makes:
+cxxgate/cells/ctest.py `_again`). Another step of the build that rewrote one after its own
+command (objcopy adding a symbol) leaves other bytes: the remade archive stands in its place
+(`remade`), and every test program that links it is crossed.
+
+An honest patch changes the library, not how the tests link it, so it costs no link here:
+an archive is made again and found the same bytes, nothing more.
 """
 
 from __future__ import annotations
@@ -45,8 +54,6 @@ from cxxgate.cells import relink
 JSON = "crossed.json"
 SAME = "same"
 RELINKED = "relinked"
-
-
 REMADE = "remade"
 # A system archiver (ar, gcc-ar, llvm-ar, any prefix or version) or its index maker.
 _ARCHIVER = re.compile(r"(?:[\w.]+-)*(?:ar|ranlib)(?:-[\d.]+)?")
@@ -171,16 +178,16 @@ def _placed(made: Path, host: Path, copy: Path, path: str, replaced: str) -> str
     return _put(made, copy, path) or replaced
 
 
-def _put(made: Path, copy: Path, program: str) -> str:
-    """The new program in the copy at `program`, written by the harness (root) only
+def _put(made: Path, copy: Path, path: str) -> str:
+    """The harness's new file in the copy at `path`, written by the harness (root) only
     through folders of the copy: the candidate's build may have made a folder of that
-    path a link out of the build, or the program's path a folder. "" or why not."""
+    path a link out of the build, or the path itself a folder. "" or why not."""
     folder = copy
-    for part in Path(program).parent.parts:
+    for part in Path(path).parent.parts:
         folder = folder / part
         if folder.is_symlink() or not folder.is_dir():
-            return f"the program's folder {folder.relative_to(copy)} is not a folder of the build"
-    target = folder / Path(program).name
+            return f"the folder {folder.relative_to(copy)} is not a folder of the build"
+    target = folder / Path(path).name
     if target.is_dir() and not target.is_symlink():
         return "the build made a folder where the reference's link makes the program"
     target.unlink(missing_ok=True)  # a link to the build cell's file: never written through
