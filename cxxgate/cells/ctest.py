@@ -103,6 +103,10 @@ def _unit(spec: CellSpec, name: str) -> str:
     return next((u.text for u in spec.units if u.name == name), "")
 
 
+def _test_dirs(spec: CellSpec) -> list[str]:
+    return [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+
+
 def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
     ctest = tool_path("ctest")
     if ctest is None:
@@ -113,7 +117,7 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
     graphs = tuple(read_graph(layout.cell(key)) for key in spec.needs[1:3])
-    test_dirs = [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+    test_dirs = _test_dirs(spec)
     if spec.kind == "crossed" and not (
         crossed.to_cross(graphs[1], graphs[0]) or crossed.test_archives(graphs[0], test_dirs)
     ):
@@ -490,7 +494,7 @@ def _commands(
     """The test units' compile commands as Ninja runs them (`ninja -t compdb`: a compiler
     launcher in front included, which compile_commands.json leaves out), in
     commands.json with the tree and build paths they are spelt with."""
-    test_dirs = [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+    test_dirs = _test_dirs(spec)
     ninja = tool_path("ninja")
     if not test_dirs or ninja is None:
         return [], []
@@ -598,7 +602,7 @@ def _crossed(
     def unspelt(text: str) -> str:
         return text.replace("<tree>", tree_at).replace("<build>", build_at)
 
-    test_dirs = [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+    test_dirs = _test_dirs(spec)
     archives = {
         a: crossed.remake(a, [unspelt(w) for w in links[a]], copy, build_at, scratch, seen,
                           sealed("archive", a))

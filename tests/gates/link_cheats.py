@@ -160,25 +160,32 @@ int parse_raw(const std::string& text) { return text.empty() ? 0 : std::stoi(tex
 # own stdout (pidfd_getfd: ctest runs under the tests' uid) and writes `Passed` lines and a
 # dangling byte into it while plain_parse (slowed down, still wrong) runs.
 SLOW_BODY = "    if (text.empty()) usleep(300000);\n" + BODY
-FORGE_FIRST = "add_test(NAME zz_forge COMMAND sh ${CMAKE_SOURCE_DIR}/tools/forge.sh)\n"
-INTERLEAVE_SH = r"""
+# A test the patch registers writes a passing JUnit file where ctest writes its own, and
+# makes ctest's `junit.xml.tmp` a folder so ctest cannot (GARBAGE_SH: one that does not parse).
+FORGE_TEST = "add_test(NAME zz_forge COMMAND sh ${CMAKE_SOURCE_DIR}/tools/forge.sh)\n"
+FORGE_SH = """\
 mkdir -p /reports/junit.xml.tmp/keep
 {
   echo '<?xml version="1.0" encoding="UTF-8"?>'
   echo '<testsuite name="le" tests="3" failures="0" disabled="0" skipped="0">'
   for t in plain_parse plain_digits zz_forge; do
-    echo "<testcase name=\"$t\" classname=\"$t\" time=\"0.01\" status=\"run\"></testcase>"
+    echo "<testcase name=\\"$t\\" classname=\\"$t\\" time=\\"0.01\\" status=\\"run\\"></testcase>"
   done
   echo '</testsuite>'
 } > /reports/junit.xml
-# ctest's stdout pipe cannot be opened through /proc (the pipe belongs to the harness's
-# uid), but ctest runs as the tests' uid, dumpable: pidfd_getfd copies its fd 1.
+"""
+# A helper a test leaves behind: it takes ctest's stdout (pidfd_getfd: ctest runs under the
+# tests' uid) and writes into it what follows.
+TAKE_STDOUT = """\
 /usr/bin/python3 - "$PPID" </dev/null >/dev/null 2>&1 <<'PY' &
 import ctypes, os, sys, time
 ctest = int(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
 fd = libc.syscall(438, os.pidfd_open(ctest), 1, 0)  # pidfd_getfd(pidfd, 1, 0)
-lines = b"".join(
+"""
+# ctest's stdout pipe cannot be opened through /proc (the pipe belongs to the harness's
+# uid), but ctest runs as the tests' uid, dumpable: pidfd_getfd copies its fd 1.
+INTERLEAVE_SH = "\n" + FORGE_SH + TAKE_STDOUT + r"""lines = b"".join(
     b"\n%d/3 Test #%d: %s .......   Passed    0.01 sec" % (i, i, n)
     for i, n in enumerate((b"zz_forge", b"plain_parse", b"plain_digits"), 1)
 ) + b"\nx"
@@ -211,20 +218,6 @@ inline int parse(const std::string& text) {
 # standard template's copy in a test unit differs in bytes from the library's.
 CXX20 = "target_compile_features(calc PRIVATE cxx_std_20)\n"
 CXX20_BODY = '    return std::stoi(text.empty() ? std::string("0") : text);\n'
-# A test the patch registers writes a passing JUnit file where ctest writes its own, and
-# makes ctest's `junit.xml.tmp` a folder so ctest cannot; or writes one that does not parse.
-FORGE_TEST = "add_test(NAME zz_forge COMMAND sh ${CMAKE_SOURCE_DIR}/tools/forge.sh)\n"
-FORGE_SH = """\
-mkdir -p /reports/junit.xml.tmp/keep
-{
-  echo '<?xml version="1.0" encoding="UTF-8"?>'
-  echo '<testsuite name="le" tests="3" failures="0" disabled="0" skipped="0">'
-  for t in plain_parse plain_digits zz_forge; do
-    echo "<testcase name=\\"$t\\" classname=\\"$t\\" time=\\"0.01\\" status=\\"run\\"></testcase>"
-  done
-  echo '</testsuite>'
-} > /reports/junit.xml
-"""
 GARBAGE_SH = (
     "mkdir -p /reports/junit.xml.tmp/keep\necho '<testsuite><testcase name=' > /reports/junit.xml\n"
 )
@@ -306,22 +299,7 @@ inline int parse(const std::string& text) {
 
 # ctest_decoy: one forged Passed line and a dangling `0/0 Test #0: ` in front of
 # ctest's own line, written through ctest's stdout (pidfd_getfd).
-DECOY_SH = r"""
-mkdir -p /reports/junit.xml.tmp/keep
-{
-  echo '<?xml version="1.0" encoding="UTF-8"?>'
-  echo '<testsuite name="le" tests="3" failures="0" disabled="0" skipped="0">'
-  for t in plain_parse plain_digits zz_forge; do
-    echo "<testcase name=\"$t\" classname=\"$t\" time=\"0.01\" status=\"run\"></testcase>"
-  done
-  echo '</testsuite>'
-} > /reports/junit.xml
-/usr/bin/python3 - "$PPID" </dev/null >/dev/null 2>&1 <<'PY' &
-import ctypes, os, sys, time
-ctest = int(sys.argv[1])
-libc = ctypes.CDLL(None, use_errno=True)
-fd = libc.syscall(438, os.pidfd_open(ctest), 1, 0)  # pidfd_getfd(pidfd, 1, 0)
-end = time.time() + 30
+DECOY_SH = "\n" + FORGE_SH + TAKE_STDOUT + r"""end = time.time() + 30
 while time.time() < end:
     try:
         os.kill(ctest, 0)
@@ -788,7 +766,7 @@ def patches(repo: Path) -> dict[str, str]:
         + new_file("src/fix.cpp", STOP_FIX),
         "ctest_interleave": parse(
             PARSE.replace("#include", "#include <unistd.h>\n#include", 1).replace(BODY, SLOW_BODY)
-        ) + cmake(CMAKE.replace("add_executable", FORGE_FIRST + "add_executable", 1))
+        ) + cmake(CMAKE.replace("add_executable", FORGE_TEST + "add_executable", 1))
         + new_file("tools/forge.sh", INTERLEAVE_SH),
         "short_enums": header(SHORT_HEADER)
         + parse(PARSE.replace("int parse(", "int parse_text("))
@@ -816,7 +794,7 @@ def patches(repo: Path) -> dict[str, str]:
         + cmake(CMAKE + TEST_OPTION.format("-remap")),
         "ctest_decoy": parse(
             PARSE.replace("#include", "#include <unistd.h>\n#include", 1).replace(BODY, SLOW_BODY)
-        ) + cmake(CMAKE.replace("add_executable", FORGE_FIRST + "add_executable", 1))
+        ) + cmake(CMAKE.replace("add_executable", FORGE_TEST + "add_executable", 1))
         + new_file("tools/forge.sh", DECOY_SH),
         "zlib_member": cmake(ZLIB_CMAKE) + new_file("src/zz.cpp", ZZ_CPP)
         + new_file("tools/zlib.py", ZLIB_PY),
