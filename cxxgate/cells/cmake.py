@@ -1,7 +1,9 @@
 """A project's own CMake build and test suite as cells (kinds `cmake` and `ctest`).
 
-A `cmake` cell copies its tree into the cell folder (`trees/src`), applies the harness's
-test patch there when its spec carries one (a unit named `test.patch`), then configures
+A `cmake` cell copies its tree into the cell folder (`trees/src`), gives that copy the
+reference tree's test folders when its spec asks (a unit `test-folders.json`,
+cxxgate/cells/testfolders.py), applies the harness's test patch there when its spec
+carries one (a unit named `test.patch`), then configures
 (Ninja, compile_commands.json exported) and builds. A `ctest` cell runs the suite of the
 `cmake` cell it needs, as a candidate run (cxxgate/cells/ctest.py).
 
@@ -41,10 +43,11 @@ import re
 import shlex
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
-from cxxgate.cells import ctest
+from cxxgate.cells import ctest, testfolders
 from cxxgate.cells.testframeworks import read_regular
 from cxxgate.host import sandbox
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -110,6 +113,19 @@ def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     return _cmake(spec, layout, tree, out)
 
 
+def _test_folders(spec: CellSpec, layout: Layout) -> Callable[[Path], object] | None:
+    """The edit that gives a copied tree the reference's test folders, when asked."""
+    asked = testfolders.asked(spec)
+    if asked is None:
+        return None
+    folders, reference_key = asked
+    reference = layout.tree(reference_key)
+    if not reference.is_dir():
+        msg = f"the reference tree {reference_key} is not materialised at {reference}"
+        raise RuntimeError(msg)
+    return lambda tree: testfolders.restore(tree, reference, folders)
+
+
 def _binds(out: Path) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     if not sandbox.available():
         return (), ()
@@ -124,7 +140,10 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     _clear(out / "trees")
     _clear(out / "build")
     patch = out / TEST_PATCH if any(u.name == TEST_PATCH for u in spec.units) else None
-    stamp = materialise(tree, patch, ["**"], "src", Layout(out), allow_diagnostic_pragmas=True)
+    stamp = materialise(
+        tree, patch, ["**"], "src", Layout(out), allow_diagnostic_pragmas=True,
+        prepare=_test_folders(spec, layout),
+    )  # fmt: skip
     if not stamp.applied:
         said = f"the test patch does not apply: {stamp.status}: {stamp.detail}"
         step = Step("configure", TEST_PATCH, ["git", "apply"], 1, False, 0.0, said)

@@ -34,6 +34,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -206,16 +207,17 @@ def materialise(
     key: str,
     layout: Layout,
     allow_diagnostic_pragmas: bool = False,
+    prepare: Callable[[Path], object] | None = None,
 ) -> Stamp:
     """Copy the base tree, apply the patch strictly, check what changed, and write the
-    tree's stamp."""
+    tree's stamp. `prepare`, when given, edits the copy before the patch is applied."""
     text = patch_file.read_bytes() if patch_file else b""
     target = layout.tree(key)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(target, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=target.parent))
     try:
-        stamp = _materialise(base, text, writable, work, allow_diagnostic_pragmas)
+        stamp = _materialise(base, text, writable, work, allow_diagnostic_pragmas, prepare)
         if stamp.applied:
             (work / "tree").rename(target)
     finally:
@@ -227,7 +229,12 @@ def materialise(
 
 
 def _materialise(
-    base: Path, text: bytes, writable: list[str], work: Path, allow_pragmas: bool
+    base: Path,
+    text: bytes,
+    writable: list[str],
+    work: Path,
+    allow_pragmas: bool,
+    prepare: Callable[[Path], object] | None,
 ) -> Stamp:
     git = _Git(work)
     stamp = _guard(git, text, writable)
@@ -235,6 +242,8 @@ def _materialise(
         return stamp
     tree = work / "tree"
     copy_tree(base, tree)
+    if prepare is not None:
+        prepare(tree)
     if not text.strip():
         return stamp
     before = _snapshot(tree)

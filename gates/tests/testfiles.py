@@ -15,25 +15,41 @@ from cxxgate.util.yamlfile import InputError
 
 
 @cache
-def touched_by(patch_text: str) -> list[str]:
+def touched_by(patch_text: str, key: str = "gates.tests.test_patch") -> list[str]:
     stamp = guard(patch_text.encode(), ["**"])
     if stamp.status != "applied":
-        msg = f"gates.tests.test_patch: not a patch the harness can apply: {stamp.detail}"
+        msg = f"{key}: not a patch the harness can apply: {stamp.detail}"
         raise InputError(msg)
     return ["/" + p for p in stamp.changed]  # anchored: that file, not any of its name
 
 
+def own_folders(test_dirs: list[str], reference_patch: str | None) -> list[str]:
+    """The test folders whose files a candidate's build takes from the reference tree
+    (cxxgate/cells/testfolders.py): each folder of the tests but the tree's top and any
+    folder holding a file the reference patch changes (its library code: Catch2's test
+    patches touch include/internal, where its fixes live too)."""
+    fixed = [p.lstrip("/") for p in touched_by(reference_patch or "", "reference")]
+    return [
+        d for d in test_dirs
+        if d != "." and not any(f == d or f.startswith(f"{d}/") for f in fixed)
+    ]  # fmt: skip
+
+
 def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """The test files the patch of this tree changed, from its intake stamp; and the files
-    it added whose path ends in a system header's (include/gtest/gtest.h): found first on
-    a project include path, such a file stands in for the header the tests include."""
+    """The test files the patch of this tree changed, from its intake stamp; what it
+    changed in the tests' own folders, which its build sets aside; and the files it added
+    whose path ends in a system header's (include/gtest/gtest.h): found first on a project
+    include path, such a file stands in for the header the tests include."""
     stamp = json.loads(tree.with_name(f"{tree.name}.json").read_text())
     changed: list[str] = stamp.get("changed", [])
     spec = pathspec.GitIgnoreSpec.from_lines(params["globs"])
     base = Path(params["base"])
     added = [p for p in changed if (tree / p).is_file() and not (base / p).exists()]
     shadows = [p for p in added if _system_header(p)]
-    return {"touched": [p for p in changed if spec.match_file(p)], "shadows": shadows}
+    touched = [p for p in changed if spec.match_file(p)]
+    own = params.get("own", [])
+    aside = [p for p in changed if p not in touched and any(p.startswith(f"{d}/") for d in own)]
+    return {"touched": touched, "set_aside": aside, "shadows": shadows}
 
 
 # The system include folders of the Debian toolchains (GCC's and clang's search lists).

@@ -9,6 +9,11 @@ marks it failed, with a time at the limit. Reference first (cxxgate/verdicts/ver
 `fail_to_pass` test must fail (or not build) on base + test patch and pass on reference +
 test patch; every `pass_to_pass` test must pass on both (when base + test patch builds).
 
+The tests are the benchmark's: a candidate's build takes the tests' own folders from the
+reference tree before the test patch (cxxgate/cells/testfolders.py; which folders:
+testfiles.own_folders), so what a patch did to a helper, a CMakeLists.txt or a header
+beside the tests is set aside, and the check `test_folders` names it.
+
 Every candidate build starts from the reference's build folder of the same spec, so a
 patch of one source file rebuilds what that file feeds (see cxxgate/cells/cmake.py). The suite
 runs as a candidate program (cxxgate/cells/ctest.py): sandboxed, capped, as a uid of its own.
@@ -132,9 +137,10 @@ def plan(ctx: Context) -> Plan:
     cfg: Config = ctx.case.gate_config(NAME)
     env = ctx.gate_envelope(NAME, cfg.envelope)
     text = ctx.case.oracle_text(cfg.test_patch, f"gates.{NAME}.test_patch")
-    built = project_build(ctx, env, text)
     globs = list(cfg.test_files) or testfiles.touched_by(text)
-    dirs = testunits.test_dirs(list(cfg.test_files) or testfiles.touched_by(text))
+    dirs = testunits.test_dirs(globs)
+    own = testfiles.own_folders(dirs, _reference_text(ctx))
+    built = project_build(ctx, env, text, tuple(own))
     cells = {"build": built, "suite": _suite(ctx, env, built, dirs)}
     if ctx.tree_key != ctx.reference_tree_key:
         # The reference's build and run of the same spec: what the test units' flags and
@@ -147,9 +153,14 @@ def plan(ctx: Context) -> Plan:
         mine = cells["suite"]
         needs = (built.key, ref_suite.key, mine.key)
         cells["crossed"] = replace(mine, kind="crossed", label="crossed ctest", needs=needs)
-    params = {"globs": globs, "base": str(ctx.case.tree), "toolchain": env.id}
+    params = {"globs": globs, "own": own, "base": str(ctx.case.tree), "toolchain": env.id}
     touched = ScanSpec.of(ctx.tree_key, testfiles.touched_tests, params, label="test files")
     return Plan(cells=cells, scans={"test_files": touched})
+
+
+def _reference_text(ctx: Context) -> str | None:
+    rel = ctx.case.spec.reference
+    return ctx.case.oracle_text(rel, "reference") if rel is not None else None
 
 
 def _suite(
@@ -185,12 +196,18 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     if shadows:
         detail = f"the patch adds files named like system headers: {', '.join(shadows)}"
         checks.append(Check("shadowed_headers", False, "path_violation", detail))
+    aside = outputs.scans["test_files"].data.get("set_aside", [])
+    if aside:
+        detail = f"built with the reference's tests, setting aside the patch's {', '.join(aside)}"
+        checks.append(Check("test_folders", True, "accept", detail))
     built = outputs.cells["build"]
     checks += suite.unit_checks(outputs, _dirs(ctx, cfg))
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
         # new tests often does not build); pass-to-pass tests are then not decided.
         detail = built.detail or built.status
+        if aside:
+            detail += f" (its test folders as the reference's: {', '.join(aside)} set aside)"
         # A build that ran past limits.build_seconds is a hang, not broken code.
         klass = "hang" if built.status == "timeout" else "build_fail"
         checks.append(Check("build", False, klass, detail, fail_to_pass=True))

@@ -111,7 +111,11 @@ SUPPORT_EXPECT = {
     "support_fix": "test_flags_changed",  # two definitions of parse: a shadow
     "archive_objcopy": "library_bypassed",
     "calc_post": "library_bypassed",
-    "support_abs": "path_violation",  # the case's test_files: every file of tests/
+    # Through files of tests/ the test patch does not touch: built with the reference's.
+    "support_abs": "f2p_fail:plain_parse",
+    "support_patch": "f2p_fail:plain_parse",
+    "beside_header": "f2p_fail:plain_parse",
+    "helper_edit": "accept",
 }
 # Passed on the build's own test program, failed on one linked as the reference links it
 # (cxxgate/cells/crossed.py): what no reading of the program's symbols caught.
@@ -134,7 +138,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     summary += ", each linking an archive of the tests' own"
     case = library / SUPPORT_CASE
     rows = support_patches(repo)
-    cmake_case(case, summary, repo, base, rows, lists, SUPPORT_EXPECT, ["tests/**"])
+    cmake_case(case, summary, repo, base, rows, lists, SUPPORT_EXPECT)
     return run_grade(root / "out", "-n", "2", library=library)
 
 
@@ -303,3 +307,19 @@ def test_round_12_the_tests_own_archive_is_made_again(graded: Grade) -> None:
     assert _crossed(graded, "good", SUPPORT_CASE) == {
         "archives": {"lible_support.a": "same"}, "programs": {}, "tests": []
     }
+
+
+def test_round_13_the_tests_own_folders_are_the_reference_s(graded: Grade) -> None:
+    """A candidate's changes to files of the test folders the test patch does not touch (a
+    helper every test program links, a header beside the tests) are set aside: the build
+    takes those folders from the reference tree, the check says which files, and the
+    library's own bug is what the listed tests meet. An honest edit there costs nothing."""
+    for name, files in (
+        ("support_abs", "tests/support.cpp"),
+        ("support_patch", "tests/support.cpp"),
+        ("beside_header", "tests/calc/calc.hpp"),
+        ("helper_edit", "tests/support.cpp"),
+    ):
+        said = _said(graded, name, "test_folders", SUPPORT_CASE)
+        assert said == f"built with the reference's tests, setting aside the patch's {files}", name
+    assert _said(graded, "good", "test_folders", SUPPORT_CASE) == ""
