@@ -24,15 +24,22 @@ def touched_by(patch_text: str, key: str = "gates.tests.test_patch") -> list[str
 
 
 def own_folders(test_dirs: list[str], reference_patch: str | None) -> list[str]:
-    """The test folders whose files a candidate's build takes from the reference tree
-    (cxxgate/cells/testfolders.py): each folder of the tests but the tree's top and any
-    folder holding a file the reference patch changes (its library code: Catch2's test
-    patches touch include/internal, where its fixes live too)."""
+    """The folders whose files a candidate's build takes from the reference tree
+    (cxxgate/cells/testfolders.py): for each folder of the test files, its outermost
+    folder but the tree's top where the reference patch changes nothing (so a vendored
+    framework beside the tests, json's tests/thirdparty/doctest for tests/src, is the
+    reference's too); none where every one holds a file the reference patch changes (its
+    library code: Catch2's test patches touch include/internal, where its fixes live)."""
     fixed = [p.lstrip("/") for p in touched_by(reference_patch or "", "reference")]
-    return [
-        d for d in test_dirs
-        if d != "." and not any(f == d or f.startswith(f"{d}/") for f in fixed)
-    ]  # fmt: skip
+    found: set[str] = set()
+    for folder in test_dirs:
+        parts = PurePosixPath(folder).parts if folder != "." else ()
+        for depth in range(1, len(parts) + 1):
+            top = "/".join(parts[:depth])
+            if not any(f.startswith(f"{top}/") for f in fixed):
+                found.add(top)
+                break
+    return sorted(found)
 
 
 def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:

@@ -50,12 +50,14 @@ def test_a_folder_the_reference_lacks_is_emptied(tmp_path: Path) -> None:
     assert not (mine / "tests/new/hook.cpp").exists()
 
 
-def test_own_folders_leave_out_the_top_and_folders_the_reference_patch_changes(
+def test_own_folders_are_the_outermost_the_reference_patch_leaves_alone(
     tmp_path: Path,
 ) -> None:
     repo = tmp_path / "r.git"
-    new_repo(repo, {"include/internal/x.h": "x\n", "tests/t.cpp": "t\n", "docs/a.md": "a\n"})
+    files = {"include/internal/x.h": "x\n", "projects/SelfTest/Baselines/b.txt": "b\n"}
+    new_repo(repo, {**files, "tests/src/t.cpp": "t\n", "docs/a.md": "a\n"})
     fix = diff(repo, "include/internal/x.h", "fixed\n")
-    dirs = [".", "docs", "include/internal", "include", "tests"]
-    assert testfiles.own_folders(dirs, fix) == ["docs", "tests"]
-    assert testfiles.own_folders(dirs, None) == ["docs", "include/internal", "include", "tests"]
+    fix += diff(repo, "projects/SelfTest/Baselines/b.txt", "fixed\n")
+    dirs = [".", "docs", "include/internal", "projects/SelfTest/UsageTests", "tests/src"]
+    assert testfiles.own_folders(dirs, fix) == ["docs", "projects/SelfTest/UsageTests", "tests"]
+    assert testfiles.own_folders(dirs, None) == ["docs", "include", "projects", "tests"]
