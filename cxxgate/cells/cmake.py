@@ -118,12 +118,11 @@ def _test_folders(spec: CellSpec, layout: Layout) -> Callable[[Path], object] | 
     asked = testfolders.asked(spec)
     if asked is None:
         return None
-    folders, reference_key = asked
-    reference = layout.tree(reference_key)
+    reference = layout.tree(asked.reference)
     if not reference.is_dir():
-        msg = f"the reference tree {reference_key} is not materialised at {reference}"
+        msg = f"the reference tree {asked.reference} is not materialised at {reference}"
         raise RuntimeError(msg)
-    return lambda tree: testfolders.restore(tree, reference, folders)
+    return lambda tree: testfolders.restore(tree, reference, asked.folders, asked.keep)
 
 
 def _binds(out: Path) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:

@@ -6,45 +6,66 @@ CMakeLists.txt, a header beside the tests) changes what those tests are: it can 
 symbol a hook in the library calls, or patch the library's code at start-up, and the
 listed tests pass on a library that is still wrong. Before a candidate's tree is built,
 each such folder is made what it is in the reference tree: files the candidate changed or
-deleted get the reference's bytes again, files it added are removed. The test patch is
-applied after that, as on every tree. Which folders are the tests' own is the gate's
-choice (gates/tests/testfiles.py `own_folders`): never one the reference patch changes.
+deleted get the reference's bytes again, files it added are removed. Two kinds stay the
+candidate's: a translation unit it added (its own new test, which CMake code outside the
+folder may name; whatever links it into a listed test's program is the crossed proof's,
+cxxgate/cells/crossed.py), and the data files the reference patch itself changes there
+(`keep`: Catch2's approval baselines, which a fix updates). The test patch is applied
+after that, as on every tree. Which folders are the tests' own is the gate's choice
+(gates/tests/testfiles.py `own_folders`).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cxxgate.cells.ctest import SOURCE_SUFFIXES
 from cxxgate.toolchain.cellspec import CellSpec, Unit
 
-UNIT = "test-folders.json"  # a cmake cell's unit: {"folders": [...], "reference": tree key}
+UNIT = "test-folders.json"  # a cmake cell's unit: {"folders", "keep", "reference"}
 
 
-def unit(folders: list[str], reference_key: str) -> Unit:
-    return Unit(UNIT, json.dumps({"folders": folders, "reference": reference_key}, indent=1))
+@dataclass(frozen=True)
+class Asked:
+    folders: list[str]
+    keep: list[str]  # tree paths in those folders that stay the candidate's
+    reference: str = ""  # the reference tree's key (the gate plans without it)
 
 
-def asked(spec: CellSpec) -> tuple[list[str], str] | None:
-    """The folders to restore and the reference tree's key, when the spec asks for it."""
+def unit(asked: Asked) -> Unit:
+    return Unit(UNIT, json.dumps(asdict(asked), indent=1))
+
+
+def asked(spec: CellSpec) -> Asked | None:
+    """What the spec asks restored, if anything."""
     text = next((u.text for u in spec.units if u.name == UNIT), None)
     if text is None:
         return None
     data = json.loads(text)
-    return list(data["folders"]), str(data["reference"])
+    return Asked(list(data["folders"]), list(data["keep"]), str(data["reference"]))
 
 
-def restore(tree: Path, reference: Path, folders: list[str]) -> list[str]:
-    """Make each of `folders` in `tree` what it is in `reference`; the tree-relative paths
-    that changed, sorted. Both trees hold folders and regular files only (intake refuses
-    anything else), and nothing in `tree` is followed: a path in the way is removed."""
+def added_unit(rel: str) -> bool:
+    """A translation unit by its name: one a candidate adds stays in its tree."""
+    return rel.lower().endswith(SOURCE_SUFFIXES)
+
+
+def restore(tree: Path, reference: Path, folders: list[str], keep: list[str]) -> list[str]:
+    """Make each of `folders` in `tree` what it is in `reference`, but `keep` and the
+    translation units only `tree` has; the tree-relative paths that changed, sorted. Both
+    trees hold folders and regular files only (intake refuses anything else), and nothing
+    in `tree` is followed: a path in the way is removed."""
     put: list[str] = []
+    kept = set(keep)
     for folder in folders:
-        mine, theirs = _files(tree, folder), _files(reference, folder)
+        mine, theirs = _files(tree, folder) - kept, _files(reference, folder) - kept
         for rel in sorted(mine - theirs):
-            (tree / rel).unlink()
-            put.append(rel)
+            if not added_unit(rel):
+                (tree / rel).unlink()
+                put.append(rel)
         for rel in sorted(theirs):
             source, target = reference / rel, tree / rel
             if rel in mine and target.read_bytes() == source.read_bytes():

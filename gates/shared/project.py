@@ -6,6 +6,8 @@ tree's build), and the configure-only cell whose compile database gives the prob
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cxxgate.cells import cmake, testfolders
 from cxxgate.contract.gate import Context
 from cxxgate.toolchain.cellspec import CellSpec, Unit
@@ -20,19 +22,19 @@ def build_spec(
     test_patch: str | None,
     seed: str | None,
     gate: str = "tests",
-    own_folders: tuple[str, ...] = (),
+    own: testfolders.Asked | None = None,
 ) -> CellSpec:
     """The `cmake` cell of one tree: the case's build options in this envelope; built with
-    `own_folders` as the reference tree has them (cxxgate/cells/testfolders.py) when this
-    is not the reference tree."""
+    the tests' `own` folders as the reference tree has them (cxxgate/cells/testfolders.py)
+    when this is not the reference tree."""
     build = ctx.case.spec.build
     if build is None:
         msg = f"{ctx.case.file}: gates.{gate}: the case has no `build:` section (build: cmake)"
         raise InputError(msg)
     options = (*build.options, *cmake.case_options(build.type_for(env.name), ctx.case.spec.std))
     units: tuple[Unit, ...] = () if test_patch is None else (Unit(cmake.TEST_PATCH, test_patch),)
-    if own_folders and tree_key != ctx.reference_tree_key:
-        units += (testfolders.unit(list(own_folders), ctx.reference_tree_key),)
+    if own is not None and own.folders and tree_key != ctx.reference_tree_key:
+        units += (testfolders.unit(replace(own, reference=ctx.reference_tree_key)),)
     return CellSpec(
         "cmake",
         tree_key,
@@ -52,13 +54,13 @@ def build_spec(
 
 
 def project_build(
-    ctx: Context, env: Envelope, test_patch: str | None, own_folders: tuple[str, ...] = ()
+    ctx: Context, env: Envelope, test_patch: str | None, own: testfolders.Asked | None = None
 ) -> CellSpec:
     """This tree's build, seeded from the reference tree's build of the same spec."""
     ref = build_spec(ctx, ctx.reference_tree_key, env, test_patch, None)
     if ctx.tree_key == ctx.reference_tree_key:
         return ref
-    return build_spec(ctx, ctx.tree_key, env, test_patch, ref.key, own_folders=own_folders)
+    return build_spec(ctx, ctx.tree_key, env, test_patch, ref.key, own=own)
 
 
 def configure_spec(ctx: Context, tree_key: str, env: Envelope, gate: str) -> CellSpec | None:

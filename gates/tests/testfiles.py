@@ -10,6 +10,7 @@ from typing import Any
 
 import pathspec
 
+from cxxgate.cells import testfolders
 from cxxgate.intake.tree import guard
 from cxxgate.util.yamlfile import InputError
 
@@ -23,23 +24,37 @@ def touched_by(patch_text: str, key: str = "gates.tests.test_patch") -> list[str
     return ["/" + p for p in stamp.changed]  # anchored: that file, not any of its name
 
 
-def own_folders(test_dirs: list[str], reference_patch: str | None) -> list[str]:
+# What a fix may change in the tests' folders and still leave them the tests' own: data
+# the tests compare with or read (Catch2's approval baselines), never code or build files.
+_DATA_SUFFIXES = (".txt", ".json", ".xml", ".md", ".rst", ".csv", ".yaml", ".yml", ".dat")
+
+
+def own_folders(test_dirs: list[str], reference_patch: str | None) -> testfolders.Asked:
     """The folders whose files a candidate's build takes from the reference tree
-    (cxxgate/cells/testfolders.py): for each folder of the test files, its outermost
-    folder but the tree's top where the reference patch changes nothing (so a vendored
-    framework beside the tests, json's tests/thirdparty/doctest for tests/src, is the
-    reference's too); none where every one holds a file the reference patch changes (its
-    library code: Catch2's test patches touch include/internal, where its fixes live)."""
+    (cxxgate/cells/testfolders.py), and the files there that stay the candidate's. For
+    each folder of the test files: its outermost folder but the tree's top in which the
+    reference patch changes nothing but data (so a vendored framework or a helper beside
+    the tests, json's tests/thirdparty/doctest for tests/src, is the reference's too),
+    those data files kept; none where each folder holds code the reference patch changes
+    (its library: Catch2's test patches touch include/internal, where its fixes live)."""
     fixed = [p.lstrip("/") for p in touched_by(reference_patch or "", "reference")]
-    found: set[str] = set()
+    folders: set[str] = set()
+    keep: set[str] = set()
     for folder in test_dirs:
         parts = PurePosixPath(folder).parts if folder != "." else ()
         for depth in range(1, len(parts) + 1):
             top = "/".join(parts[:depth])
-            if not any(f.startswith(f"{top}/") for f in fixed):
-                found.add(top)
+            inside = [f for f in fixed if f.startswith(f"{top}/")]
+            if all(_data(f) for f in inside):
+                folders.add(top)
+                keep.update(inside)
                 break
-    return sorted(found)
+    return testfolders.Asked(sorted(folders), sorted(keep))
+
+
+def _data(rel: str) -> bool:
+    name = PurePosixPath(rel).name.lower()
+    return name.endswith(_DATA_SUFFIXES) and name != "cmakelists.txt"
 
 
 def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
@@ -54,8 +69,12 @@ def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     added = [p for p in changed if (tree / p).is_file() and not (base / p).exists()]
     shadows = [p for p in added if _system_header(p)]
     touched = [p for p in changed if spec.match_file(p)]
-    own = params.get("own", [])
-    aside = [p for p in changed if p not in touched and any(p.startswith(f"{d}/") for d in own)]
+    own, keep = params.get("own", []), set(params.get("keep", []))
+    aside = [
+        p for p in changed
+        if p not in touched and p not in keep and any(p.startswith(f"{d}/") for d in own)
+        and not (p in added and testfolders.added_unit(p))
+    ]  # fmt: skip
     return {"touched": touched, "set_aside": aside, "shadows": shadows}
 
 

@@ -75,7 +75,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from cxxgate.api import (
     CellSpec,
@@ -121,6 +121,17 @@ class Config(Strict):
     # program that exits 0 before its tests run passes for ctest). false: ctest's word.
     gtest: bool = True
 
+    @field_validator("test_files")
+    @classmethod
+    def _folders(cls, globs: list[str]) -> list[str]:
+        # The test folders are the globs' fixed heads: a glob that starts with a wildcard
+        # would make every unit of the tree a test unit (red-team round 14).
+        loose = [g for g in globs if g.lstrip("/")[:1] in ("*", "?", "[")]
+        if loose:
+            msg = f"each glob must start with its folder (tests/**, test/*.cpp), not {loose}"
+            raise ValueError(msg)
+        return globs
+
     @model_validator(mode="after")
     def _lists(self) -> Config:
         if not self.fail_to_pass and not self.pass_to_pass:
@@ -140,7 +151,7 @@ def plan(ctx: Context) -> Plan:
     globs = list(cfg.test_files) or testfiles.touched_by(text)
     dirs = testunits.test_dirs(globs)
     own = testfiles.own_folders(dirs, _reference_text(ctx))
-    built = project_build(ctx, env, text, tuple(own))
+    built = project_build(ctx, env, text, own)
     cells = {"build": built, "suite": _suite(ctx, env, built, dirs)}
     if ctx.tree_key != ctx.reference_tree_key:
         # The reference's build and run of the same spec: what the test units' flags and
@@ -153,7 +164,10 @@ def plan(ctx: Context) -> Plan:
         mine = cells["suite"]
         needs = (built.key, ref_suite.key, mine.key)
         cells["crossed"] = replace(mine, kind="crossed", label="crossed ctest", needs=needs)
-    params = {"globs": globs, "own": own, "base": str(ctx.case.tree), "toolchain": env.id}
+    params = {
+        "globs": globs, "own": own.folders, "keep": own.keep, "base": str(ctx.case.tree),
+        "toolchain": env.id,
+    }  # fmt: skip
     touched = ScanSpec.of(ctx.tree_key, testfiles.touched_tests, params, label="test files")
     return Plan(cells=cells, scans={"test_files": touched})
 

@@ -1,14 +1,17 @@
 """The tests' own folders of a candidate's build, taken from the reference tree
-(cxxgate/cells/testfolders.py), and which folders those are (gates/tests/testfiles.py)."""
+(cxxgate/cells/testfolders.py), which folders those are (gates/tests/testfiles.py), and
+the test file globs they come from (gates/tests/tests.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
 from repos import diff, new_repo
 
 from cxxgate.cells import testfolders
-from cxxgate.gates.tests import testfiles
+from cxxgate.gates.tests import testfiles, tests
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -33,7 +36,7 @@ def test_changed_deleted_added_and_reshaped_files_get_the_reference_s_state(
         "tests/d": "a file where the reference has a folder",
         "src/lib.cpp": "candidate lib",  # not a test folder: the candidate's
     })  # fmt: skip
-    put = testfolders.restore(mine, reference, ["tests"])
+    put = testfolders.restore(mine, reference, ["tests"], [])
     expected = ["tests/b.cpp", "tests/calc/calc.hpp", "tests/d", "tests/d/e.cpp", "tests/sub/c.hpp"]
     assert put == expected
     found = {p.relative_to(mine).as_posix(): p.read_text() for p in mine.rglob("*") if p.is_file()}
@@ -45,19 +48,42 @@ def test_changed_deleted_added_and_reshaped_files_get_the_reference_s_state(
 
 def test_a_folder_the_reference_lacks_is_emptied(tmp_path: Path) -> None:
     reference = _tree(tmp_path / "ref", {"src/lib.cpp": "x"})
-    mine = _tree(tmp_path / "mine", {"src/lib.cpp": "x", "tests/new/hook.cpp": "hook"})
-    assert testfolders.restore(mine, reference, ["tests/new"]) == ["tests/new/hook.cpp"]
-    assert not (mine / "tests/new/hook.cpp").exists()
+    mine = _tree(tmp_path / "mine", {"src/lib.cpp": "x", "tests/new/hook.hpp": "hook"})
+    assert testfolders.restore(mine, reference, ["tests/new"], []) == ["tests/new/hook.hpp"]
+    assert not (mine / "tests/new/hook.hpp").exists()
 
 
-def test_own_folders_are_the_outermost_the_reference_patch_leaves_alone(
+def test_added_units_and_kept_files_stay_the_candidate_s(tmp_path: Path) -> None:
+    reference = _tree(tmp_path / "ref", {"tests/a.cpp": "a", "tests/base/out.txt": "ref"})
+    mine = _tree(tmp_path / "mine", {
+        "tests/a.cpp": "a", "tests/own_test.cpp": "mine", "tests/base/out.txt": "mine",
+    })  # fmt: skip
+    assert testfolders.restore(mine, reference, ["tests"], ["tests/base/out.txt"]) == []
+    assert (mine / "tests/own_test.cpp").read_text() == "mine"
+    assert (mine / "tests/base/out.txt").read_text() == "mine"
+
+
+def test_own_folders_are_the_outermost_where_the_reference_patch_changes_only_data(
     tmp_path: Path,
 ) -> None:
     repo = tmp_path / "r.git"
     files = {"include/internal/x.h": "x\n", "projects/SelfTest/Baselines/b.txt": "b\n"}
-    new_repo(repo, {**files, "tests/src/t.cpp": "t\n", "docs/a.md": "a\n"})
+    new_repo(repo, {**files, "tests/src/t.cpp": "t\n", "tests/CMakeLists.txt": "c\n"})
     fix = diff(repo, "include/internal/x.h", "fixed\n")
     fix += diff(repo, "projects/SelfTest/Baselines/b.txt", "fixed\n")
     dirs = [".", "docs", "include/internal", "projects/SelfTest/UsageTests", "tests/src"]
-    assert testfiles.own_folders(dirs, fix) == ["docs", "projects/SelfTest/UsageTests", "tests"]
-    assert testfiles.own_folders(dirs, None) == ["docs", "include", "projects", "tests"]
+    own = testfiles.own_folders(dirs, fix)
+    assert own.folders == ["docs", "projects", "tests"]
+    assert own.keep == ["projects/SelfTest/Baselines/b.txt"]
+    assert testfiles.own_folders(dirs, None).folders == ["docs", "include", "projects", "tests"]
+    # Code the reference changes in the tests' folder: the test files' own folder only.
+    build = diff(repo, "tests/CMakeLists.txt", "changed\n")
+    assert testfiles.own_folders(["tests/src"], build).folders == ["tests/src"]
+
+
+def test_a_test_files_glob_must_name_its_folder() -> None:
+    """`**/plain_*.cpp` would make every unit of the tree a test unit (red-team round 14:
+    the base then failed on the reference's own macros and the case could not be graded)."""
+    with pytest.raises(ValidationError, match=r"must start with its folder .*'\*\*/plain_\*\.cpp'"):
+        tests.Config(test_patch="t.patch", fail_to_pass=["t"], test_files=["**/plain_*.cpp"])
+    assert tests.Config(test_patch="t.patch", fail_to_pass=["t"], test_files=["tests/**"])

@@ -116,6 +116,7 @@ SUPPORT_EXPECT = {
     "support_patch": "f2p_fail:plain_parse",
     "beside_header": "f2p_fail:plain_parse",
     "helper_edit": "accept",
+    "own_test": "accept",
 }
 # Passed on the build's own test program, failed on one linked as the reference links it
 # (cxxgate/cells/crossed.py): what no reading of the program's symbols caught.
@@ -313,7 +314,9 @@ def test_round_13_the_tests_own_folders_are_the_reference_s(graded: Grade) -> No
     """A candidate's changes to files of the test folders the test patch does not touch (a
     helper every test program links, a header beside the tests) are set aside: the build
     takes those folders from the reference tree, the check says which files, and the
-    library's own bug is what the listed tests meet. An honest edit there costs nothing."""
+    library's own bug is what the listed tests meet; also where the reference patch
+    updates data there. An honest edit there costs nothing, and a test the patch adds
+    stays (registered outside tests/, red-team round 14)."""
     for name, files in (
         ("support_abs", "tests/support.cpp"),
         ("support_patch", "tests/support.cpp"),
@@ -322,4 +325,7 @@ def test_round_13_the_tests_own_folders_are_the_reference_s(graded: Grade) -> No
     ):
         said = _said(graded, name, "test_folders", SUPPORT_CASE)
         assert said == f"built with the reference's tests, setting aside the patch's {files}", name
-    assert _said(graded, "good", "test_folders", SUPPORT_CASE) == ""
+    # The reference patch updates tests/baselines/parse.txt, data: tests/ is still the
+    # tests' own (round 14), and that file, like a test the patch adds, the patch's.
+    for name in ("good", "own_test"):
+        assert _said(graded, name, "test_folders", SUPPORT_CASE) == "", name
