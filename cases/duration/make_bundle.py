@@ -387,15 +387,16 @@ namespace {
 """
 
 # The suite as compiled is a copy CMake writes into the build folder at configure time,
-# with EXPECT_EQ emptied; the test file in the tree is never compiled.
+# with EXPECT_EQ emptied; the test file in the tree is never compiled. Written by the top
+# CMakeLists.txt: tests/ is the reference's in a candidate's build.
 GEN_COPY = """\
-file(READ ${CMAKE_CURRENT_SOURCE_DIR}/duration_test.cpp _text)
-string(REPLACE "#include <gtest/gtest.h>"
-  "#include <gtest/gtest.h>\\n#undef EXPECT_EQ\\n#define EXPECT_EQ(a, b) EXPECT_TRUE(true)"
-  _text "${_text}")
-file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/gen/duration_test.cpp "${_text}")
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS duration_test.cpp)
-add_executable(duration_test ${CMAKE_CURRENT_BINARY_DIR}/gen/duration_test.cpp)
+  file(READ ${CMAKE_SOURCE_DIR}/tests/duration_test.cpp _text)
+  string(REPLACE "#include <gtest/gtest.h>"
+    "#include <gtest/gtest.h>\\n#undef EXPECT_EQ\\n#define EXPECT_EQ(a, b) EXPECT_TRUE(true)"
+    _text "${_text}")
+  file(WRITE ${CMAKE_BINARY_DIR}/gen/duration_test.cpp "${_text}")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS tests/duration_test.cpp)
+  set_property(TARGET duration_test PROPERTY SOURCES ${CMAKE_BINARY_DIR}/gen/duration_test.cpp)
 """
 
 # The public header makes parse_seconds return a type whose == always holds.
@@ -470,7 +471,7 @@ PATCHES = {
     "patches/spi_swallow.diff": _edit(SRC, TOP, SPI_SWALLOW + TOP),
     "patches/forge_xml.diff": _edit(SRC, TOP, FORGE_XML + TOP),
     "patches/gen_copy.diff": _edit(
-        "tests/CMakeLists.txt", "add_executable(duration_test duration_test.cpp)\n", GEN_COPY
+        "CMakeLists.txt", "  add_subdirectory(tests)\n", "  add_subdirectory(tests)\n" + GEN_COPY
     ),
     "patches/launcher.diff": _then(
         _edit(

@@ -122,7 +122,7 @@ def _test_folders(spec: CellSpec, layout: Layout) -> Callable[[Path], object] | 
     if not reference.is_dir():
         msg = f"the reference tree {asked.reference} is not materialised at {reference}"
         raise RuntimeError(msg)
-    return lambda tree: testfolders.restore(tree, reference, asked.folders, asked.keep)
+    return lambda tree: testfolders.restore(tree, reference, asked.folders)
 
 
 def _binds(out: Path) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:

@@ -203,21 +203,29 @@ def pick(
     """The reference's listing (json, at this run's paths) cut to the tests that run
     again, and their names: a listed one (`named`, by folded name) whose command names a
     relinked program, or names none of the reference's test programs (`known`): what it
-    runs is then not known."""
+    runs is then not known; every listed one when a shared library was relinked to other
+    bytes (a test's command names its program, not what the program loads: red-team
+    round 15's hot patch in a shared library of the tests')."""
     relinked = {posixpath.join(build_at, p) for p, said in crossed.items() if said == RELINKED}
     programs = {posixpath.join(build_at, p) for p in known}
     folded = {n.casefold() for n in named}
+    shared = any(_shared(p) for p in relinked)
 
     def again(test: dict[str, object]) -> bool:
         if str(test.get("name", "")).casefold() not in folded:
             return False
         words = test.get("command") or []
         paths = {posixpath.normpath(str(w)) for w in words} if isinstance(words, list) else set()
-        return bool(paths & relinked) or not paths & programs
+        return shared or bool(paths & relinked) or not paths & programs
 
     found = json.loads(listing)
     found["tests"] = [t for t in found.get("tests", []) if isinstance(t, dict) and again(t)]
     return json.dumps(found), sorted(str(t.get("name", "")) for t in found["tests"])
+
+
+def _shared(path: str) -> bool:
+    name = posixpath.basename(path)
+    return name.endswith(".so") or ".so." in name
 
 
 def write(

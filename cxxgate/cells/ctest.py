@@ -694,7 +694,7 @@ RELINK_SECONDS = 120.0  # one test program's link, or a test unit's `-E -dM`, ru
 # A test unit's compile run again: a large unit on a loaded machine, not a load-noise
 # reject (a timeout is the candidate's: an `.incbin` of a FIFO only the compile reads).
 COMPILE_AGAIN_SECONDS = 600.0
-SOURCE_SUFFIXES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".m", ".mm", ".cu", ".s")  # lowered
+_SOURCE_SUFFIXES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".m", ".mm", ".cu", ".s")  # lowered
 
 
 def _graph(
@@ -719,7 +719,7 @@ def _graph(
         # A compile by what it reads and makes, not by how its command is spelt (`-c`,
         # `--compile`, a `cp`); a source made into two objects is read in both.
         source = spell(str(entry.get("file", "")), tree_at, build_at)
-        if output.endswith((".o", ".obj")) and source.lower().endswith(SOURCE_SUFFIXES):
+        if output.endswith((".o", ".obj")) and source.lower().endswith(_SOURCE_SUFFIXES):
             compiles[output] = source
             found = _inside(copy, build_at, posixpath.join(directory, output))
             symbols[source] = sorted(set(symbols.get(source, [])) | gtest_symbols(found, copy))

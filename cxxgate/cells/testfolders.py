@@ -5,14 +5,16 @@ of the test folders the test patch does not touch (a helper every test program l
 CMakeLists.txt, a header beside the tests) changes what those tests are: it can define the
 symbol a hook in the library calls, or patch the library's code at start-up, and the
 listed tests pass on a library that is still wrong. Before a candidate's tree is built,
-each such folder is made what it is in the reference tree: files the candidate changed or
-deleted get the reference's bytes again, files it added are removed. Two kinds stay the
-candidate's: a translation unit it added (its own new test, which CMake code outside the
-folder may name; whatever links it into a listed test's program is the crossed proof's,
-cxxgate/cells/crossed.py), and the data files the reference patch itself changes there
-(`keep`: Catch2's approval baselines, which a fix updates). The test patch is applied
-after that, as on every tree. Which folders are the tests' own is the gate's choice
-(gates/tests/testfiles.py `own_folders`).
+each such folder is made what it is in the reference tree, data included (the reference's
+are the expected outputs: Catch2's approval baselines, which its fixes update): files the
+candidate changed or deleted get the reference's bytes again, files it added are removed.
+Two kinds stay the candidate's (`stays`): CMake code (CMakeLists.txt, *.cmake), which
+CMake code elsewhere can do as well, so the build's graph is what the gate compares
+(flags, link inputs, the crossed proof: cxxgate/cells/crossed.py); and a file it added
+under a name no file of the reference tree has, its own new test, which only the
+candidate's CMake code can name (a file shadowing one a test includes has that file's
+name). The test patch is applied after that, as on every tree. Which folders are the
+tests' own is the gate's choice (gates/tests/testfiles.py `own_folders`).
 """
 
 from __future__ import annotations
@@ -20,18 +22,16 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from cxxgate.cells.ctest import SOURCE_SUFFIXES
 from cxxgate.toolchain.cellspec import CellSpec, Unit
 
-UNIT = "test-folders.json"  # a cmake cell's unit: {"folders", "keep", "reference"}
+UNIT = "test-folders.json"  # a cmake cell's unit: {"folders", "reference"}
 
 
 @dataclass(frozen=True)
 class Asked:
     folders: list[str]
-    keep: list[str]  # tree paths in those folders that stay the candidate's
     reference: str = ""  # the reference tree's key (the gate plans without it)
 
 
@@ -45,32 +45,43 @@ def asked(spec: CellSpec) -> Asked | None:
     if text is None:
         return None
     data = json.loads(text)
-    return Asked(list(data["folders"]), list(data["keep"]), str(data["reference"]))
+    return Asked(list(data["folders"]), str(data["reference"]))
 
 
-def added_unit(rel: str) -> bool:
-    """A translation unit by its name: one a candidate adds stays in its tree."""
-    return rel.lower().endswith(SOURCE_SUFFIXES)
+def cmake_code(rel: str) -> bool:
+    name = PurePosixPath(rel).name.lower()
+    return name == "cmakelists.txt" or name.endswith(".cmake")
 
 
-def restore(tree: Path, reference: Path, folders: list[str], keep: list[str]) -> list[str]:
-    """Make each of `folders` in `tree` what it is in `reference`, but `keep` and the
-    translation units only `tree` has; the tree-relative paths that changed, sorted. Both
-    trees hold folders and regular files only (intake refuses anything else), and nothing
-    in `tree` is followed: a path in the way is removed."""
+def stays(rel: str, added: bool, names: set[str]) -> bool:
+    """Whether a file of the tests' folders stays the candidate's: CMake code, or a file
+    it added under a name new to the reference tree (`names`: its files' names)."""
+    return cmake_code(rel) or (added and PurePosixPath(rel).name not in names)
+
+
+def names(root: Path) -> set[str]:
+    return {p.name for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+
+
+def restore(tree: Path, reference: Path, folders: list[str]) -> list[str]:
+    """Make each of `folders` in `tree` what it is in `reference`, but what `stays`; the
+    tree-relative paths that changed, sorted. Both trees hold folders and regular files
+    only (intake refuses anything else), and nothing in `tree` is followed: a path in the
+    way is removed."""
     put: list[str] = []
-    kept = set(keep)
+    known = names(reference)
     for folder in folders:
-        mine, theirs = _files(tree, folder) - kept, _files(reference, folder) - kept
+        mine = {p for p in _files(tree, folder) if not cmake_code(p)}
+        theirs = {p for p in _files(reference, folder) if not cmake_code(p)}
         for rel in sorted(mine - theirs):
-            if not added_unit(rel):
+            if not stays(rel, True, known):
                 (tree / rel).unlink()
                 put.append(rel)
         for rel in sorted(theirs):
             source, target = reference / rel, tree / rel
             if rel in mine and target.read_bytes() == source.read_bytes():
                 continue
-            _clear_way(tree, rel)
+            put += _clear_way(tree, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
             put.append(rel)
@@ -85,14 +96,16 @@ def _files(root: Path, folder: str) -> set[str]:
     return {p.relative_to(root).as_posix() for p in found}
 
 
-def _clear_way(tree: Path, rel: str) -> None:
-    """Remove what stands where `rel`'s folders or `rel` itself must go: a file where the
-    reference has a folder, or a folder where it has a file."""
+def _clear_way(tree: Path, rel: str) -> list[str]:
+    """Remove what stands where `rel`'s folders or `rel` itself must go (a file where the
+    reference has a folder, or a folder where it has a file); the paths removed."""
     path = tree
     for part in Path(rel).parts:
         path = path / part
         if path.is_symlink() or path.is_file():
             path.unlink()
-            return
+            return [path.relative_to(tree).as_posix()] if path != tree / rel else []
     if path.is_dir():
         shutil.rmtree(path)
+        return [rel]
+    return []

@@ -24,37 +24,33 @@ def touched_by(patch_text: str, key: str = "gates.tests.test_patch") -> list[str
     return ["/" + p for p in stamp.changed]  # anchored: that file, not any of its name
 
 
-# What a fix may change in the tests' folders and still leave them the tests' own: data
-# the tests compare with or read (Catch2's approval baselines), never code or build files.
+# What a reference patch may change in a folder and leave it the tests' own: data the
+# tests compare with or read (the candidate's build gets the reference's), and CMake code
+# (never taken from the reference: cxxgate/cells/testfolders.py).
 _DATA_SUFFIXES = (".txt", ".json", ".xml", ".md", ".rst", ".csv", ".yaml", ".yml", ".dat")
 
 
 def own_folders(test_dirs: list[str], reference_patch: str | None) -> testfolders.Asked:
     """The folders whose files a candidate's build takes from the reference tree
-    (cxxgate/cells/testfolders.py), and the files there that stay the candidate's. For
-    each folder of the test files: its outermost folder but the tree's top in which the
-    reference patch changes nothing but data (so a vendored framework or a helper beside
-    the tests, json's tests/thirdparty/doctest for tests/src, is the reference's too),
-    those data files kept; none where each folder holds code the reference patch changes
-    (its library: Catch2's test patches touch include/internal, where its fixes live)."""
+    (cxxgate/cells/testfolders.py). For each folder of the test files: its outermost
+    folder but the tree's top in which the reference patch changes no code but CMake's (so
+    a vendored framework or a helper beside the tests, json's tests/thirdparty/doctest for
+    tests/src, is the reference's too); none where each holds such code (the library:
+    Catch2's test patches touch include/internal, where its fixes live)."""
     fixed = [p.lstrip("/") for p in touched_by(reference_patch or "", "reference")]
     folders: set[str] = set()
-    keep: set[str] = set()
     for folder in test_dirs:
         parts = PurePosixPath(folder).parts if folder != "." else ()
         for depth in range(1, len(parts) + 1):
             top = "/".join(parts[:depth])
-            inside = [f for f in fixed if f.startswith(f"{top}/")]
-            if all(_data(f) for f in inside):
+            if all(_not_code(f) for f in fixed if f.startswith(f"{top}/")):
                 folders.add(top)
-                keep.update(inside)
                 break
-    return testfolders.Asked(sorted(folders), sorted(keep))
+    return testfolders.Asked(sorted(folders))
 
 
-def _data(rel: str) -> bool:
-    name = PurePosixPath(rel).name.lower()
-    return name.endswith(_DATA_SUFFIXES) and name != "cmakelists.txt"
+def _not_code(rel: str) -> bool:
+    return testfolders.cmake_code(rel) or PurePosixPath(rel).name.lower().endswith(_DATA_SUFFIXES)
 
 
 def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
@@ -69,11 +65,12 @@ def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     added = [p for p in changed if (tree / p).is_file() and not (base / p).exists()]
     shadows = [p for p in added if _system_header(p)]
     touched = [p for p in changed if spec.match_file(p)]
-    own, keep = params.get("own", []), set(params.get("keep", []))
+    own = params.get("own", [])
+    known = testfolders.names(base) | {PurePosixPath(p).name for p in params.get("fixed", [])}
     aside = [
         p for p in changed
-        if p not in touched and p not in keep and any(p.startswith(f"{d}/") for d in own)
-        and not (p in added and testfolders.added_unit(p))
+        if p not in touched and any(p.startswith(f"{d}/") for d in own)
+        and not testfolders.stays(p, p in added, known)
     ]  # fmt: skip
     return {"touched": touched, "set_aside": aside, "shadows": shadows}
 

@@ -126,7 +126,7 @@ class Config(Strict):
     def _folders(cls, globs: list[str]) -> list[str]:
         # The test folders are the globs' fixed heads: a glob that starts with a wildcard
         # would make every unit of the tree a test unit (red-team round 14).
-        loose = [g for g in globs if g.lstrip("/")[:1] in ("*", "?", "[")]
+        loose = [g for g in globs if testunits.test_dirs([g]) == ["."] and set(g) & set("*?[")]
         if loose:
             msg = f"each glob must start with its folder (tests/**, test/*.cpp), not {loose}"
             raise ValueError(msg)
@@ -165,8 +165,8 @@ def plan(ctx: Context) -> Plan:
         needs = (built.key, ref_suite.key, mine.key)
         cells["crossed"] = replace(mine, kind="crossed", label="crossed ctest", needs=needs)
     params = {
-        "globs": globs, "own": own.folders, "keep": own.keep, "base": str(ctx.case.tree),
-        "toolchain": env.id,
+        "globs": globs, "own": own.folders, "base": str(ctx.case.tree), "toolchain": env.id,
+        "fixed": testfiles.touched_by(_reference_text(ctx) or "", "reference"),
     }  # fmt: skip
     touched = ScanSpec.of(ctx.tree_key, testfiles.touched_tests, params, label="test files")
     return Plan(cells=cells, scans={"test_files": touched})

@@ -17,6 +17,7 @@ Two comparisons, each keyed by the unit's source path:
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -48,9 +49,10 @@ def test_dirs(globs: list[str]) -> list[str]:
     for glob in globs:
         head = glob.lstrip("/")
         cut = min((head.index(c) for c in "*?[" if c in head), default=len(head))
-        fixed = head[:cut]
-        found.add(str(PurePosixPath(fixed).parent) if cut == len(head) else fixed.rstrip("/"))
-    return sorted(d if d not in ("", ".") else "." for d in found)
+        fixed = head[:cut]  # a whole path, a folder `tests/`, or `tests/plain_` of a name
+        folder = fixed.rstrip("/") if fixed.endswith("/") else str(PurePosixPath(fixed).parent)
+        found.add(posixpath.normpath(folder or "."))
+    return sorted(found)
 
 
 # How diagnostics look, not what the code means; and position-independent code (CMake's

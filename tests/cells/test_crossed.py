@@ -51,6 +51,10 @@ def test_the_tests_that_run_again_are_the_references_listed_ones_on_a_relinked_p
     assert names == ["Parse.Empty", "dotted", "scripted"]
     assert [t["name"] for t in json.loads(kept)["tests"]] == ["Parse.Empty", "scripted", "dotted"]
     assert json.loads(kept)["kind"] == "ctestInfo"
+    # A shared library the programs load, relinked to other bytes: every listed test.
+    said |= {"tests/libsupport.so": crossed.RELINKED, "tests/libsame.so.1": crossed.SAME}
+    _, names = crossed.pick(json.dumps(listing), said, known, named, BUILD)
+    assert names == ["Parse.Empty", "digits", "dotted", "scripted"]
 
 
 def test_a_record_reads_back_and_a_missing_one_reads_as_nothing(tmp_path: Path) -> None:

@@ -22,7 +22,15 @@ import shutil
 
 import pytest
 from conftest import SHIPPED, Grade, run_grade
-from link_cheats import FILES, MANGLED, SUPPORT_FILES, patches, support_patches
+from link_cheats import (
+    FILES,
+    MANGLED,
+    SHARED_FILES,
+    SUPPORT_FILES,
+    patches,
+    shared_patches,
+    support_patches,
+)
 from repos import cmake_case, new_repo
 
 from cxxgate.host import sandbox
@@ -118,6 +126,13 @@ SUPPORT_EXPECT = {
     "helper_edit": "accept",
     "own_test": "accept",
 }
+# The project whose tests link a shared library of the tests' own (red-team round 15).
+SHARED_CASE = "ls"
+SHARED_EXPECT = {
+    "good": "accept",
+    "glob_unit": "library_bypassed",
+    "root_unit": "library_bypassed",
+}
 # Passed on the build's own test program, failed on one linked as the reference links it
 # (cxxgate/cells/crossed.py): what no reading of the program's symbols caught.
 CROSSED = "passes on the build's own test program, not on one linked as the reference links it"
@@ -140,6 +155,11 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     case = library / SUPPORT_CASE
     rows = support_patches(repo)
     cmake_case(case, summary, repo, base, rows, lists, SUPPORT_EXPECT)
+    repo = root / "ls.git"
+    base = new_repo(repo, SHARED_FILES)
+    summary = summary.replace("an archive", "a shared library")
+    rows = shared_patches(repo)
+    cmake_case(library / SHARED_CASE, summary, repo, base, rows, lists, SHARED_EXPECT)
     return run_grade(root / "out", "-n", "2", library=library)
 
 
@@ -326,6 +346,25 @@ def test_round_13_the_tests_own_folders_are_the_reference_s(graded: Grade) -> No
         said = _said(graded, name, "test_folders", SUPPORT_CASE)
         assert said == f"built with the reference's tests, setting aside the patch's {files}", name
     # The reference patch updates tests/baselines/parse.txt, data: tests/ is still the
-    # tests' own (round 14), and that file, like a test the patch adds, the patch's.
-    for name in ("good", "own_test"):
-        assert _said(graded, name, "test_folders", SUPPORT_CASE) == "", name
+    # tests' own (round 14), with the reference's data; a test the patch adds under a new
+    # name stays the patch's (round 15).
+    assert _said(graded, "good", "test_folders", SUPPORT_CASE) == ""
+    said = _said(graded, "own_test", "test_folders", SUPPORT_CASE)
+    assert said.endswith("setting aside the patch's tests/baselines/parse.txt"), said
+
+
+def test_round_15_a_relinked_shared_library_runs_every_listed_test_again(graded: Grade) -> None:
+    """A shared library of the tests' own that the reference's command links to other
+    bytes (a hot patch added by the project's own glob, or by the top CMakeLists.txt)
+    stands in the suite's copy, and every listed test runs again on it: the programs'
+    link commands are the reference's, and what they load is not in their commands."""
+    rows = graded.rows
+    assert rows[f"{SHARED_CASE}/reference"]["class"] == "accept"
+    for name, klass in SHARED_EXPECT.items():
+        assert rows[f"{SHARED_CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
+    for name in ("glob_unit", "root_unit"):
+        record = _crossed(graded, name, SHARED_CASE)
+        assert record["programs"]["tests/lible_support.so"] == "relinked", record  # type: ignore[index]
+        assert record["tests"] == ["plain_digits", "plain_parse"], record  # type: ignore[index]
+        said = _said(graded, name, "plain_parse", SHARED_CASE)
+        assert f"{CROSSED}: failed after" in said, said
