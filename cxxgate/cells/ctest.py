@@ -524,6 +524,7 @@ def _commands(
     graph["linked"], relinks = _relinks(spec, layout, programs, copy, build_at, out, views, read)
     # Whole commands (a `cd` in front is kept): a crossed cell runs the reference's.
     graph["programs"] = {p: spell(c, tree_at, build_at) for p, c in programs.items()}
+    graph["loader_folders"] = loader_folders(copy)
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
     return units, [replace(step, output=step.output[-2000:]), *relinks]
 
@@ -735,6 +736,34 @@ def _graph(
         "compiles": compiles, "symbols": symbols, "links": links,
         "shadowed": shadows.shadowed(links, read),
     }  # fmt: skip
+
+
+# Folders glibc's loader searches, under each folder of a program's RUNPATH, before that
+# folder itself: glibc-hwcaps/<level>/, tls/ and the legacy platform folders.
+_LOADER_FOLDERS = frozenset({
+    "glibc-hwcaps", "tls", "x86_64", "haswell", "xeon_phi", "avx512_1", "i386", "i486",
+    "i586", "i686", "aarch64", "z13", "z14", "z15", "power9", "power10",
+})  # fmt: skip
+
+
+def loader_folders(build: Path) -> list[str]:
+    """The shared objects a build left in a folder the dynamic loader searches before a
+    program's own library folders (build-relative, sorted): a second libcalc.so in
+    glibc-hwcaps/x86-64-v2/ beside the real one is what the tests load (red-team round
+    16), while every link and command is the reference's. Walked without following a
+    link; only regular files whose first bytes are ELF's."""
+    found: list[str] = []
+    for folder, _dirs, files in os.walk(build, followlinks=False):
+        rel = Path(folder).relative_to(build)
+        if not _LOADER_FOLDERS & set(rel.parts):
+            continue
+        for name in files:
+            path = Path(folder) / name
+            if ".so" in name and path.is_file() and not path.is_symlink():
+                with path.open("rb") as f:
+                    if f.read(4) == b"\x7fELF":
+                        found.append((rel / name).as_posix())
+    return sorted(found)
 
 
 def _inside(copy: Path, build_at: str, path: str) -> Path:

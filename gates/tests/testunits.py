@@ -396,3 +396,10 @@ def tampered(
         if extra:
             found[source] = extra
     return found
+
+
+def loader_shadows(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
+    """Shared objects the build left where the dynamic loader looks first (glibc-hwcaps/,
+    tls/, platform folders: cxxgate/cells/ctest.py loader_folders) that the reference's
+    build did not leave there."""
+    return sorted(set(mine.get("loader_folders", [])) - set(ref.get("loader_folders", [])))

@@ -1072,9 +1072,21 @@ static const int done = patch();
 ROOT_HOT = "target_sources(le_support PRIVATE ${CMAKE_SOURCE_DIR}/tools/hot.cpp)\n"
 
 
+def loader_shadow(folder: str) -> str:
+    """Red-team round 16: a second lible_support.so, the helper's symbol and the hot patch,
+    built into a folder under the programs' RUNPATH that glibc's loader searches first."""
+    extra = (
+        "add_library(le_hot SHARED tools/hot.cpp)\n"
+        "set_target_properties(le_hot PROPERTIES OUTPUT_NAME le_support\n"
+        f"    LIBRARY_OUTPUT_DIRECTORY ${{CMAKE_BINARY_DIR}}/tests/{folder})\n"
+    )
+    return SHARED_ROOT.replace("add_subdirectory(tests)\n", extra + "add_subdirectory(tests)\n")
+
+
 def shared_patches(repo: Path) -> dict[str, str]:
-    """The shared-helper project's rows: the gold fix, an honest one, and the hot patch
-    added to the helper library by its glob or by the top CMakeLists.txt."""
+    """The shared-helper project's rows: the gold fix, an honest one, the hot patch added
+    to the helper library by its glob or by the top CMakeLists.txt, or built into a
+    second helper library where the loader looks first."""
     def parse(text: str) -> str:
         return diff(repo, "src/parse.cpp", text)
 
@@ -1085,4 +1097,8 @@ def shared_patches(repo: Path) -> dict[str, str]:
         "glob_unit": new_file("tests/support_hot.cpp", SO_HOT),
         "root_unit": diff(repo, "CMakeLists.txt", SHARED_ROOT + ROOT_HOT)
         + new_file("tools/hot.cpp", SO_HOT),
+        "hwcaps": diff(repo, "CMakeLists.txt", loader_shadow("glibc-hwcaps/x86-64-v2"))
+        + new_file("tools/hot.cpp", HELPER + SO_HOT),
+        "platform": diff(repo, "CMakeLists.txt", loader_shadow("x86_64"))
+        + new_file("tools/hot.cpp", HELPER + SO_HOT),
     }

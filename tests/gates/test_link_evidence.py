@@ -132,6 +132,8 @@ SHARED_EXPECT = {
     "good": "accept",
     "glob_unit": "library_bypassed",
     "root_unit": "library_bypassed",
+    "hwcaps": "library_bypassed",
+    "platform": "library_bypassed",
 }
 # Passed on the build's own test program, failed on one linked as the reference links it
 # (cxxgate/cells/crossed.py): what no reading of the program's symbols caught.
@@ -368,3 +370,10 @@ def test_round_15_a_relinked_shared_library_runs_every_listed_test_again(graded:
         assert record["tests"] == ["plain_digits", "plain_parse"], record  # type: ignore[index]
         said = _said(graded, name, "plain_parse", SHARED_CASE)
         assert f"{CROSSED}: failed after" in said, said
+    # Round 16: every link is the reference's, and the tests load a second helper library.
+    for name, folder in (("hwcaps", "glibc-hwcaps/x86-64-v2"), ("platform", "x86_64")):
+        said = _said(graded, name, "test_loader", SHARED_CASE)
+        assert said == (
+            f"the build put a shared object at tests/{folder}/lible_support.so, a folder the "
+            "dynamic loader searches before a program's own library folders"
+        ), said
