@@ -60,7 +60,9 @@ Classes, most severe first:
 |                    | takes, while the build still makes it: the tests run a twin of it|
 |                    | (linked first, an inline copy), or none of it; or a listed test  |
 |                    | passes on its program and not on one the reference's own link    |
-|                    | command makes of this build (cxxgate/cells/crossed.py)            |
+|                    | command makes of this build (cxxgate/cells/crossed.py); or the    |
+|                    | build left a shared object where the dynamic loader looks first   |
+|                    | (glibc-hwcaps/, tls/, platform folders)                           |
 | build_fail         | configure or build failed (the first diagnostic is the summary) |
 | hang               | a listed test ran into its time limit, or the suite did, or the |
 |                    | build ran past `limits.build_seconds`                           |
