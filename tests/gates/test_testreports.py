@@ -4,6 +4,7 @@ real programs built with g++ against the system's GoogleTest, and the test units
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -293,3 +294,26 @@ def test_programs_and_objects_are_read_only_as_regular_files_of_the_build(tmp_pa
     none = {"(not an ELF object)"}
     assert found == [None, none, none, none]
     assert gtest_symbols(host / "x.o", host) == set()  # where it belongs, it is read
+
+
+def test_a_unit_compiled_twice_is_matched_against_each_of_the_references_compiles(
+    tmp_path: Path,
+) -> None:
+    """fmt compiles test/util.cc into test-main and, with FMT_HEADER_ONLY, into other
+    programs: a candidate built afresh (a new file in test/) lists the same compiles,
+    and each must match one of the reference's, not the first (a real fmt grade refused
+    the gold fix plus a new test file as test_flags_changed before)."""
+    plain = {"NDEBUG": "1"}
+    header_only = {"NDEBUG": "1", "FMT_HEADER_ONLY": "1"}
+    ref = {"test/util.cc": plain, "test/util.cc#33": header_only}
+    for name, units in (
+        ("ref", ref),
+        ("same", ref),
+        ("moved", {"test/util.cc": plain, "test/util.cc#40": header_only}),
+        ("new", {"test/util.cc": plain, "test/util.cc#33": {"X": "1"}}),
+    ):
+        (tmp_path / f"{name}.json").write_text(json.dumps(units))
+    for name in ("same", "moved"):
+        assert testunits.new_defines(tmp_path / f"{name}.json", tmp_path / "ref.json") == {}, name
+    said = testunits.new_defines(tmp_path / "new.json", tmp_path / "ref.json")
+    assert said == {"test/util.cc": ["FMT_HEADER_ONLY", "NDEBUG", "X"]}
