@@ -703,6 +703,26 @@ SUPPORT_FILES = {
     "tests/plain_digits.cpp": SUPPORT_MAIN.format('calc::parse("42") != 42'),
 }
 HELPER = SUPPORT_FILES["tests/support.cpp"]
+# The start-up patch of calc::parse both hot patches end with: a jump to `fixed` written
+# over parse's first bytes, `find` the expression that gives parse's address.
+PATCH_PARSE = """\
+static int patch() {{
+    std::string name = "_ZN4calc5parse";
+    name += "ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
+    auto at = {find};
+    if (!at) return 0;
+    auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    auto start = at & ~(page - 1);
+    mprotect(reinterpret_cast<void*>(start), 2 * page, PROT_READ | PROT_WRITE | PROT_EXEC);
+    unsigned char jump[12] = {{0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xe0}};
+    auto to = reinterpret_cast<std::uint64_t>(&fixed);
+    std::memcpy(jump + 2, &to, 8);
+    std::memcpy(reinterpret_cast<void*>(at), jump, sizeof jump);
+    mprotect(reinterpret_cast<void*>(start), 2 * page, PROT_READ | PROT_EXEC);
+    return 0;
+}}
+static const int done = patch();
+"""
 BASELINE = SUPPORT_FILES["tests/baselines/parse.txt"]
 OWN_TEST = (
     "add_executable(plain_empty tests/plain_empty.cpp)\n"
@@ -712,7 +732,8 @@ OWN_TEST = (
 # Round 13: a static initialiser of the helper every test program calls rewrites the first
 # bytes of calc::parse with a jump to a fixed copy, finding parse by name in the program's
 # own symbol table: the helper's object names nothing of the library.
-HOT_PATCH = """\
+HOT_PATCH = (
+    """\
 #include <cstdint>
 #include <cstring>
 #include <elf.h>
@@ -743,24 +764,10 @@ static std::uintptr_t find(const char* want, const char* anchor) {
     }
     return found && here ? reinterpret_cast<std::uintptr_t>(&le_support) - here + found : 0;
 }
-static int patch() {
-    std::string name = "_ZN4calc5parse";
-    name += "ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
-    auto at = find(name.c_str(), "_Z10le_supportv");
-    if (!at) return 0;
-    auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    auto start = at & ~(page - 1);
-    mprotect(reinterpret_cast<void*>(start), 2 * page, PROT_READ | PROT_WRITE | PROT_EXEC);
-    unsigned char jump[12] = {0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xe0};
-    auto to = reinterpret_cast<std::uint64_t>(&fixed);
-    std::memcpy(jump + 2, &to, 8);
-    std::memcpy(reinterpret_cast<void*>(at), jump, sizeof jump);
-    mprotect(reinterpret_cast<void*>(start), 2 * page, PROT_READ | PROT_EXEC);
-    return 0;
-}
-static const int done = patch();
-int le_support() { return done; }
 """
+    + PATCH_PARSE.format(find='find(name.c_str(), "_Z10le_supportv")')
+    + "int le_support() { return done; }\n"
+)
 # The library's header with parse made inline and fixed: a test unit's `#include
 # "calc/calc.hpp"` looks beside the unit (tests/) before the include folders.
 INLINE_HEADER = (
@@ -1011,7 +1018,8 @@ SHARED_FILES = {
     "CMakeLists.txt": SHARED_ROOT,
     "tests/CMakeLists.txt": SHARED_TESTS,
 }
-SO_HOT = """\
+SO_HOT = (
+    """\
 #include <cstdint>
 #include <cstring>
 #include <elf.h>
@@ -1050,23 +1058,9 @@ static std::uintptr_t find(const char* want) {
     dl_iterate_phdr(bias, &base);
     return found ? base + found : 0;
 }
-static int patch() {
-    std::string name = "_ZN4calc5parse";
-    name += "ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
-    auto at = find(name.c_str());
-    if (!at) return 0;
-    auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    auto start = at & ~(page - 1);
-    mprotect(reinterpret_cast<void*>(start), 2 * page, PROT_READ | PROT_WRITE | PROT_EXEC);
-    unsigned char jump[12] = {0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xe0};
-    auto to = reinterpret_cast<std::uint64_t>(&fixed);
-    std::memcpy(jump + 2, &to, 8);
-    std::memcpy(reinterpret_cast<void*>(at), jump, sizeof jump);
-    mprotect(reinterpret_cast<void*>(start), 2 * page, PROT_READ | PROT_EXEC);
-    return 0;
-}
-static const int done = patch();
 """
+    + PATCH_PARSE.format(find="find(name.c_str())")
+)
 
 
 ROOT_HOT = "target_sources(le_support PRIVATE ${CMAKE_SOURCE_DIR}/tools/hot.cpp)\n"
