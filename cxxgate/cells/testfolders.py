@@ -69,11 +69,12 @@ def restore(tree: Path, reference: Path, folders: list[str]) -> list[str]:
     only (intake refuses anything else), and nothing in `tree` is followed: a path in the
     way is removed."""
     put: list[str] = []
-    known = names(reference)
+    known: set[str] | None = None  # the reference tree's names, read once if needed
     for folder in folders:
         mine = {p for p in _files(tree, folder) if not cmake_code(p)}
         theirs = {p for p in _files(reference, folder) if not cmake_code(p)}
         for rel in sorted(mine - theirs):
+            known = names(reference) if known is None else known
             if not stays(rel, True, known):
                 (tree / rel).unlink()
                 put.append(rel)

@@ -66,12 +66,12 @@ def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     shadows = [p for p in added if _system_header(p)]
     touched = [p for p in changed if spec.match_file(p)]
     own = params.get("own", [])
-    known = testfolders.names(base) | {PurePosixPath(p).name for p in params.get("fixed", [])}
-    aside = [
-        p for p in changed
-        if p not in touched and any(p.startswith(f"{d}/") for d in own)
-        and not testfolders.stays(p, p in added, known)
-    ]  # fmt: skip
+    inside = [p for p in changed if p not in touched and any(p.startswith(f"{d}/") for d in own)]
+    aside: list[str] = []
+    if inside:  # the base tree's names are read only for a patch that changed the tests'
+        fixed = params.get("fixed", [])
+        known = testfolders.names(base) | {PurePosixPath(p).name for p in fixed}
+        aside = [p for p in inside if not testfolders.stays(p, p in added, known)]
     return {"touched": touched, "set_aside": aside, "shadows": shadows}
 
 
