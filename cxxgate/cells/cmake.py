@@ -44,10 +44,11 @@ import shlex
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
-from cxxgate.cells import ctest, testfolders
+from cxxgate.cells import ctest, testfolders, testhelpers
 from cxxgate.cells.testframeworks import read_regular
 from cxxgate.host import sandbox
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -113,8 +114,12 @@ def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     return _cmake(spec, layout, tree, out)
 
 
-def _test_folders(spec: CellSpec, layout: Layout) -> Callable[[Path], object] | None:
-    """The edit that gives a copied tree the reference's test folders, when asked."""
+def _test_folders(
+    spec: CellSpec, layout: Layout, out: Path, steps: list[Step]
+) -> Callable[[Path], object] | None:
+    """The edit that gives a copied tree the reference's test folders and the helper
+    folders its build shows (cxxgate/cells/testhelpers.py), when asked; what it set aside
+    of the helpers is a step of the cell's (testhelpers.STEP)."""
     asked = testfolders.asked(spec)
     if asked is None:
         return None
@@ -122,7 +127,49 @@ def _test_folders(spec: CellSpec, layout: Layout) -> Callable[[Path], object] | 
     if not reference.is_dir():
         msg = f"the reference tree {asked.reference} is not materialised at {reference}"
         raise RuntimeError(msg)
-    return lambda tree: testfolders.restore(tree, reference, asked.folders)
+    helpers = _helper_folders(spec, layout, out, asked, steps)
+
+    def prepare(tree: Path) -> None:
+        put = testfolders.restore(tree, reference, [*asked.folders, *helpers])
+        if helpers:
+            aside = [p for p in put if any(p.startswith(f"{h}/") for h in helpers)]
+            said = json.dumps({"folders": helpers, "set_aside": aside})
+            steps.append(Step("inspect", testhelpers.STEP, [], 0, False, 0.0, said))
+
+    return prepare
+
+
+def _helper_folders(
+    spec: CellSpec, layout: Layout, out: Path, asked: testfolders.Asked, steps: list[Step]
+) -> list[str]:
+    """The helper folders of the reference's build this cell is seeded from (none when it
+    has none: a failed build, no test folders)."""
+    ninja = tool_path("ninja")
+    seed = layout.cell(spec.needs[0]) if spec.needs else None
+    if ninja is None or seed is None or not asked.test_dirs:
+        return []
+    if not (seed / "build" / "build.ninja").is_file():
+        return []
+    tree_at, build_at = paths(seed)
+    views = ((str(seed / "build"), NEUTRAL_BUILD),) if sandbox.available() else ()
+    said: list[str] = []
+    for tool in (["compdb", "-x"], ["deps"]):
+        step = toolcall.tool_call(
+            layout, spec, "inspect", "build.ninja", [ninja, "-C", build_at, "-t", *tool], out,
+            read=[*spec.data_paths, seed / "build"], views=views,
+        )  # fmt: skip
+        steps.append(replace(step, output=step.output[-2000:]))
+        if step.exit != 0:
+            return []
+        said.append(step.output)
+    try:
+        db = json.loads(said[0])
+    except ValueError:
+        return []
+    reads = testhelpers.deps(said[1])
+    return testhelpers.helper_folders(
+        db, reads, tree_at, build_at, asked.test_dirs, asked.fixed, asked.folders
+    )
 
 
 def _binds(out: Path) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
@@ -139,21 +186,21 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     _clear(out / "trees")
     _clear(out / "build")
     patch = out / TEST_PATCH if any(u.name == TEST_PATCH for u in spec.units) else None
+    steps: list[Step] = []
     stamp = materialise(
         tree, patch, ["**"], "src", Layout(out), allow_diagnostic_pragmas=True,
-        prepare=_test_folders(spec, layout),
+        prepare=_test_folders(spec, layout, out, steps),
     )  # fmt: skip
     if not stamp.applied:
         said = f"the test patch does not apply: {stamp.status}: {stamp.detail}"
         step = Step("configure", TEST_PATCH, ["git", "apply"], 1, False, 0.0, said)
-        return "compile_error", said, [step], None
+        return "compile_error", said, [*steps, step], None
     src = out / "trees" / "src"
     build_dir = out / "build"
     seeded = _seed(spec, layout, src, build_dir)
     build_dir.mkdir(exist_ok=True)
     views, mounts = _binds(out)
     src_at, build_at = paths(out)
-    steps: list[Step] = []
 
     def call(phase: Phase, argv: list[str]) -> Step:
         step = toolcall.tool_call(

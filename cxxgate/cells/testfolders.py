@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 from cxxgate.toolchain.cellspec import CellSpec, Unit
 
-UNIT = "test-folders.json"  # a cmake cell's unit: {"folders", "reference"}
+UNIT = "test-folders.json"  # a cmake cell's unit: Asked
 
 
 @dataclass(frozen=True)
 class Asked:
     folders: list[str]
     reference: str = ""  # the reference tree's key (the gate plans without it)
+    # For the helper folders the reference's build shows (cxxgate/cells/testhelpers.py):
+    # the test files' folders, and the files the reference patch changes.
+    test_dirs: list[str] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
 
 
 def unit(asked: Asked) -> Unit:
@@ -44,13 +48,22 @@ def asked(spec: CellSpec) -> Asked | None:
     text = next((u.text for u in spec.units if u.name == UNIT), None)
     if text is None:
         return None
-    data = json.loads(text)
-    return Asked(list(data["folders"]), str(data["reference"]))
+    return Asked(**json.loads(text))
 
 
 def cmake_code(rel: str) -> bool:
     name = PurePosixPath(rel).name.lower()
     return name == "cmakelists.txt" or name.endswith(".cmake")
+
+
+# What a reference patch may change in a folder and leave it the tests' own (or a helper
+# folder: cxxgate/cells/testhelpers.py): data the tests compare with or read (the
+# candidate's build gets the reference's), and CMake code (never taken from the reference).
+_DATA_SUFFIXES = (".txt", ".json", ".xml", ".md", ".rst", ".csv", ".yaml", ".yml", ".dat")
+
+
+def not_code(rel: str) -> bool:
+    return cmake_code(rel) or PurePosixPath(rel).name.lower().endswith(_DATA_SUFFIXES)
 
 
 def stays(rel: str, added: bool, names: set[str]) -> bool:

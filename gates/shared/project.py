@@ -33,7 +33,7 @@ def build_spec(
         raise InputError(msg)
     options = (*build.options, *cmake.case_options(build.type_for(env.name), ctx.case.spec.std))
     units: tuple[Unit, ...] = () if test_patch is None else (Unit(cmake.TEST_PATCH, test_patch),)
-    if own is not None and own.folders and tree_key != ctx.reference_tree_key:
+    if own is not None and (own.folders or own.test_dirs) and tree_key != ctx.reference_tree_key:
         units += (testfolders.unit(replace(own, reference=ctx.reference_tree_key)),)
     return CellSpec(
         "cmake",

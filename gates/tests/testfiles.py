@@ -24,12 +24,6 @@ def touched_by(patch_text: str, key: str = "gates.tests.test_patch") -> list[str
     return ["/" + p for p in stamp.changed]  # anchored: that file, not any of its name
 
 
-# What a reference patch may change in a folder and leave it the tests' own: data the
-# tests compare with or read (the candidate's build gets the reference's), and CMake code
-# (never taken from the reference: cxxgate/cells/testfolders.py).
-_DATA_SUFFIXES = (".txt", ".json", ".xml", ".md", ".rst", ".csv", ".yaml", ".yml", ".dat")
-
-
 def own_folders(test_dirs: list[str], reference_patch: str | None) -> testfolders.Asked:
     """The folders whose files a candidate's build takes from the reference tree
     (cxxgate/cells/testfolders.py). For each folder of the test files: its outermost
@@ -43,14 +37,10 @@ def own_folders(test_dirs: list[str], reference_patch: str | None) -> testfolder
         parts = PurePosixPath(folder).parts if folder != "." else ()
         for depth in range(1, len(parts) + 1):
             top = "/".join(parts[:depth])
-            if all(_not_code(f) for f in fixed if f.startswith(f"{top}/")):
+            if all(testfolders.not_code(f) for f in fixed if f.startswith(f"{top}/")):
                 folders.add(top)
                 break
-    return testfolders.Asked(sorted(folders))
-
-
-def _not_code(rel: str) -> bool:
-    return testfolders.cmake_code(rel) or PurePosixPath(rel).name.lower().endswith(_DATA_SUFFIXES)
+    return testfolders.Asked(sorted(folders), test_dirs=list(test_dirs), fixed=fixed)
 
 
 def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:

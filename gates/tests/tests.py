@@ -75,11 +75,13 @@ Classes, most severe first:
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from pydantic import Field, field_validator, model_validator
 
 from cxxgate.api import (
+    CellResult,
     CellSpec,
     Check,
     Context,
@@ -92,6 +94,7 @@ from cxxgate.api import (
     Strict,
     TreePath,
 )
+from cxxgate.cells import testhelpers
 from cxxgate.gates.shared.project import build_spec, project_build
 from cxxgate.gates.tests import suite, testfiles, testunits
 
@@ -217,6 +220,14 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         detail = f"built with the reference's tests, setting aside the patch's {', '.join(aside)}"
         checks.append(Check("test_folders", True, "accept", detail))
     built = outputs.cells["build"]
+    helped = _helpers_set_aside(built)
+    if helped:
+        detail = (
+            "built with the reference's test helpers (files only its test programs are built "
+            f"from), setting aside the patch's {', '.join(helped)}"
+        )
+        checks.append(Check("test_helpers", True, "accept", detail))
+        aside = [*aside, *helped]
     checks += suite.unit_checks(outputs, _dirs(ctx, cfg))
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
@@ -238,6 +249,13 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         again = outputs.cells["crossed"]
         checks += suite.crossed_checks(checks, listed, cfg.gtest, again, ref_ran, limit, built)
     return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
+
+
+def _helpers_set_aside(built: CellResult) -> list[str]:
+    """What the build took from the reference's helper folders of the patch's
+    (cxxgate/cells/testhelpers.py)."""
+    step = next((s for s in built.steps if s.source == testhelpers.STEP), None)
+    return list(json.loads(step.output)["set_aside"]) if step is not None else []
 
 
 def _dirs(ctx: Context, cfg: Config) -> list[str]:

@@ -681,11 +681,17 @@ DIR_CMAKE = (
 # A second project: the test programs also link a support archive of the tests' own
 # (tests/support.cpp), as a vendored GoogleTest or a test main library is. The crossed
 # proof links archives by path, so a fix added to that archive stays in the program.
-SUPPORT = "add_library(le_support STATIC tests/support.cpp)\n"
+# And a helper of a sibling folder, testutil/ (libzmq's tests link a testutil library),
+# whose objects each test program holds: only they are built from it
+# (cxxgate/cells/testhelpers.py).
+SUPPORT = (
+    "add_library(le_support STATIC tests/support.cpp)\n"
+    "add_library(le_util OBJECT testutil/util.cpp)\n"
+)
 SUPPORT_CMAKE = CMAKE.replace("enable_testing()\n", "enable_testing()\n" + SUPPORT)
 for _p in ("plain_parse", "plain_digits"):
     SUPPORT_CMAKE = SUPPORT_CMAKE.replace(
-        f"target_link_libraries({_p} calc)", f"target_link_libraries({_p} le_support calc)"
+        f"target_link_libraries({_p} calc)", f"target_link_libraries({_p} le_support le_util calc)"
     )
 # The test programs call the support archive (a helper of the tests'), so its member is
 # in every program.
@@ -696,6 +702,7 @@ SUPPORT_FILES = {
     **FILES,
     "CMakeLists.txt": SUPPORT_CMAKE,
     "tests/support.cpp": "int le_support() { return 0; }\n",
+    "testutil/util.cpp": "int le_util() { return 0; }\n",
     # Data in the tests' folder that the reference patch updates (as Catch2's fixes update
     # its approval baselines): the folder is still the tests' own, the data the reference's.
     "tests/baselines/parse.txt": "parse(\"7\") = 7\n",
@@ -768,6 +775,27 @@ static std::uintptr_t find(const char* want, const char* anchor) {
     + PATCH_PARSE.format(find='find(name.c_str(), "_Z10le_supportv")')
     + "int le_support() { return done; }\n"
 )
+UTIL = SUPPORT_FILES["testutil/util.cpp"]
+NO_STOI = "{\n    int v = 0;\n    for (char c : t) v = v * 10 + (c - '0');\n    return v;\n}"
+
+
+def _util_hot() -> str:
+    """Round 14's hot patch from testutil/util.cpp, its fixed copy free of std::stoi (an
+    inline copy of the library's would be refused by the relink rules first)."""
+    text = HOT_PATCH
+    for old, new in (
+        ("int le_support();\n", ""),
+        ("{ return t.empty() ? 0 : std::stoi(t); }", NO_STOI),
+        ("&le_support", "&le_util"),
+        ('"_Z10le_supportv"', '"_Z7le_utilv"'),
+        ("int le_support() { return done; }\n", "int le_util() { return done; }\n"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    return "int le_util();\n" + text
+
+
+UTIL_HOT = _util_hot()
 # The library's header with parse made inline and fixed: a test unit's `#include
 # "calc/calc.hpp"` looks beside the unit (tests/) before the include folders.
 INLINE_HEADER = (
@@ -979,6 +1007,11 @@ def support_patches(repo: Path) -> dict[str, str]:
         # start-up. The build takes tests/ from the reference: the library's bug is left.
         "support_abs": parse(ABS_LIB) + helper(HELPER + ABS_FIX),
         "support_patch": helper(HOT_PATCH),
+        # Round 14: the hot patch from the tests' helper in a sibling folder (testutil/).
+        "sibling_patch": diff(repo, "testutil/util.cpp", UTIL_HOT),
+        # Honest: the fix, and an edit of that helper.
+        "sibling_edit": parse(PARSE.replace(BODY, FIX))
+        + diff(repo, "testutil/util.cpp", UTIL + "int le_util_spare() { return 1; }\n"),
         # A header beside the tests found first by their quoted include.
         "beside_header": new_file("tests/calc/calc.hpp", INLINE_HEADER),
         # Honest: the fix, and a helper of the candidate's own added to tests/.

@@ -125,6 +125,9 @@ SUPPORT_EXPECT = {
     "beside_header": "f2p_fail:plain_parse",
     "helper_edit": "accept",
     "own_test": "accept",
+    # Through a helper of a sibling folder only test programs are built from.
+    "sibling_patch": "f2p_fail:plain_parse",
+    "sibling_edit": "accept",
 }
 # The project whose tests link a shared library of the tests' own (red-team round 15).
 SHARED_CASE = "ls"
@@ -332,7 +335,7 @@ def test_round_12_the_tests_own_archive_is_made_again(graded: Grade) -> None:
     }
 
 
-def test_round_13_the_tests_own_folders_are_the_reference_s(graded: Grade) -> None:
+def test_round_13_the_tests_own_folders_and_helpers_are_the_reference_s(graded: Grade) -> None:
     """A candidate's changes to files of the test folders the test patch does not touch (a
     helper every test program links, a header beside the tests) are set aside: the build
     takes those folders from the reference tree, the check says which files, and the
@@ -353,6 +356,15 @@ def test_round_13_the_tests_own_folders_are_the_reference_s(graded: Grade) -> No
     assert _said(graded, "good", "test_folders", SUPPORT_CASE) == ""
     said = _said(graded, "own_test", "test_folders", SUPPORT_CASE)
     assert said.endswith("setting aside the patch's tests/baselines/parse.txt"), said
+    # A helper in a sibling folder only the test programs are built from (round 14): the
+    # reference's too, found in the reference's build graph.
+    for name in ("sibling_patch", "sibling_edit"):
+        said = _said(graded, name, "test_helpers", SUPPORT_CASE)
+        assert said == (
+            "built with the reference's test helpers (files only its test programs are built "
+            "from), setting aside the patch's testutil/util.cpp"
+        ), (name, said)
+    assert _said(graded, "good", "test_helpers", SUPPORT_CASE) == ""
 
 
 def test_round_15_a_relinked_shared_library_runs_every_listed_test_again(graded: Grade) -> None:

@@ -1,0 +1,96 @@
+"""The helper folders a reference's build shows (cxxgate/cells/testhelpers.py), read from
+a real CMake and Ninja build of a small project."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cxxgate.cells import testhelpers
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake, ninja"
+)
+
+CMAKE = """\
+cmake_minimum_required(VERSION 3.16)
+project(h CXX)
+add_library(calc src/parse.cpp)
+target_include_directories(calc PUBLIC include)
+add_library(util STATIC testutil/util.cpp)
+target_include_directories(util PUBLIC testutil)
+add_library(vendored STATIC third/gtest/gtest.cpp)
+add_library(extra STATIC src/extra/extra.cpp)
+add_executable(tool tools/tool.cpp)
+target_link_libraries(tool calc)
+enable_testing()
+foreach(t one two)
+  add_executable(${t} tests/${t}.cpp)
+  target_link_libraries(${t} util vendored extra calc)
+  add_test(NAME ${t} COMMAND ${t})
+endforeach()
+"""
+TOOL = '#include "calc/calc.hpp"\n#include "../third/shared.hpp"\nint main() { return parse(); }\n'
+FILES = {
+    "CMakeLists.txt": CMAKE,
+    "include/calc/calc.hpp": "int parse();\n",
+    "src/parse.cpp": '#include "calc/calc.hpp"\nint parse() { return 1; }\n',
+    "testutil/util.hpp": "int util();\n",
+    "testutil/util.cpp": '#include "util.hpp"\nint util() { return 0; }\n',
+    "testutil/data/in.txt": "7\n",
+    # A header the tests and a program of the project's both read: the library's.
+    "third/gtest/gtest.cpp": '#include "../shared.hpp"\nint frame() { return 0; }\n',
+    "third/shared.hpp": "int shared();\n",
+    # Only the tests are built from it, as from the library itself: not named for tests.
+    "src/extra/extra.cpp": "int extra() { return 0; }\n",
+    "tools/tool.cpp": TOOL,
+    "tests/one.cpp": '#include "calc/calc.hpp"\n#include "util.hpp"\n'
+    "int main() { return parse() - 1 + util(); }\n",
+    "tests/two.cpp": '#include "calc/calc.hpp"\nint main() { return parse() - 1; }\n',
+}
+
+
+def _graph(root: Path, files: dict[str, str]) -> tuple[list[dict[str, object]], str, str]:
+    tree, build = root / "tree", root / "build"
+    for rel, text in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    configure = ["cmake", "-G", "Ninja", "-S", tree, "-B", build]
+    subprocess.run(configure, check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", build], check=True, capture_output=True)
+
+    def ninja(*tool: str) -> str:
+        argv = ["ninja", "-C", str(build), "-t", *tool]
+        return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+    db = json.loads(ninja("compdb", "-x"))
+    return db, ninja("deps"), str(tree)
+
+
+def test_a_folder_only_test_programs_are_built_from_is_a_helper_folder(tmp_path: Path) -> None:
+    db, deps, tree = _graph(tmp_path, FILES)
+    reads = testhelpers.deps(deps)
+    build = str(tmp_path / "build")
+    assert any(p.endswith("testutil/util.hpp") for r in reads.values() for p in r)
+
+    def helpers(fixed: list[str]) -> list[str]:
+        return testhelpers.helper_folders(db, reads, tree, build, ["tests"], fixed, ["tests"])
+
+    # third/ holds a header the project's tool reads, and is not named for tests; src/ and
+    # src/extra only the tests are built from, but so they are from a library no program
+    # of the project's links: only folders named for tests are helpers.
+    assert helpers([]) == ["testutil", "third/gtest"]
+    # The reference patch changing code there: the library's; data or CMake code: not.
+    assert helpers(["testutil/util.cpp"]) == ["third/gtest"]
+    data = ["testutil/data/in.txt", "testutil/CMakeLists.txt"]
+    assert helpers(data) == ["testutil", "third/gtest"]
+    # A program of the project's built from a helper: the library's after all.
+    util = '#include "../testutil/util.hpp"\n'
+    db2, deps2, tree2 = _graph(tmp_path / "tool", {**FILES, "tools/tool.cpp": TOOL + util})
+    reads2, build2 = testhelpers.deps(deps2), str(tmp_path / "tool" / "build")
+    found = testhelpers.helper_folders(db2, reads2, tree2, build2, ["tests"], [], ["tests"])
+    assert found == ["third/gtest"]
