@@ -12,7 +12,9 @@ test patch; every `pass_to_pass` test must pass on both (when base + test patch 
 The tests are the benchmark's: a candidate's build takes the tests' own folders from the
 reference tree before the test patch (cxxgate/cells/testfolders.py; which folders:
 testfiles.own_folders), so what a patch did to a helper, a CMakeLists.txt or a header
-beside the tests is set aside, and the check `test_folders` names it.
+beside the tests is set aside, and the check `test_folders` names it; so are the folders
+named for tests that the reference's build compiles only into test programs
+(cxxgate/cells/testhelpers.py; the check `test_helpers`).
 
 Every candidate build starts from the reference's build folder of the same spec, so a
 patch of one source file rebuilds what that file feeds (see cxxgate/cells/cmake.py). The suite
