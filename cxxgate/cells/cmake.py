@@ -119,7 +119,7 @@ def _test_folders(
 ) -> Callable[[Path], object] | None:
     """The edit that gives a copied tree the reference's test folders and the helper
     folders its build shows (cxxgate/cells/testhelpers.py), when asked; what it set aside
-    of the helpers is a step of the cell's (testhelpers.STEP)."""
+    of the patch's is a step of the cell's (testfolders.STEP)."""
     asked = testfolders.asked(spec)
     if asked is None:
         return None
@@ -127,29 +127,30 @@ def _test_folders(
     if not reference.is_dir():
         msg = f"the reference tree {asked.reference} is not materialised at {reference}"
         raise RuntimeError(msg)
-    helpers = _helper_folders(spec, layout, out, asked, steps)
+    graph = _reference_graph(spec, layout, out, steps) if asked.test_dirs else None
+    helpers = graph.helper_folders(asked.test_dirs, asked.fixed, asked.folders) if graph else []
+    stamp = layout.tree_stamp(spec.tree_key)
+    changed = set(json.loads(stamp.read_text()).get("changed", [])) if stamp.is_file() else set()
 
     def prepare(tree: Path) -> None:
-        put = testfolders.restore(tree, reference, [*asked.folders, *helpers])
-        if helpers:
-            aside = [p for p in put if any(p.startswith(f"{h}/") for h in helpers)]
-            said = json.dumps({"folders": helpers, "set_aside": aside})
-            steps.append(Step("inspect", testhelpers.STEP, [], 0, False, 0.0, said))
+        known = graph.included_names() if graph else None
+        put = testfolders.restore(tree, reference, [*asked.folders, *helpers], known)
+        aside = [p for p in put if p in changed]
+        said = {"folders": asked.folders, "helpers": helpers, "set_aside": aside}
+        steps.append(Step("inspect", testfolders.STEP, [], 0, False, 0.0, json.dumps(said)))
 
     return prepare
 
 
-def _helper_folders(
-    spec: CellSpec, layout: Layout, out: Path, asked: testfolders.Asked, steps: list[Step]
-) -> list[str]:
-    """The helper folders of the reference's build this cell is seeded from (none when it
-    has none: a failed build, no test folders)."""
+def _reference_graph(
+    spec: CellSpec, layout: Layout, out: Path, steps: list[Step]
+) -> testhelpers.Graph | None:
+    """The build graph of the reference's build this cell is seeded from (None without
+    one: that build failed)."""
     ninja = tool_path("ninja")
     seed = layout.cell(spec.needs[0]) if spec.needs else None
-    if ninja is None or seed is None or not asked.test_dirs:
-        return []
-    if not (seed / "build" / "build.ninja").is_file():
-        return []
+    if ninja is None or seed is None or not (seed / "build" / "build.ninja").is_file():
+        return None
     tree_at, build_at = paths(seed)
     views = ((str(seed / "build"), NEUTRAL_BUILD),) if sandbox.available() else ()
     said: list[str] = []
@@ -160,16 +161,13 @@ def _helper_folders(
         )  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))
         if step.exit != 0:
-            return []
+            return None
         said.append(step.output)
     try:
         db = json.loads(said[0])
     except ValueError:
-        return []
-    reads = testhelpers.deps(said[1])
-    return testhelpers.helper_folders(
-        db, reads, tree_at, build_at, asked.test_dirs, asked.fixed, asked.folders
-    )
+        return None
+    return testhelpers.Graph(db, testhelpers.deps(said[1]), tree_at, build_at)
 
 
 def _binds(out: Path) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:

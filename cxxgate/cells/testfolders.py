@@ -27,6 +27,9 @@ from pathlib import Path, PurePosixPath
 from cxxgate.toolchain.cellspec import CellSpec, Unit
 
 UNIT = "test-folders.json"  # a cmake cell's unit: Asked
+# The step of a candidate's cmake cell that says which folders its build took from the
+# reference tree and what of the patch's it set aside there: {folders, helpers, set_aside}.
+STEP = "test folders"
 
 
 @dataclass(frozen=True)
@@ -76,13 +79,16 @@ def names(root: Path) -> set[str]:
     return {p.name for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
 
 
-def restore(tree: Path, reference: Path, folders: list[str]) -> list[str]:
+def restore(
+    tree: Path, reference: Path, folders: list[str], known: set[str] | None = None
+) -> list[str]:
     """Make each of `folders` in `tree` what it is in `reference`, but what `stays`; the
-    tree-relative paths that changed, sorted. Both trees hold folders and regular files
+    tree-relative paths that changed, sorted. `known`: the names an added file may not
+    have (the files the reference's compiles included, cxxgate/cells/testhelpers.py;
+    None: every name of the reference tree's). Both trees hold folders and regular files
     only (intake refuses anything else), and nothing in `tree` is followed: a path in the
     way is removed."""
     put: list[str] = []
-    known: set[str] | None = None  # the reference tree's names, read once if needed
     for folder in folders:
         mine = {p for p in _files(tree, folder) if not cmake_code(p)}
         theirs = {p for p in _files(reference, folder) if not cmake_code(p)}

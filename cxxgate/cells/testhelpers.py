@@ -33,14 +33,12 @@ from __future__ import annotations
 import posixpath
 import shlex
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from cxxgate.cells import testfolders
 
 _OBJECT = (".o", ".obj")
-# The step of a candidate's cmake cell that says which helper folders its build took from
-# the reference tree and what of the patch's it set aside there: {"folders", "set_aside"}.
-STEP = "test helpers"
 
 
 def deps(text: str) -> dict[str, list[str]]:
@@ -57,43 +55,69 @@ def deps(text: str) -> dict[str, list[str]]:
     return found
 
 
-def helper_folders(
-    db: list[dict[str, object]],
-    reads: dict[str, list[str]],
-    tree_at: str,
-    build_at: str,
-    test_dirs: list[str],
-    fixed: list[str],
-    skip: list[str],
+@dataclass(frozen=True)
+class Graph:
+    """A build as Ninja has it: `db` its `ninja -t compdb` entries, `reads` its deps (as
+    `deps` reads them), its tree and build folders as spelt there."""
+
+    db: list[dict[str, object]]
+    reads: dict[str, list[str]]
+    tree_at: str
+    build_at: str
+
+    def _sources(self) -> dict[str, str]:
+        """object -> tree-relative source ("" outside the tree)."""
+        found = {}
+        for entry in self.db:
+            output = _product(str(entry.get("output", "")), self.build_at)
+            if output.endswith(_OBJECT):
+                directory = str(entry.get("directory", self.build_at))
+                found[output] = _in_tree(str(entry.get("file", "")), directory, self.tree_at)
+        return found
+
+    def included_names(self) -> set[str] | None:
+        """The names of the files the compiles read but their own sources (what a file
+        added under one of them could stand in for: a header beside a test, a source a
+        test includes); None when a compile's dependency file is missing."""
+        names: set[str] = set()
+        for obj, source in self._sources().items():
+            if obj not in self.reads:
+                return None
+            read = {_in_tree(p, self.build_at, self.tree_at) or p for p in self.reads[obj]}
+            names |= {PurePosixPath(p).name for p in read - {source}}
+        return names
+
+    def helper_folders(self, test_dirs: list[str], fixed: list[str], skip: list[str]) -> list[str]:
+        """The helper folders, sorted, tree-relative; `fixed`: the reference patch's files,
+        `skip`: the folders already restored (the tests' own)."""
+        sources = self._sources()
+        names: dict[str, set[str]] = {}  # product -> the products its command names
+        for entry in self.db:
+            output = _product(str(entry.get("output", "")), self.build_at)
+            if output and output not in sources:
+                named = {_product(w, self.build_at) for w in _words(entry)}
+                names[output] = named - {output, ""}
+        products = set(sources) | set(names)
+        named_by: dict[str, set[str]] = {}
+        for output, named in names.items():
+            for word in named & products:
+                named_by.setdefault(word, set()).add(output)
+        units = {o for o, s in sources.items() if s and any(_under(s, d) for d in test_dirs)}
+        tested = {p for p, named in names.items() if not p.endswith(".a") and named & units}
+        theirs = _tests_own(tested, named_by)
+        library: set[str] = set()
+        only: set[str] = set()
+        for obj, source in sources.items():
+            read = {_in_tree(p, self.build_at, self.tree_at) for p in self.reads.get(obj, [])}
+            (only if obj in theirs else library).update((read | {source}) - {""})
+        return _named_for_tests(only - library, library, fixed, skip)
+
+
+def _named_for_tests(
+    only: set[str], library: set[str], fixed: list[str], skip: list[str]
 ) -> list[str]:
-    """The helper folders of a build (`db`: `ninja -t compdb` entries, `reads`: deps), its
-    tree and build folders as spelt there; `fixed`: the reference patch's files, `skip`:
-    the folders already restored (the tests' own). Sorted, tree-relative."""
-    sources: dict[str, str] = {}  # object -> tree-relative source ("" outside the tree)
-    names: dict[str, set[str]] = {}  # product -> the products its command names
-    for entry in db:
-        output = _product(str(entry.get("output", "")), build_at)
-        if not output:
-            continue
-        if output.endswith(_OBJECT):
-            directory = str(entry.get("directory", build_at))
-            sources[output] = _in_tree(str(entry.get("file", "")), directory, tree_at)
-        else:
-            names[output] = {_product(w, build_at) for w in _words(entry)} - {output, ""}
-    products = set(sources) | set(names)
-    named_by: dict[str, set[str]] = {}
-    for output, named in names.items():
-        for word in named & products:
-            named_by.setdefault(word, set()).add(output)
-    units = {o for o, s in sources.items() if s and any(_under(s, d) for d in test_dirs)}
-    tested = {p for p, named in names.items() if not p.endswith(".a") and named & units}
-    theirs = _tests_own(tested, named_by)
-    library: set[str] = set()
-    only: set[str] = set()
-    for obj, source in sources.items():
-        read = {source} | {_in_tree(p, build_at, tree_at) for p in reads.get(obj, [])}
-        (only if obj in theirs else library).update(read - {""})
-    only -= library
+    """The outermost folders named for tests that hold a file of `only`, none of
+    `library` and no code of `fixed`."""
     code_fixed = [f for f in fixed if not testfolders.not_code(f)]
     folders: set[str] = set()
     for rel in sorted(only):

@@ -44,10 +44,9 @@ def own_folders(test_dirs: list[str], reference_patch: str | None) -> testfolder
 
 
 def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
-    """The test files the patch of this tree changed, from its intake stamp; what it
-    changed in the tests' own folders, which its build sets aside; and the files it added
-    whose path ends in a system header's (include/gtest/gtest.h): found first on a project
-    include path, such a file stands in for the header the tests include."""
+    """The test files the patch of this tree changed, from its intake stamp, and the files
+    it added whose path ends in a system header's (include/gtest/gtest.h): found first on
+    a project include path, such a file stands in for the header the tests include."""
     stamp = json.loads(tree.with_name(f"{tree.name}.json").read_text())
     changed: list[str] = stamp.get("changed", [])
     spec = pathspec.GitIgnoreSpec.from_lines(params["globs"])
@@ -55,14 +54,7 @@ def touched_tests(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     added = [p for p in changed if (tree / p).is_file() and not (base / p).exists()]
     shadows = [p for p in added if _system_header(p)]
     touched = [p for p in changed if spec.match_file(p)]
-    own = params.get("own", [])
-    inside = [p for p in changed if p not in touched and any(p.startswith(f"{d}/") for d in own)]
-    aside: list[str] = []
-    if inside:  # the base tree's names are read only for a patch that changed the tests'
-        fixed = params.get("fixed", [])
-        known = testfolders.names(base) | {PurePosixPath(p).name for p in fixed}
-        aside = [p for p in inside if not testfolders.stays(p, p in added, known)]
-    return {"touched": touched, "set_aside": aside, "shadows": shadows}
+    return {"touched": touched, "shadows": shadows}
 
 
 # The system include folders of the Debian toolchains (GCC's and clang's search lists).

@@ -96,7 +96,7 @@ from cxxgate.api import (
     Strict,
     TreePath,
 )
-from cxxgate.cells import testhelpers
+from cxxgate.cells import testfolders
 from cxxgate.gates.shared.project import build_spec, project_build
 from cxxgate.gates.tests import suite, testfiles, testunits
 
@@ -172,8 +172,7 @@ def plan(ctx: Context) -> Plan:
         needs = (built.key, ref_suite.key, mine.key)
         cells["crossed"] = replace(mine, kind="crossed", label="crossed ctest", needs=needs)
     params = {
-        "globs": globs, "own": own.folders, "base": str(ctx.case.tree), "toolchain": env.id,
-        "fixed": testfiles.touched_by(_reference_text(ctx) or "", "reference"),
+        "globs": globs, "base": str(ctx.case.tree), "toolchain": env.id,
     }  # fmt: skip
     touched = ScanSpec.of(ctx.tree_key, testfiles.touched_tests, params, label="test files")
     return Plan(cells=cells, scans={"test_files": touched})
@@ -217,19 +216,18 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     if shadows:
         detail = f"the patch adds files named like system headers: {', '.join(shadows)}"
         checks.append(Check("shadowed_headers", False, "path_violation", detail))
-    aside = outputs.scans["test_files"].data.get("set_aside", [])
+    built = outputs.cells["build"]
+    aside, helped = _set_aside(built, touched)
     if aside:
         detail = f"built with the reference's tests, setting aside the patch's {', '.join(aside)}"
         checks.append(Check("test_folders", True, "accept", detail))
-    built = outputs.cells["build"]
-    helped = _helpers_set_aside(built)
     if helped:
         detail = (
             "built with the reference's test helpers (files only its test programs are built "
             f"from), setting aside the patch's {', '.join(helped)}"
         )
         checks.append(Check("test_helpers", True, "accept", detail))
-        aside = [*aside, *helped]
+    aside += helped
     checks += suite.unit_checks(outputs, _dirs(ctx, cfg))
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
@@ -253,11 +251,18 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
 
 
-def _helpers_set_aside(built: CellResult) -> list[str]:
-    """What the build took from the reference's helper folders of the patch's
-    (cxxgate/cells/testhelpers.py)."""
-    step = next((s for s in built.steps if s.source == testhelpers.STEP), None)
-    return list(json.loads(step.output)["set_aside"]) if step is not None else []
+def _set_aside(built: CellResult, touched: list[str]) -> tuple[list[str], list[str]]:
+    """What the build took back from the reference of the patch's, in the tests' own
+    folders and in the helper folders (cxxgate/cells/cmake.py, testfolders.STEP); the
+    test files it touched (`path_violation`) aside."""
+    step = next((s for s in built.steps if s.source == testfolders.STEP), None)
+    if step is None:
+        return [], []
+    said = json.loads(step.output)
+    helpers = [f"{h}/" for h in said["helpers"]]
+    aside = [p for p in said["set_aside"] if p not in touched]
+    helped = [p for p in aside if p.startswith(tuple(helpers))]
+    return [p for p in aside if p not in helped], helped
 
 
 def _dirs(ctx: Context, cfg: Config) -> list[str]:

@@ -77,8 +77,10 @@ def test_a_folder_only_test_programs_are_built_from_is_a_helper_folder(tmp_path:
     build = str(tmp_path / "build")
     assert any(p.endswith("testutil/util.hpp") for r in reads.values() for p in r)
 
+    graph = testhelpers.Graph(db, reads, tree, build)
+
     def helpers(fixed: list[str]) -> list[str]:
-        return testhelpers.helper_folders(db, reads, tree, build, ["tests"], fixed, ["tests"])
+        return graph.helper_folders(["tests"], fixed, ["tests"])
 
     # third/ holds a header the project's tool reads, and is not named for tests; src/ and
     # src/extra only the tests are built from, but so they are from a library no program
@@ -92,5 +94,22 @@ def test_a_folder_only_test_programs_are_built_from_is_a_helper_folder(tmp_path:
     util = '#include "../testutil/util.hpp"\n'
     db2, deps2, tree2 = _graph(tmp_path / "tool", {**FILES, "tools/tool.cpp": TOOL + util})
     reads2, build2 = testhelpers.deps(deps2), str(tmp_path / "tool" / "build")
-    found = testhelpers.helper_folders(db2, reads2, tree2, build2, ["tests"], [], ["tests"])
+    found = testhelpers.Graph(db2, reads2, tree2, build2).helper_folders(["tests"], [], ["tests"])
     assert found == ["third/gtest"]
+
+
+def test_included_names_are_what_the_compiles_read_but_their_own_sources(
+    tmp_path: Path,
+) -> None:
+    """A file added under one of these names could stand in for what a compile reads
+    (cxxgate/cells/testfolders.py `stays`); a source compiled, not included, is not one."""
+    db, deps, tree = _graph(tmp_path, FILES)
+    graph = testhelpers.Graph(db, testhelpers.deps(deps), tree, str(tmp_path / "build"))
+    names = graph.included_names()
+    assert names is not None
+    assert {"calc.hpp", "util.hpp", "shared.hpp"} <= names
+    assert not {"parse.cpp", "one.cpp", "util.cpp"} & names
+    # A compile whose dependency file is missing: no telling.
+    obj = next(iter(graph.reads))
+    reads = {k: v for k, v in graph.reads.items() if k != obj}
+    assert testhelpers.Graph(db, reads, tree, str(tmp_path / "build")).included_names() is None

@@ -1023,6 +1023,11 @@ def support_patches(repo: Path) -> dict[str, str]:
         "own_test": parse(PARSE.replace(BODY, FIX)) + baseline
         + new_file("tests/plain_empty.cpp", SUPPORT_MAIN.format('calc::parse("") != 0'))
         + cmake(SUPPORT_CMAKE + OWN_TEST),
+        # Honest (round 16): the same test named like a library source no test includes
+        # (tests/parse.cpp beside src/parse.cpp).
+        "own_test_named": parse(PARSE.replace(BODY, FIX))
+        + new_file("tests/parse.cpp", SUPPORT_MAIN.format('calc::parse("") != 0'))
+        + cmake(SUPPORT_CMAKE + OWN_TEST.replace("tests/plain_empty.cpp", "tests/parse.cpp")),
     }
 
 
