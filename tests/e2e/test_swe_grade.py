@@ -224,18 +224,21 @@ def test_lowercased_test_names_find_their_ctest_tests(world: World) -> None:
 def test_configure_checks_listed_as_tests(world: World) -> None:
     """Multi-SWE-bench counts CMake's `-- Performing Test NAME - Success` configure lines
     as passed tests (Catch2's `have_flag_-wall` among its ctest tests): such a name is
-    decided by the build's CMakeCache.txt, passed or failed; a name neither ctest nor
-    CMake knows stays test_missing."""
+    decided by the build's CMakeCache.txt, passed or failed, also one named after the
+    benchmark's source folder; a name neither ctest nor CMake knows stays test_missing."""
     cmake = world.repo / "CMakeLists.txt"
     cmake.write_text(
         cmake.read_text() + "include(CheckCXXCompilerFlag)\n"
         "check_cxx_compiler_flag(-Wall HAVE_FLAG_-WALL)\n"
         "check_cxx_compiler_flag(-fno-such-option-xyz HAVE_FLAG_-FNO_SUCH)\n"
+        # Named after the source folder, as Catch2's is (its benchmark's: /home/calc).
+        'string(MAKE_C_IDENTIFIER "-ffile-prefix-map=${CMAKE_SOURCE_DIR}/=" id)\n'
+        'check_cxx_compiler_flag("-ffile-prefix-map=${CMAKE_SOURCE_DIR}/=" HAVE_FLAG_${id})\n'
     )
     git(world.repo, "commit", "-q", "-am", "configure checks")
     head = git(world.repo, "rev-parse", "HEAD")
     for name, p2p in (
-        ("checks_pass", "[Add.Small, have_flag_-wall]"),
+        ("checks_pass", "[Add.Small, have_flag_-wall, have_flag__ffile_prefix_map__home_calc__]"),
         ("checks_fail", "[Add.Small, have_flag_-fno_such]"),
         ("checks_absent", "[Add.Small, have_flag_-wnothing]"),
     ):
