@@ -11,10 +11,12 @@ candidate changed or deleted get the reference's bytes again, files it added are
 Two kinds stay the candidate's (`stays`): CMake code (CMakeLists.txt, *.cmake), which
 CMake code elsewhere can do as well, so the build's graph is what the gate compares
 (flags, link inputs, the crossed proof: cxxgate/cells/crossed.py); and a file it added
-under a name no file of the reference tree has, its own new test, which only the
-candidate's CMake code can name (a file shadowing one a test includes has that file's
-name). The test patch is applied after that, as on every tree. Which folders are the
-tests' own is the gate's choice (gates/tests/testfiles.py `own_folders`).
+under a name none of the reference's compiles included (its build's dependency files,
+cxxgate/cells/testhelpers.py; every name of the reference tree without them): its own
+new test, which only the candidate's CMake code can name, while a file shadowing one a
+test includes has that file's name. The test patch is applied after that, as on every
+tree. Which folders are the tests' own is the gate's choice (gates/tests/testfiles.py
+`own_folders`); the helper folders are the reference build's (testhelpers).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def not_code(rel: str) -> bool:
 
 def stays(rel: str, added: bool, names: set[str]) -> bool:
     """Whether a file of the tests' folders stays the candidate's: CMake code, or a file
-    it added under a name new to the reference tree (`names`: its files' names)."""
+    it added under none of `names` (those a file there could stand in for)."""
     return cmake_code(rel) or (added and PurePosixPath(rel).name not in names)
 
 
