@@ -131,15 +131,41 @@ def _test_folders(
     helpers = graph.helper_folders(asked.test_dirs, asked.fixed, asked.folders) if graph else []
     stamp = layout.tree_stamp(spec.tree_key)
     changed = set(json.loads(stamp.read_text()).get("changed", [])) if stamp.is_file() else set()
+    data = _tests_data(spec, layout, asked, graph, [*asked.folders, *helpers], changed)
 
     def prepare(tree: Path) -> None:
         known = graph.included_names() if graph else None
         put = testfolders.restore(tree, reference, [*asked.folders, *helpers], known)
-        aside = [p for p in put if p in changed]
+        put += testfolders.restore_files(tree, reference, data)
+        aside = sorted(p for p in put if p in changed)
         said = {"folders": asked.folders, "helpers": helpers, "set_aside": aside}
         steps.append(Step("inspect", testfolders.STEP, [], 0, False, 0.0, json.dumps(said)))
 
     return prepare
+
+
+def _tests_data(
+    spec: CellSpec,
+    layout: Layout,
+    asked: testfolders.Asked,
+    graph: testhelpers.Graph | None,
+    restored: list[str],
+    changed: set[str],
+) -> list[str]:
+    """The data files outside the restored folders that the patch changed and the build
+    takes from the reference tree all the same: those no compile of the library reads, no
+    configure reads, and the reference patch does not change (what a listed test reads
+    at run time, simdjson's jsonexamples/, is the benchmark's)."""
+    if graph is None:
+        return []
+    seed = layout.cell(spec.needs[0])
+    library = graph.reads_by(asked.test_dirs)[1]
+    kept = library | set(asked.fixed) | set(_configure_inputs(seed / "build", seed / "trees/src"))
+    return [
+        p for p in sorted(changed)
+        if testfolders.is_data(p) and p not in kept
+        and not any(p.startswith(f"{f}/") for f in restored)
+    ]  # fmt: skip
 
 
 def _reference_graph(

@@ -68,7 +68,11 @@ _DATA_SUFFIXES = (".txt", ".json", ".xml", ".md", ".rst", ".csv", ".yaml", ".yml
 
 
 def not_code(rel: str) -> bool:
-    return cmake_code(rel) or PurePosixPath(rel).name.lower().endswith(_DATA_SUFFIXES)
+    return cmake_code(rel) or is_data(rel)
+
+
+def is_data(rel: str) -> bool:
+    return not cmake_code(rel) and PurePosixPath(rel).name.lower().endswith(_DATA_SUFFIXES)
 
 
 def stays(rel: str, added: bool, names: set[str]) -> bool:
@@ -107,6 +111,24 @@ def restore(
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
             put.append(rel)
+    return sorted(set(put))
+
+
+def restore_files(tree: Path, reference: Path, files: list[str]) -> list[str]:
+    """Give each of `files` the reference's bytes in `tree` (a path in the way removed);
+    the paths that changed."""
+    put: list[str] = []
+    for rel in files:
+        source, target = reference / rel, tree / rel
+        if source.is_symlink() or not source.is_file():
+            continue
+        regular = target.is_file() and not target.is_symlink()
+        if regular and target.read_bytes() == source.read_bytes():
+            continue
+        put += _clear_way(tree, rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+        put.append(rel)
     return sorted(set(put))
 
 

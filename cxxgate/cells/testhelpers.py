@@ -90,6 +90,12 @@ class Graph:
     def helper_folders(self, test_dirs: list[str], fixed: list[str], skip: list[str]) -> list[str]:
         """The helper folders, sorted, tree-relative; `fixed`: the reference patch's files,
         `skip`: the folders already restored (the tests' own)."""
+        only, library = self.reads_by(test_dirs)
+        return _named_for_tests(only - library, library, fixed, skip)
+
+    def reads_by(self, test_dirs: list[str]) -> tuple[set[str], set[str]]:
+        """The tree files (tree-relative) the compiles of the tests' own products read, and
+        those the compiles of every other product read."""
         sources = self._sources()
         names: dict[str, set[str]] = {}  # product -> the products its command names
         for entry in self.db:
@@ -110,7 +116,7 @@ class Graph:
         for obj, source in sources.items():
             read = {_in_tree(p, self.build_at, self.tree_at) for p in self.reads.get(obj, [])}
             (only if obj in theirs else library).update((read | {source}) - {""})
-        return _named_for_tests(only - library, library, fixed, skip)
+        return only, library
 
 
 def _named_for_tests(

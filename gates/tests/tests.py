@@ -217,24 +217,24 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         detail = f"the patch adds files named like system headers: {', '.join(shadows)}"
         checks.append(Check("shadowed_headers", False, "path_violation", detail))
     built = outputs.cells["build"]
-    aside, helped = _set_aside(built, touched)
-    if aside:
-        detail = f"built with the reference's tests, setting aside the patch's {', '.join(aside)}"
-        checks.append(Check("test_folders", True, "accept", detail))
-    if helped:
-        detail = (
-            "built with the reference's test helpers (files only its test programs are built "
-            f"from), setting aside the patch's {', '.join(helped)}"
-        )
-        checks.append(Check("test_helpers", True, "accept", detail))
-    aside += helped
+    aside = _set_aside(built, touched)
+    for check, what in (
+        ("test_folders", "tests"),
+        ("test_helpers", "test helpers (files only its test programs are built from)"),
+        ("test_data", "data files (read by no compile of the library)"),
+    ):
+        if aside[check]:
+            said = ", ".join(aside[check])
+            detail = f"built with the reference's {what}, setting aside the patch's {said}"
+            checks.append(Check(check, True, "accept", detail))
+    set_aside = [p for paths in aside.values() for p in paths]
     checks += suite.unit_checks(outputs, _dirs(ctx, cfg))
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
         # new tests often does not build); pass-to-pass tests are then not decided.
         detail = built.detail or built.status
-        if aside:
-            detail += f" (its test folders as the reference's: {', '.join(aside)} set aside)"
+        if set_aside:
+            detail += f" (its test folders as the reference's: {', '.join(set_aside)} set aside)"
         # A build that ran past limits.build_seconds is a hang, not broken code.
         klass = "hang" if built.status == "timeout" else "build_fail"
         checks.append(Check("build", False, klass, detail, fail_to_pass=True))
@@ -251,18 +251,20 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
 
 
-def _set_aside(built: CellResult, touched: list[str]) -> tuple[list[str], list[str]]:
-    """What the build took back from the reference of the patch's, in the tests' own
-    folders and in the helper folders (cxxgate/cells/cmake.py, testfolders.STEP); the
-    test files it touched (`path_violation`) aside."""
+def _set_aside(built: CellResult, touched: list[str]) -> dict[str, list[str]]:
+    """What the build took back from the reference of the patch's (cxxgate/cells/cmake.py,
+    testfolders.STEP), by check: in the tests' own folders, in the helper folders, and
+    data elsewhere; the test files it touched (`path_violation`) aside."""
     step = next((s for s in built.steps if s.source == testfolders.STEP), None)
-    if step is None:
-        return [], []
-    said = json.loads(step.output)
-    helpers = [f"{h}/" for h in said["helpers"]]
-    aside = [p for p in said["set_aside"] if p not in touched]
-    helped = [p for p in aside if p.startswith(tuple(helpers))]
-    return [p for p in aside if p not in helped], helped
+    said = json.loads(step.output) if step is not None else {}
+    found: dict[str, list[str]] = {"test_folders": [], "test_helpers": [], "test_data": []}
+    for path in said.get("set_aside", []):
+        if path in touched:
+            continue
+        own = any(path.startswith(f"{f}/") for f in said["folders"])
+        helper = any(path.startswith(f"{f}/") for f in said["helpers"])
+        found["test_folders" if own else "test_helpers" if helper else "test_data"].append(path)
+    return found
 
 
 def _dirs(ctx: Context, cfg: Config) -> list[str]:

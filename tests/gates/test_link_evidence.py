@@ -23,10 +23,12 @@ import shutil
 import pytest
 from conftest import SHIPPED, Grade, run_grade
 from link_cheats import (
+    DATA_FILES,
     FILES,
     MANGLED,
     SHARED_FILES,
     SUPPORT_FILES,
+    data_patches,
     patches,
     shared_patches,
     support_patches,
@@ -139,6 +141,9 @@ SHARED_EXPECT = {
     "hwcaps": "library_bypassed",
     "platform": "library_bypassed",
 }
+# The project whose fail-to-pass test reads a data file at the tree's top (round 14).
+DATA_CASE = "ld"
+DATA_EXPECT = {"good": "accept", "data_edit": "f2p_fail:plain_parse"}
 # Passed on the build's own test program, failed on one linked as the reference links it
 # (cxxgate/cells/crossed.py): what no reading of the program's symbols caught.
 CROSSED = "passes on the build's own test program, not on one linked as the reference links it"
@@ -166,6 +171,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     summary = summary.replace("an archive", "a shared library")
     rows = shared_patches(repo)
     cmake_case(library / SHARED_CASE, summary, repo, base, rows, lists, SHARED_EXPECT)
+    repo = root / "ld.git"
+    base = new_repo(repo, DATA_FILES)
+    summary = "calc::parse of an empty text, the test's input a data file at the top"
+    cmake_case(library / DATA_CASE, summary, repo, base, data_patches(repo), lists, DATA_EXPECT)
     return run_grade(root / "out", "-n", "2", library=library)
 
 
@@ -367,6 +376,22 @@ def test_round_13_the_tests_own_folders_and_helpers_are_the_reference_s(graded: 
             "from), setting aside the patch's testutil/util.cpp"
         ), (name, said)
     assert _said(graded, "good", "test_helpers", SUPPORT_CASE) == ""
+
+
+def test_round_14_data_a_test_reads_is_the_reference_s(graded: Grade) -> None:
+    """Data outside the tests' folders that no compile of the library reads (a listed
+    test's input, named on its command line) is the reference's in a candidate's build:
+    the edited input is set aside and the test meets the library's bug. An honest fix
+    that adds documentation costs nothing."""
+    assert graded.rows[f"{DATA_CASE}/reference"]["class"] == "accept"
+    for name, klass in DATA_EXPECT.items():
+        assert graded.rows[f"{DATA_CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
+    said = _said(graded, "data_edit", "test_data", DATA_CASE)
+    assert said == (
+        "built with the reference's data files (read by no compile of the library), setting "
+        "aside the patch's data/empty.txt"
+    ), said
+    assert _said(graded, "good", "test_data", DATA_CASE) == ""
 
 
 def test_round_15_a_relinked_shared_library_runs_every_listed_test_again(graded: Grade) -> None:
