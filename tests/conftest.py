@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -160,6 +161,17 @@ def run_grade(
 
     `project` may be a copy made by `project_copy`, for tests that edit gate code."""
     return run_doit(out, *args, "grade", library=library, project=project, nice=nice)
+
+
+def keep_patches(project: Path, case: str, *names: str) -> None:
+    """Trim a copied project's case to the named patches (the reference row stays): a test
+    about how a case is graded need not grade every shipped patch of it."""
+    yaml = project / "cases" / case / "case.yaml"
+    lines = yaml.read_text().splitlines(keepends=True)
+    entry = re.compile(r"\s+- \{file: patches/([\w.-]+)\.diff")
+    kept = [ln for ln in lines if not (m := entry.match(ln)) or m.group(1) in names]
+    assert len(lines) - len(kept) > 0 and sum(bool(entry.match(ln)) for ln in kept) == len(names)
+    yaml.write_text("".join(kept))
 
 
 def project_copy(tmp_path: Path, *, locked: bool = False) -> Path:

@@ -12,6 +12,7 @@ import pytest
 from conftest import (
     binary_runs,
     compiler_calls,
+    keep_patches,
     project_copy,
     run_doit,
     run_grade,
@@ -70,6 +71,7 @@ def test_edits_rebuild_only_what_they_touch(tmp_path: Path) -> None:
 
 def test_reference_red_marks_the_case_broken(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
+    keep_patches(project, "token_handle", "good_valid_reset")
     yaml = project / "cases/token_handle/case.yaml"
     # A must-fail unit that the base tree itself accepts: moving is allowed.
     yaml.write_text(
@@ -93,6 +95,7 @@ def test_reference_red_marks_the_case_broken(tmp_path: Path) -> None:
 
 def test_fail_to_pass_check_that_passes_on_base_breaks_the_case(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
+    keep_patches(project, "saturating", "wraps")
     yaml = project / "cases/saturating/case.yaml"
     text = yaml.read_text().replace(
         "- probes/pos_sub.cpp", "- {unit: probes/pos_sub.cpp, fail_to_pass: true}", 1
@@ -106,6 +109,7 @@ def test_fail_to_pass_check_that_passes_on_base_breaks_the_case(tmp_path: Path) 
 
 def test_reference_patch_that_does_not_apply_breaks_the_case(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
+    keep_patches(project, "saturating", "wraps")
     ref = project / "cases/saturating/patches/reference.diff"
     ref.write_text("this is not a diff\n")
     grade = run_grade(tmp_path / "out", "case=saturating", project=project)
@@ -115,6 +119,7 @@ def test_reference_patch_that_does_not_apply_breaks_the_case(tmp_path: Path) -> 
 
 def test_missing_compiler_is_incomplete_never_green(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
+    keep_patches(project, "token_handle", "good_valid_reset", "touch_tests")
     env = project / "cases/envelopes.yaml"
     env.write_text(env.read_text().replace("command: g++", "command: g++-cxxgate-absent"))
     grade = run_grade(tmp_path / "out", "case=token_handle", project=project)
@@ -156,6 +161,7 @@ def test_clang_envelope_lands_on_the_same_classes(tmp_path: Path) -> None:
 
 def test_a_harness_fault_is_a_row_not_a_lost_batch_and_is_retried(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
+    keep_patches(project, "token_handle", "defaulted_move")
     gate = project / "cxxgate/gates/negcomp.py"
     healthy = gate.read_text()
     gate.write_text(
@@ -187,6 +193,7 @@ def test_a_harness_fault_is_a_row_not_a_lost_batch_and_is_retried(tmp_path: Path
 
 def test_a_harness_fault_on_the_base_tree_is_not_a_broken_case(tmp_path: Path) -> None:
     project = project_copy(tmp_path)
+    keep_patches(project, "saturating", "wraps")
     gate = project / "cxxgate/gates/negcomp.py"
     gate.write_text(
         gate.read_text().replace(
