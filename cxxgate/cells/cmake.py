@@ -121,13 +121,14 @@ def _test_folders(
     folders its build shows (cxxgate/cells/testhelpers.py), when asked; what it set aside
     of the patch's is a step of the cell's (testfolders.STEP)."""
     asked = testfolders.asked(spec)
-    if asked is None:
-        return None
+    if asked is None or not asked.reference:
+        return None  # nothing asked, or the reference's own build (_own_helpers)
     reference = layout.tree(asked.reference)
     if not reference.is_dir():
         msg = f"the reference tree {asked.reference} is not materialised at {reference}"
         raise RuntimeError(msg)
-    graph = _reference_graph(spec, layout, out, steps) if asked.test_dirs else None
+    seed = layout.cell(spec.needs[0]) if spec.needs else None
+    graph = _graph(spec, layout, seed, out, steps) if seed and asked.test_dirs else None
     helpers = graph.helper_folders(asked.test_dirs, asked.fixed, asked.folders) if graph else []
     stamp = layout.tree_stamp(spec.tree_key)
     changed = set(json.loads(stamp.read_text()).get("changed", [])) if stamp.is_file() else set()
@@ -158,7 +159,7 @@ def _tests_data(
     at run time, simdjson's jsonexamples/, is the benchmark's)."""
     if graph is None:
         return []
-    seed = layout.cell(spec.needs[0])
+    seed = layout.cell(spec.needs[0])  # the reference's build, the graph's
     library = graph.reads_by(asked.test_dirs)[1]
     kept = library | set(asked.fixed) | set(_configure_inputs(seed / "build", seed / "trees/src"))
     return [
@@ -168,22 +169,32 @@ def _tests_data(
     ]  # fmt: skip
 
 
-def _reference_graph(
-    spec: CellSpec, layout: Layout, out: Path, steps: list[Step]
+def _own_helpers(spec: CellSpec, layout: Layout, out: Path, steps: list[Step]) -> None:
+    """The reference's own build records the folders a candidate's build takes from it, as
+    a candidate's does (testfolders.STEP): the suite compares their units as the tests'."""
+    asked = testfolders.asked(spec)
+    if asked is None or asked.reference:
+        return
+    graph = _graph(spec, layout, out, out, steps) if asked.test_dirs else None
+    helpers = graph.helper_folders(asked.test_dirs, asked.fixed, asked.folders) if graph else []
+    said = {"folders": asked.folders, "helpers": helpers, "set_aside": []}
+    steps.append(Step("inspect", testfolders.STEP, [], 0, False, 0.0, json.dumps(said)))
+
+
+def _graph(
+    spec: CellSpec, layout: Layout, cell: Path, out: Path, steps: list[Step]
 ) -> testhelpers.Graph | None:
-    """The build graph of the reference's build this cell is seeded from (None without
-    one: that build failed)."""
+    """The build graph of a cmake cell's build (None without one: it failed)."""
     ninja = tool_path("ninja")
-    seed = layout.cell(spec.needs[0]) if spec.needs else None
-    if ninja is None or seed is None or not (seed / "build" / "build.ninja").is_file():
+    if ninja is None or not (cell / "build" / "build.ninja").is_file():
         return None
-    tree_at, build_at = paths(seed)
-    views = ((str(seed / "build"), NEUTRAL_BUILD),) if sandbox.available() else ()
+    tree_at, build_at = paths(cell)
+    views = ((str(cell / "build"), NEUTRAL_BUILD),) if sandbox.available() else ()
     said: list[str] = []
     for tool in (["compdb", "-x"], ["deps"]):
         step = toolcall.tool_call(
             layout, spec, "inspect", "build.ninja", [ninja, "-C", build_at, "-t", *tool], out,
-            read=[*spec.data_paths, seed / "build"], views=views,
+            read=[*spec.data_paths, cell / "build"], views=views,
         )  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))
         if step.exit != 0:
@@ -267,6 +278,7 @@ def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     _export_db(build_dir, out)
     if step.exit != 0 or step.timed_out:
         return _failed(steps, "the build failed", spec, step)
+    _own_helpers(spec, layout, out, steps)
     return "ok", "seeded" if seeded else "", steps, str(build_dir)
 
 

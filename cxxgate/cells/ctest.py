@@ -39,13 +39,15 @@ import shutil
 import stat
 import time
 from dataclasses import replace
+from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
+from elftools.elf.segments import InterpSegment
 
-from cxxgate.cells import crossed, ctestfile, relink, shadows, testframeworks, verified
+from cxxgate.cells import crossed, ctestfile, relink, shadows, testfolders, testframeworks, verified
 from cxxgate.host import sandbox, userns
 from cxxgate.host.process import Caps, bounded
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -103,8 +105,14 @@ def _unit(spec: CellSpec, name: str) -> str:
     return next((u.text for u in spec.units if u.name == name), "")
 
 
-def _test_dirs(spec: CellSpec) -> list[str]:
-    return [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+def _test_dirs(spec: CellSpec, layout: Layout) -> list[str]:
+    """The folders of the test units: the test files' own, and the folders the build took
+    from the reference tree (or, the reference's own build, would give a candidate's:
+    cxxgate/cells/testfolders.py `recorded`), whose units are compared as the tests' are."""
+    dirs = [d for d in _unit(spec, TEST_DIRS_UNIT).splitlines() if d]
+    built = cell_result(layout, spec.needs[0])
+    restored = testfolders.recorded(CellResult.load(built)) if built.is_file() else []
+    return list(dict.fromkeys([*dirs, *restored]))
 
 
 def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
@@ -117,7 +125,7 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
         return "needs_failed", f"the build did not succeed: {built.status}", [], None
     caps = Caps(**json.loads(_unit(spec, CAPS_UNIT) or "{}"))
     graphs = tuple(read_graph(layout.cell(key)) for key in spec.needs[1:3])
-    test_dirs = _test_dirs(spec)
+    test_dirs = _test_dirs(spec, layout)
     if spec.kind == "crossed" and not (
         crossed.to_cross(graphs[1], graphs[0]) or crossed.test_archives(graphs[0], test_dirs)
     ):
@@ -494,7 +502,7 @@ def _commands(
     """The test units' compile commands as Ninja runs them (`ninja -t compdb`: a compiler
     launcher in front included, which compile_commands.json leaves out), in
     commands.json with the tree and build paths they are spelt with."""
-    test_dirs = _test_dirs(spec)
+    test_dirs = _test_dirs(spec, layout)
     ninja = tool_path("ninja")
     if not test_dirs or ninja is None:
         return [], []
@@ -524,9 +532,9 @@ def _commands(
     graph["linked"], relinks = _relinks(spec, layout, programs, copy, build_at, out, views, read)
     # Whole commands (a `cd` in front is kept): a crossed cell runs the reference's.
     graph["programs"] = {p: spell(c, tree_at, build_at) for p, c in programs.items()}
-    graph["loader_folders"] = loader_folders(copy)
+    graph["loads"], listed = _loads(spec, layout, sorted(programs), copy, cell, build_at, out)
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
-    return units, [replace(step, output=step.output[-2000:]), *relinks]
+    return units, [replace(step, output=step.output[-2000:]), *relinks, *listed]
 
 
 def _relinks(
@@ -603,7 +611,7 @@ def _crossed(
     def unspelt(text: str) -> str:
         return text.replace("<tree>", tree_at).replace("<build>", build_at)
 
-    test_dirs = _test_dirs(spec)
+    test_dirs = _test_dirs(spec, layout)
     archives = {
         a: crossed.remake(a, [unspelt(w) for w in links[a]], copy, build_at, scratch, seen,
                           sealed("archive", a))
@@ -738,32 +746,61 @@ def _graph(
     }  # fmt: skip
 
 
-# Folders glibc's loader searches, under each folder of a program's RUNPATH, before that
-# folder itself: glibc-hwcaps/<level>/, tls/ and the legacy platform folders.
-_LOADER_FOLDERS = frozenset({
-    "glibc-hwcaps", "tls", "x86_64", "haswell", "xeon_phi", "avx512_1", "i386", "i486",
-    "i586", "i686", "aarch64", "z13", "z14", "z15", "power9", "power10",
-})  # fmt: skip
+def _loads(
+    spec: CellSpec,
+    layout: Layout,
+    programs: list[str],
+    copy: Path,
+    cell: Path,
+    build_at: str,
+    out: Path,
+) -> tuple[dict[str, dict[str, str]], list[Step]]:
+    """Where each test program's shared libraries come from when the suite runs it:
+    program -> {name: path (spelt)}, as the system's dynamic loader resolves them over this
+    build (`ld.so --list`: the program's RUNPATH, glibc-hwcaps/ and platform folders under
+    each, links followed by the loader itself). A second copy of a library earlier on the
+    search path (red-team rounds 16, 17) is what the tests load while every link command
+    is the reference's. The loader is the system's, never the program's PT_INTERP, and
+    runs no code of the program's."""
+    loader = _system_loader()
+    if loader is None or not programs:
+        return {}, []
+    scratch, seen = _scratch(out, "loads")
+    views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
+    tree_at, linked_at = paths(cell)  # linked_at: where the build was when it was linked
+    found: dict[str, dict[str, str]] = {}
+    steps: list[Step] = []
+    for program in programs:
+        argv = [loader, "--list", f"{build_at}/{program}"]
+        step = _sealed(spec, layout, "inspect", program, argv, build_at, copy, build_at,
+                       scratch, seen, views, RELINK_SECONDS)  # fmt: skip
+        steps.append(replace(step, output=step.output[-2000:]))
+        spelt = {n: spell(p, tree_at, build_at) for n, p in _listed(step.output).items()}
+        found[program] = {n: spell(p, tree_at, linked_at) for n, p in spelt.items()}
+    return found, steps
 
 
-def loader_folders(build: Path) -> list[str]:
-    """The shared objects a build left in a folder the dynamic loader searches before a
-    program's own library folders (build-relative, sorted): a second libcalc.so in
-    glibc-hwcaps/x86-64-v2/ beside the real one is what the tests load (red-team round
-    16), while every link and command is the reference's. Walked without following a
-    link; only regular files whose first bytes are ELF's."""
-    found: list[str] = []
-    for folder, _dirs, files in os.walk(build, followlinks=False):
-        rel = Path(folder).relative_to(build)
-        if not _LOADER_FOLDERS & set(rel.parts):
-            continue
-        for name in files:
-            path = Path(folder) / name
-            if ".so" in name and path.is_file() and not path.is_symlink():
-                with path.open("rb") as f:
-                    if f.read(4) == b"\x7fELF":
-                        found.append((rel / name).as_posix())
-    return sorted(found)
+def _listed(text: str) -> dict[str, str]:
+    """`ld.so --list` lines `name => path (address)`: name -> path ("not found" kept)."""
+    found = {}
+    for line in text.splitlines():
+        name, arrow, rest = line.strip().partition(" => ")
+        if arrow:
+            found[name] = rest.rpartition(" (")[0] if " (" in rest else rest
+    return found
+
+
+@cache
+def _system_loader() -> str | None:
+    """The system's dynamic loader: the interpreter /bin/sh names."""
+    try:
+        with open("/bin/sh", "rb") as f:
+            for segment in ELFFile(f).iter_segments():
+                if isinstance(segment, InterpSegment):
+                    return str(segment.get_interp_name())
+    except (OSError, *ELF_ERRORS):
+        return None
+    return None
 
 
 def _inside(copy: Path, build_at: str, path: str) -> Path:

@@ -26,7 +26,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from cxxgate.toolchain.cellspec import CellSpec, Unit
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
 
 UNIT = "test-folders.json"  # a cmake cell's unit: Asked
 # The step of a candidate's cmake cell that says which folders its build took from the
@@ -54,6 +54,16 @@ def asked(spec: CellSpec) -> Asked | None:
     if text is None:
         return None
     return Asked(**json.loads(text))
+
+
+def recorded(built: CellResult) -> list[str]:
+    """The folders a cmake cell's build took from the reference tree (its own and helper
+    folders, from its STEP; the reference's build records the same of itself)."""
+    step = next((s for s in built.steps if s.source == STEP), None)
+    if step is None:
+        return []
+    said = json.loads(step.output)
+    return [*said["folders"], *said["helpers"]]
 
 
 def cmake_code(rel: str) -> bool:

@@ -7,7 +7,8 @@ changes what the tests are as much as an edit in `tests/` does (a hook symbol on
 tests define, a start-up patch of the library's code: red-team round 14's
 `sibling_nostoi`). A helper folder is the outermost folder that
 
-- is named for tests (its name holds `test`: testutil, test_support, googletest);
+- is named for tests (a word of its name is one: testutil, test_support, googletest,
+  SelfTest; not fastest);
 - holds a file only the tests' products are compiled from (the source, or a header its
   dependency file names), where a product is the tests' when every product that names it
   is a test program (a link naming a test unit's object) or the tests' itself;
@@ -20,7 +21,7 @@ tests' own (testfolders.restore, with what `stays`). The name is the reference's
 patch cannot choose it; it is asked because the graph alone cannot tell the library
 from the tests' helpers: a library that only the test programs link (most projects'
 tests are its only programs) is the tests' by the graph too. A helper folder under a name
-without `test` stays the patch's (README, threat model); a file a patch adds there needs
+with no word for tests stays the patch's (README, threat model); a file a patch adds there needs
 CMake code to be built, and the test programs the crossed proof links by the reference's
 commands do not hold it (cxxgate/cells/crossed.py).
 
@@ -31,6 +32,7 @@ deps`), read by cxxgate/cells/cmake.py before the candidate's tree is made.
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -132,11 +134,23 @@ def _named_for_tests(
         parts = PurePosixPath(rel).parts[:-1]
         for depth in range(1, len(parts) + 1):
             top = "/".join(parts[:depth])
-            named = "test" in parts[depth - 1].lower()
+            named = named_for_tests(parts[depth - 1])
             if named and not _holds(top, library) and not _holds(top, code_fixed):
                 folders.add(top)
                 break
     return sorted(folders)
+
+
+def named_for_tests(name: str) -> bool:
+    """A folder name with a word for tests: test, tests, testing, testutil, test_support,
+    unittests, googletest, SelfTest; not fastest, latest or contest."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)  # SelfTest: self, test
+    words = re.findall(r"[a-z0-9]+", spaced.lower())
+    return any(w.startswith("test") or w.endswith(_TEST_ENDINGS) for w in words)
+
+
+# Words that end a name for tests: unittests, googletest, selftest, gtest.
+_TEST_ENDINGS = ("unittest", "unittests", "googletest", "selftest", "gtest", "tests")
 
 
 def _tests_own(tested: set[str], named_by: dict[str, set[str]]) -> set[str]:

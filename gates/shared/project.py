@@ -33,8 +33,10 @@ def build_spec(
         raise InputError(msg)
     options = (*build.options, *cmake.case_options(build.type_for(env.name), ctx.case.spec.std))
     units: tuple[Unit, ...] = () if test_patch is None else (Unit(cmake.TEST_PATCH, test_patch),)
-    if own is not None and (own.folders or own.test_dirs) and tree_key != ctx.reference_tree_key:
-        units += (testfolders.unit(replace(own, reference=ctx.reference_tree_key)),)
+    if own is not None and (own.folders or own.test_dirs):
+        # The reference's own build is asked too: it records the folders a candidate's takes.
+        theirs = "" if tree_key == ctx.reference_tree_key else ctx.reference_tree_key
+        units += (testfolders.unit(replace(own, reference=theirs)),)
     return CellSpec(
         "cmake",
         tree_key,
@@ -57,7 +59,7 @@ def project_build(
     ctx: Context, env: Envelope, test_patch: str | None, own: testfolders.Asked | None = None
 ) -> CellSpec:
     """This tree's build, seeded from the reference tree's build of the same spec."""
-    ref = build_spec(ctx, ctx.reference_tree_key, env, test_patch, None)
+    ref = build_spec(ctx, ctx.reference_tree_key, env, test_patch, None, own=own)
     if ctx.tree_key == ctx.reference_tree_key:
         return ref
     return build_spec(ctx, ctx.tree_key, env, test_patch, ref.key, own=own)

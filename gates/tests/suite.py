@@ -107,11 +107,7 @@ def unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
             checks.append(Check("test_archives", False, "library_bypassed", said))
         for said in testunits.bypassed(mine, ref_graph, dirs):
             checks.append(Check("test_sources", False, "library_bypassed", said))
-        for path in testunits.loader_shadows(mine, ref_graph):
-            said = (
-                f"the build put a shared object at {path}, a folder the dynamic loader "
-                "searches before a program's own library folders"
-            )
+        for said in testunits.moved_loads(mine, ref_graph):
             checks.append(Check("test_loader", False, "library_bypassed", said))
         for source, names in testunits.tampered(mine, ref_graph, dirs).items():
             why = f"{source} names GoogleTest symbols the reference's does not: "

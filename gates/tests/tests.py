@@ -63,8 +63,8 @@ Classes, most severe first:
 |                    | (linked first, an inline copy), or none of it; or a listed test  |
 |                    | passes on its program and not on one the reference's own link    |
 |                    | command makes of this build (cxxgate/cells/crossed.py); or the    |
-|                    | build left a shared object where the dynamic loader looks first   |
-|                    | (glibc-hwcaps/, tls/, platform folders)                           |
+|                    | dynamic loader finds a test program's shared library elsewhere    |
+|                    | than the reference's (a copy earlier on its search path)          |
 | build_fail         | configure or build failed (the first diagnostic is the summary) |
 | hang               | a listed test ran into its time limit, or the suite did, or the |
 |                    | build ran past `limits.build_seconds`                           |
@@ -163,7 +163,7 @@ def plan(ctx: Context) -> Plan:
     if ctx.tree_key != ctx.reference_tree_key:
         # The reference's build and run of the same spec: what the test units' flags and
         # macros, and the reports, are compared with.
-        ref = build_spec(ctx, ctx.reference_tree_key, env, text, None)
+        ref = build_spec(ctx, ctx.reference_tree_key, env, text, None, own=own)
         ref_suite = _suite(ctx, env, ref, dirs, ctx.reference_tree_key)
         cells |= {"ref_build": ref, "ref_suite": ref_suite}
         # The listed tests again where a test program is not what the reference's link
@@ -228,7 +228,8 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             detail = f"built with the reference's {what}, setting aside the patch's {said}"
             checks.append(Check(check, True, "accept", detail))
     set_aside = [p for paths in aside.values() for p in paths]
-    checks += suite.unit_checks(outputs, _dirs(ctx, cfg))
+    # The units of the folders the build took from the reference are the tests' too.
+    checks += suite.unit_checks(outputs, [*_dirs(ctx, cfg), *testfolders.recorded(built)])
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
         # new tests often does not build); pass-to-pass tests are then not decided.

@@ -405,8 +405,15 @@ def tampered(
     return found
 
 
-def loader_shadows(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
-    """Shared objects the build left where the dynamic loader looks first (glibc-hwcaps/,
-    tls/, platform folders: cxxgate/cells/ctest.py loader_folders) that the reference's
-    build did not leave there."""
-    return sorted(set(mine.get("loader_folders", [])) - set(ref.get("loader_folders", [])))
+def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
+    """Each shared library a test program of both builds loads from another place than the
+    reference's does (cxxgate/cells/ctest.py `_loads`): a second copy earlier on the
+    loader's search path."""
+    found = []
+    theirs: dict[str, dict[str, str]] = ref.get("loads", {})
+    for program, loads in sorted(mine.get("loads", {}).items()):
+        for name, path in sorted(loads.items()):
+            was = theirs.get(program, {}).get(name)
+            if was is not None and was != path:
+                found.append(f"{program} loads {name} from {path}, the reference's from {was}")
+    return found

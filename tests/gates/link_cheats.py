@@ -796,6 +796,16 @@ def _util_hot() -> str:
 
 
 UTIL_HOT = _util_hot()
+# Round 17: the helper's bytes are the reference's, its compile the patch's: the hot
+# patch force-included into it, or compiled from a copy in the build folder that CMake
+# names as the reference's object.
+UTIL_FORCED = (
+    "target_compile_options(le_util PRIVATE -include ${CMAKE_SOURCE_DIR}/tools/uhot.hpp)\n"
+)
+UTIL_MOVED = (
+    "configure_file(tools/uhot.cpp ${CMAKE_BINARY_DIR}/testutil/util.cpp COPYONLY)\n"
+    "add_library(le_util OBJECT ${CMAKE_BINARY_DIR}/testutil/util.cpp)\n"
+)
 # The library's header with parse made inline and fixed: a test unit's `#include
 # "calc/calc.hpp"` looks beside the unit (tests/) before the include folders.
 INLINE_HEADER = (
@@ -1009,6 +1019,12 @@ def support_patches(repo: Path) -> dict[str, str]:
         "support_patch": helper(HOT_PATCH),
         # Round 14: the hot patch from the tests' helper in a sibling folder (testutil/).
         "sibling_patch": diff(repo, "testutil/util.cpp", UTIL_HOT),
+        "helper_forced_include": cmake(SUPPORT_CMAKE + UTIL_FORCED)
+        + new_file("tools/uhot.hpp", UTIL_HOT.replace("int le_util() { return done; }\n", "")),
+        "helper_moved_source": cmake(
+            SUPPORT_CMAKE.replace("add_library(le_util OBJECT testutil/util.cpp)\n", UTIL_MOVED)
+        )
+        + new_file("tools/uhot.cpp", UTIL_HOT),
         # Honest: the fix, and an edit of that helper.
         "sibling_edit": parse(PARSE.replace(BODY, FIX))
         + diff(repo, "testutil/util.cpp", UTIL + "int le_util_spare() { return 1; }\n"),
@@ -1133,6 +1149,43 @@ def shared_patches(repo: Path) -> dict[str, str]:
         + new_file("tools/hot.cpp", HELPER + SO_HOT),
         "platform": diff(repo, "CMakeLists.txt", loader_shadow("x86_64"))
         + new_file("tools/hot.cpp", HELPER + SO_HOT),
+    }
+
+
+# Red-team round 17: the library shared too, so the programs' RUNPATH is <build>/tests
+# then <build>. A second copy of a library the loader finds first: a fixed libcalc.so
+# copied by a POST_BUILD step into <build>/tests/ (no link command changes), or a link
+# to a folder of it put where round 16's folder walk did not follow.
+TWO_ROOT = SHARED_ROOT.replace(LIBRARY, "add_library(calc SHARED src/parse.cpp)\n")
+TWO_FILES = {**SHARED_FILES, "CMakeLists.txt": TWO_ROOT}
+TWO_TWIN = TWO_ROOT + (
+    "add_library(calc_twin SHARED tools/twin.cpp)\n"
+    "target_include_directories(calc_twin PRIVATE include)\n"
+    "set_target_properties(calc_twin PROPERTIES OUTPUT_NAME calc\n"
+    "    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/twin)\n"
+    "add_custom_command(TARGET calc_twin POST_BUILD COMMAND @POST@)\n"
+)
+TWIN_COPY = "${CMAKE_COMMAND} -E copy $<TARGET_FILE:calc_twin> ${CMAKE_BINARY_DIR}/tests/libcalc.so"
+TWIN_LINK = (
+    "${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/tests/glibc-hwcaps\n"
+    "    COMMAND ${CMAKE_COMMAND} -E create_symlink ../../twin "
+    "${CMAKE_BINARY_DIR}/tests/glibc-hwcaps/x86-64-v2"
+)
+
+
+def two_patches(repo: Path) -> dict[str, str]:
+    """The shared-library project's rows: the gold fix, an honest one, and a fixed twin of
+    the library the loader finds first: copied earlier on the programs' RUNPATH, or in a
+    folder linked where the loader looks before it."""
+    fixed = PARSE.replace(BODY, FIX)
+    good = PARSE.replace(BODY, "    if (text.size() == 0) return 0;\n" + BODY)
+    twin = new_file("tools/twin.cpp", fixed)
+    return {
+        "gold": diff(repo, "src/parse.cpp", fixed),
+        "test": diff(repo, "tests/plain_parse.cpp", SUPPORT_MAIN.format('calc::parse("") != 0')),
+        "good": diff(repo, "src/parse.cpp", good),
+        "runpath_twin": diff(repo, "CMakeLists.txt", TWO_TWIN.replace("@POST@", TWIN_COPY)) + twin,
+        "linked_hwcaps": diff(repo, "CMakeLists.txt", TWO_TWIN.replace("@POST@", TWIN_LINK)) + twin,
     }
 
 

@@ -28,10 +28,12 @@ from link_cheats import (
     MANGLED,
     SHARED_FILES,
     SUPPORT_FILES,
+    TWO_FILES,
     data_patches,
     patches,
     shared_patches,
     support_patches,
+    two_patches,
 )
 from repos import cmake_case, new_repo
 
@@ -131,6 +133,9 @@ SUPPORT_EXPECT = {
     # Through a helper of a sibling folder only test programs are built from.
     "sibling_patch": "f2p_fail:plain_parse",
     "sibling_edit": "accept",
+    # Round 17: the helper's compile is compared with the reference's as a test unit's.
+    "helper_forced_include": "test_flags_changed",
+    "helper_moved_source": "test_missing",
 }
 # The project whose tests link a shared library of the tests' own (red-team round 15).
 SHARED_CASE = "ls"
@@ -141,6 +146,11 @@ SHARED_EXPECT = {
     "hwcaps": "library_bypassed",
     "platform": "library_bypassed",
 }
+# The shared-helper project with the library shared too (round 17).
+TWO_CASE = "l2"
+TWO_EXPECT = {
+    "good": "accept", "runpath_twin": "library_bypassed", "linked_hwcaps": "library_bypassed"
+}  # fmt: skip
 # The project whose fail-to-pass test reads a data file at the tree's top (round 14).
 DATA_CASE = "ld"
 DATA_EXPECT = {"good": "accept", "data_edit": "f2p_fail:plain_parse"}
@@ -171,6 +181,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     summary = summary.replace("an archive", "a shared library")
     rows = shared_patches(repo)
     cmake_case(library / SHARED_CASE, summary, repo, base, rows, lists, SHARED_EXPECT)
+    repo = root / "l2.git"
+    base = new_repo(repo, TWO_FILES)
+    summary = "calc::parse of an empty text, the library and the tests' helper shared"
+    cmake_case(library / TWO_CASE, summary, repo, base, two_patches(repo), lists, TWO_EXPECT)
     repo = root / "ld.git"
     base = new_repo(repo, DATA_FILES)
     summary = "calc::parse of an empty text, the test's input a data file at the top"
@@ -411,8 +425,28 @@ def test_round_15_a_relinked_shared_library_runs_every_listed_test_again(graded:
         assert f"{CROSSED}: failed after" in said, said
     # Round 16: every link is the reference's, and the tests load a second helper library.
     for name, folder in (("hwcaps", "glibc-hwcaps/x86-64-v2"), ("platform", "x86_64")):
-        said = _said(graded, name, "test_loader", SHARED_CASE)
-        assert said == (
-            f"the build put a shared object at tests/{folder}/lible_support.so, a folder the "
-            "dynamic loader searches before a program's own library folders"
-        ), said
+        said = _said(graded, name, "test_loader", SHARED_CASE).splitlines()
+        line = (
+            "tests/plain_parse loads lible_support.so from "
+            f"<build>/tests/{folder}/lible_support.so, "
+            "the reference's from <build>/tests/lible_support.so"
+        )
+        assert line in said, said
+
+
+def test_round_17_the_loader_finds_the_reference_s_libraries(graded: Grade) -> None:
+    """Where each test program's shared libraries come from, as the system's loader
+    resolves them over the build, is where the reference's come from: a fixed copy of the
+    library earlier on the programs' RUNPATH, or behind a linked folder where the loader
+    looks first, is found by its path though no link command changed."""
+    assert graded.rows[f"{TWO_CASE}/reference"]["class"] == "accept"
+    for name, klass in TWO_EXPECT.items():
+        assert graded.rows[f"{TWO_CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
+    for name, at in (
+        ("runpath_twin", "<build>/tests/libcalc.so"),
+        ("linked_hwcaps", "<build>/tests/glibc-hwcaps/x86-64-v2/libcalc.so"),
+    ):
+        said = _said(graded, name, "test_loader", TWO_CASE).splitlines()
+        line = f"tests/plain_parse loads libcalc.so from {at}, the reference's from <build>/"
+        line += "libcalc.so"
+        assert line in said, said
