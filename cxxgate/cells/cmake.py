@@ -153,18 +153,20 @@ def _tests_data(
     restored: list[str],
     changed: set[str],
 ) -> list[str]:
-    """The data files outside the restored folders that the patch changed and the build
-    takes from the reference tree all the same: those no compile of the library reads, no
-    configure reads, and the reference patch does not change (what a listed test reads
-    at run time, simdjson's jsonexamples/, is the benchmark's)."""
+    """The files outside the restored folders that the patch changed and the build takes
+    from the reference tree all the same: those the reference's build never reads (no
+    compile, no command names them, configure does not), which the reference patch does
+    not change, CMake code aside. What a listed test reads at run time (simdjson's
+    jsonexamples/, an input named on its command line, whatever its suffix) is the
+    benchmark's; the library's code and compile-time data stay the patch's."""
     if graph is None:
         return []
     seed = layout.cell(spec.needs[0])  # the reference's build, the graph's
-    library = graph.reads_by(asked.test_dirs)[1]
-    kept = library | set(asked.fixed) | set(_configure_inputs(seed / "build", seed / "trees/src"))
+    configured = _configure_inputs(seed / "build", seed / "trees/src")
+    kept = graph.build_reads() | set(asked.fixed) | set(configured)
     return [
         p for p in sorted(changed)
-        if testfolders.is_data(p) and p not in kept
+        if not testfolders.cmake_code(p) and p not in kept
         and not any(p.startswith(f"{f}/") for f in restored)
     ]  # fmt: skip
 

@@ -47,7 +47,16 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 from elftools.elf.segments import InterpSegment
 
-from cxxgate.cells import crossed, ctestfile, relink, shadows, testfolders, testframeworks, verified
+from cxxgate.cells import (
+    crossed,
+    ctestfile,
+    relink,
+    shadows,
+    testfolders,
+    testframeworks,
+    testhelpers,
+    verified,
+)
 from cxxgate.host import sandbox, userns
 from cxxgate.host.process import Caps, bounded
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -533,8 +542,31 @@ def _commands(
     # Whole commands (a `cd` in front is kept): a crossed cell runs the reference's.
     graph["programs"] = {p: spell(c, tree_at, build_at) for p, c in programs.items()}
     graph["loads"], listed = _loads(spec, layout, sorted(programs), copy, cell, build_at, out)
+    argv = [ninja, "-C", build_at, "-t", "deps", *sorted(tested)]
+    deps = toolcall.tool_call(
+        layout, spec, "inspect", "build.ninja", argv, copy,
+        read=spec.data_paths, mounts=mounts, views=views,
+    )  # fmt: skip
+    graph["reads"] = _unit_reads(units, deps.output if deps.exit == 0 else "", tree_at, build_at)
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
-    return units, [replace(step, output=step.output[-2000:]), *relinks, *listed]
+    said = [replace(s, output=s.output[-2000:]) for s in (step, deps)]
+    return units, [*said, *relinks, *listed]
+
+
+def _unit_reads(
+    units: list[dict[str, object]], deps: str, tree_at: str, build_at: str
+) -> dict[str, list[str]]:
+    """Per test unit (its source, spelt), the files of the tree and the build its compile
+    read (its dependency file, `ninja -t deps`), spelt."""
+    reads = testhelpers.deps(deps)
+    found: dict[str, set[str]] = {}
+    for entry in units:
+        source = spell(str(entry.get("file", "")), tree_at, build_at)
+        for path in reads.get(str(entry.get("output", "")), []):
+            full = posixpath.normpath(posixpath.join(build_at, path))
+            if full.startswith((f"{tree_at}/", f"{build_at}/")):
+                found.setdefault(source, set()).add(spell(full, tree_at, build_at))
+    return {source: sorted(paths) for source, paths in found.items()}
 
 
 def _relinks(

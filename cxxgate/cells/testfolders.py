@@ -78,11 +78,7 @@ _DATA_SUFFIXES = (".txt", ".json", ".xml", ".md", ".rst", ".csv", ".yaml", ".yml
 
 
 def not_code(rel: str) -> bool:
-    return cmake_code(rel) or is_data(rel)
-
-
-def is_data(rel: str) -> bool:
-    return not cmake_code(rel) and PurePosixPath(rel).name.lower().endswith(_DATA_SUFFIXES)
+    return cmake_code(rel) or PurePosixPath(rel).name.lower().endswith(_DATA_SUFFIXES)
 
 
 def stays(rel: str, added: bool, names: set[str]) -> bool:

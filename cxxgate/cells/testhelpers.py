@@ -77,17 +77,35 @@ class Graph:
                 found[output] = _in_tree(str(entry.get("file", "")), directory, self.tree_at)
         return found
 
-    def included_names(self) -> set[str] | None:
-        """The names of the files the compiles read but their own sources (what a file
-        added under one of them could stand in for: a header beside a test, a source a
-        test includes); None when a compile's dependency file is missing."""
+    def included_names(self) -> set[str]:
+        """The names of the tree's and the build's files the compiles read but their own
+        sources (what a file added under one of them could stand in for: a header beside a
+        test, a source a test includes, a header the build generates). A system header's
+        name is not one (a file that shadows one: gates/tests/testfiles.py); a compile the
+        build did not run (EXCLUDE_FROM_ALL) read nothing."""
         names: set[str] = set()
         for obj, source in self._sources().items():
-            if obj not in self.reads:
-                return None
-            read = {_in_tree(p, self.build_at, self.tree_at) or p for p in self.reads[obj]}
-            names |= {PurePosixPath(p).name for p in read - {source}}
+            for path in self.reads.get(obj, []):
+                full = posixpath.normpath(posixpath.join(self.build_at, path))
+                inside = _in_tree(path, self.build_at, self.tree_at)
+                if inside != source and (inside or full.startswith(f"{self.build_at}/")):
+                    names.add(PurePosixPath(full).name)
         return names
+
+    def build_reads(self) -> set[str]:
+        """The tree's files the build reads: what any compile read, and what any other
+        command names (a generator's input, a linker script)."""
+        found: set[str] = set()
+        sources = self._sources()
+        for obj, source in sources.items():
+            read = self.reads.get(obj, [])
+            found |= {source} | {_in_tree(p, self.build_at, self.tree_at) for p in read}
+        for entry in self.db:
+            if _product(str(entry.get("output", "")), self.build_at) in sources:
+                continue
+            at = str(entry.get("directory", self.build_at))
+            found |= {_in_tree(w, at, self.tree_at) for w in _words(entry) if w[:1] != "-"}
+        return found - {""}
 
     def helper_folders(self, test_dirs: list[str], fixed: list[str], skip: list[str]) -> list[str]:
         """The helper folders, sorted, tree-relative; `fixed`: the reference patch's files,

@@ -109,6 +109,8 @@ def unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
             checks.append(Check("test_sources", False, "library_bypassed", said))
         for said in testunits.moved_loads(mine, ref_graph):
             checks.append(Check("test_loader", False, "library_bypassed", said))
+        for said in testunits.new_reads(mine, ref_graph, dirs):
+            checks.append(Check("test_reads", False, "test_flags_changed", said))
         for source, names in testunits.tampered(mine, ref_graph, dirs).items():
             why = f"{source} names GoogleTest symbols the reference's does not: "
             checks.append(Check(f"gtest:{source}", False, "framework_tamper",

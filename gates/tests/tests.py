@@ -14,7 +14,9 @@ reference tree before the test patch (cxxgate/cells/testfolders.py; which folder
 testfiles.own_folders), so what a patch did to a helper, a CMakeLists.txt or a header
 beside the tests is set aside, and the check `test_folders` names it; so are the folders
 named for tests that the reference's build compiles only into test programs
-(cxxgate/cells/testhelpers.py; the check `test_helpers`).
+(cxxgate/cells/testhelpers.py; the check `test_helpers`), whose units are compared with
+the reference's as test units are, and the data files elsewhere no compile of the
+library reads (`test_data`).
 
 Every candidate build starts from the reference's build folder of the same spec, so a
 patch of one source file rebuilds what that file feeds (see cxxgate/cells/cmake.py). The suite

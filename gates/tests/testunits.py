@@ -417,3 +417,22 @@ def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
             if was is not None and was != path:
                 found.append(f"{program} loads {name} from {path}, the reference's from {was}")
     return found
+
+
+def new_reads(mine: dict[str, Any], ref: dict[str, Any], folders: list[str]) -> list[str]:
+    """Each test unit of both builds whose compile read a file of the tests' folders (own
+    and helper: the reference's there, so a file only the patch added) that the
+    reference's compile of it did not read: a header beside the tests that a library
+    header picks up by `__has_include` (red-team round 18), found on the tests' include
+    path alone."""
+    found = []
+    theirs: dict[str, list[str]] = ref.get("reads", {})
+    for source, reads in sorted(mine.get("reads", {}).items()):
+        if source not in theirs:
+            continue  # a unit of the patch's own: what it reads is its own
+        new = sorted(set(reads) - set(theirs[source]))
+        inside = [p for p in new if any(p.startswith(f"<tree>/{f}/") for f in folders)]
+        if inside:
+            said = ", ".join(inside[:4])
+            found.append(f"{source} reads {said}, which the reference's compile of it did not")
+    return found

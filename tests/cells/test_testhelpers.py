@@ -103,14 +103,33 @@ def test_included_names_are_what_the_compiles_read_but_their_own_sources(
     tmp_path: Path,
 ) -> None:
     """A file added under one of these names could stand in for what a compile reads
-    (cxxgate/cells/testfolders.py `stays`); a source compiled, not included, is not one."""
-    db, deps, tree = _graph(tmp_path, FILES)
+    (cxxgate/cells/testfolders.py `stays`); a source compiled, not included, is not one,
+    nor a system header's name (red-team round 18: libstdc++'s debug/assertions.h made a
+    test's own tests/assertions.h a shadow)."""
+    files = {**FILES, "tests/two.cpp": "#include <string>\n" + FILES["tests/two.cpp"]}
+    db, deps, tree = _graph(tmp_path, files)
     graph = testhelpers.Graph(db, testhelpers.deps(deps), tree, str(tmp_path / "build"))
     names = graph.included_names()
-    assert names is not None
     assert {"calc.hpp", "util.hpp", "shared.hpp"} <= names
-    assert not {"parse.cpp", "one.cpp", "util.cpp"} & names
-    # A compile whose dependency file is missing: no telling.
-    obj = next(iter(graph.reads))
-    reads = {k: v for k, v in graph.reads.items() if k != obj}
-    assert testhelpers.Graph(db, reads, tree, str(tmp_path / "build")).included_names() is None
+    assert not {"parse.cpp", "one.cpp", "util.cpp", "string", "stdc-predef.h"} & names
+
+
+def test_the_build_reads_what_compiles_read_and_commands_name(tmp_path: Path) -> None:
+    """What the reference's build never reads (a test's input, documentation) is taken
+    from the reference in a candidate's build; a generator's input and a table a library
+    source includes are the build's (red-team round 18's honest fixes)."""
+    cmake = CMAKE + (
+        "add_custom_command(OUTPUT gen.cpp COMMAND ${CMAKE_COMMAND} -E copy "
+        "${CMAKE_SOURCE_DIR}/gen/table.in gen.cpp DEPENDS gen/table.in)\n"
+        "add_library(gen STATIC ${CMAKE_BINARY_DIR}/gen.cpp)\n"
+    )
+    files = {
+        **FILES, "CMakeLists.txt": cmake, "gen/table.in": "int gen() { return 0; }\n",
+        "src/parse.cpp": '#include "calc/calc.hpp"\nint parse() {\n#include "table.txt"\n}\n',
+        "src/table.txt": "return 1;\n", "data/input.bin": "7", "docs/parse.md": "# parse\n",
+    }  # fmt: skip
+    db, deps, tree = _graph(tmp_path, files)
+    graph = testhelpers.Graph(db, testhelpers.deps(deps), tree, str(tmp_path / "build"))
+    reads = graph.build_reads()
+    assert {"src/parse.cpp", "src/table.txt", "gen/table.in", "testutil/util.hpp"} <= reads
+    assert not {"data/input.bin", "docs/parse.md", "CMakeLists.txt"} & reads

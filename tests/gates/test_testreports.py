@@ -317,3 +317,23 @@ def test_a_unit_compiled_twice_is_matched_against_each_of_the_references_compile
         assert testunits.new_defines(tmp_path / f"{name}.json", tmp_path / "ref.json") == {}, name
     said = testunits.new_defines(tmp_path / "new.json", tmp_path / "ref.json")
     assert said == {"test/util.cc": ["FMT_HEADER_ONLY", "NDEBUG", "X"]}
+
+
+def test_a_test_unit_reading_a_new_file_of_the_tests_folders() -> None:
+    """A test unit of both builds that read a file of the tests' folders its reference
+    compile did not (a header the patch added beside the tests, picked up by a library
+    header's `__has_include`, red-team round 18) is named; a new file elsewhere (the
+    library's own new header) and a unit of the patch's own are not."""
+    ref = {"reads": {"<tree>/tests/a.cpp": ["<tree>/include/calc.hpp", "<tree>/tests/a.cpp"]}}
+    mine = {"reads": {
+        "<tree>/tests/a.cpp": [
+            "<tree>/include/calc.hpp", "<tree>/include/calc/detail.hpp", "<tree>/tests/a.cpp",
+            "<tree>/tests/le_client.hpp",
+        ],
+        "<tree>/tests/own.cpp": ["<tree>/tests/own.hpp"],
+    }}  # fmt: skip
+    assert testunits.new_reads(mine, ref, ["tests"]) == [
+        "<tree>/tests/a.cpp reads <tree>/tests/le_client.hpp, which the reference's compile "
+        "of it did not"
+    ]
+    assert testunits.new_reads(ref, ref, ["tests"]) == []
