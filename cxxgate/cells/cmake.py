@@ -195,7 +195,7 @@ def _graph(
     said: list[str] = []
     for tool in (["compdb", "-x"], ["deps"]):
         step = toolcall.tool_call(
-            layout, spec, "inspect", "build.ninja", [ninja, "-C", build_at, "-t", *tool], out,
+            layout, spec, "inspect", f"ninja -t {tool[0]}", [ninja, "-C", build_at, "-t", *tool], out,
             read=[*spec.data_paths, cell / "build"], views=views,
         )  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))

@@ -520,7 +520,7 @@ def _commands(
     mounts = ((str(copy), NEUTRAL_BUILD),) if sandbox.available() else ()
     argv = [ninja, "-C", build_at, "-t", "compdb", "-x"]  # -x: response files inline
     step = toolcall.tool_call(
-        layout, spec, "inspect", "build.ninja", argv, copy,
+        layout, spec, "inspect", "ninja -t compdb", argv, copy,
         read=spec.data_paths, mounts=mounts, views=views,
     )  # fmt: skip
     try:
@@ -544,7 +544,7 @@ def _commands(
     graph["loads"], listed = _loads(spec, layout, sorted(programs), copy, cell, build_at, out)
     argv = [ninja, "-C", build_at, "-t", "deps", *sorted(tested)]
     deps = toolcall.tool_call(
-        layout, spec, "inspect", "build.ninja", argv, copy,
+        layout, spec, "inspect", "ninja -t deps", argv, copy,
         read=spec.data_paths, mounts=mounts, views=views,
     )  # fmt: skip
     graph["reads"] = _unit_reads(units, deps.output if deps.exit == 0 else "", tree_at, build_at)

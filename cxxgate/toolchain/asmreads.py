@@ -33,12 +33,22 @@ SCRIPT = r"""#!/bin/sh
 # cxxgate (cxxgate/toolchain/asmreads.py): refuse an object whose assembler read a file that the
 # compiler's -MD dependency file does not name (.incbin/.include in inline assembly).
 set -f
+# A compiler gone since the grade was planned says so as a driver would, so the harness
+# takes it as the machine's fault (cxxgate/results/faults.py), not the candidate's.
+run() {
+  "$@" && return 0
+  s=$?
+  case $s in 126|127) [ -x "$1" ] || command -v "$1" >/dev/null 2>&1 ||
+    echo "cxxgate-asm-reads: fatal error: cannot execute '$1': execvp: No such file or directory" >&2;;
+  esac
+  return $s
+}
 mf= prev=
 for a; do [ "$prev" = -MF ] && mf=$a; prev=$a; done
-[ -n "$mf" ] || exec "$@"
+[ -n "$mf" ] || { run "$@"; exit; }
 asd="$mf.as"
 rm -f "$asd" "$asd.mf"
-"$@" "-Wa,--MD,$asd" || { s=$?; rm -f "$asd"; exit $s; }
+run "$@" "-Wa,--MD,$asd" || { s=$?; rm -f "$asd"; exit $s; }
 [ -f "$asd" ] || exit 0
 words() { sed -e 's/\\$//' -e '1s/^[^ ]*: *//' "$1" | tr ' \t' '\n\n' | sed '/^$/d'; }
 words "$mf" > "$asd.mf"

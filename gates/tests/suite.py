@@ -12,7 +12,7 @@ from pathlib import Path
 
 from junitparser import JUnitXml, TestSuite
 
-from cxxgate.cells import crossed, ctest, testframeworks
+from cxxgate.cells import crossed, ctest, testfolders, testframeworks
 from cxxgate.contract.gate import Outputs
 from cxxgate.gates.tests import frameworkreports, testreports, testunits
 from cxxgate.host.process import Caps
@@ -68,9 +68,11 @@ def _cell(result: CellResult) -> Path | None:
     return product.parent
 
 
-def unit_checks(outputs: Outputs, dirs: list[str]) -> list[Check]:
+def unit_checks(outputs: Outputs, dirs: list[str], built: CellResult) -> list[Check]:
     """The test units' commands and framework macros, and the build's graph, against the
-    reference's."""
+    reference's; the units of `dirs` and of the folders the build took from the
+    reference (testfolders.recorded) are the tests'."""
+    dirs = [*dirs, *testfolders.recorded(built)]
     ref = outputs.cells.get("ref_suite")
     suite, ref_suite = _cell(outputs.cells["suite"]), _cell(ref) if ref else None
     if suite is None or ref_suite is None:

@@ -12,6 +12,7 @@ import pathspec
 
 from cxxgate.cells import testfolders
 from cxxgate.intake.tree import guard
+from cxxgate.toolchain.cellspec import CellResult
 from cxxgate.util.yamlfile import InputError
 
 
@@ -81,3 +82,19 @@ def _system_header(rel: str) -> str:
             if (folder / tail).is_file():
                 return str(folder / tail)
     return ""
+
+
+def set_aside(built: CellResult, touched: list[str]) -> dict[str, list[str]]:
+    """What the build took back from the reference of the patch's (cxxgate/cells/cmake.py,
+    testfolders.STEP), by check: in the tests' own folders, in the helper folders, and
+    data elsewhere; the test files it touched (`path_violation`) aside."""
+    step = next((s for s in built.steps if s.source == testfolders.STEP), None)
+    said = json.loads(step.output) if step is not None else {}
+    found: dict[str, list[str]] = {"test_folders": [], "test_helpers": [], "test_data": []}
+    for path in said.get("set_aside", []):
+        if path in touched:
+            continue
+        own = any(path.startswith(f"{f}/") for f in said["folders"])
+        helper = any(path.startswith(f"{f}/") for f in said["helpers"])
+        found["test_folders" if own else "test_helpers" if helper else "test_data"].append(path)
+    return found

@@ -79,13 +79,11 @@ Classes, most severe first:
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from pydantic import Field, field_validator, model_validator
 
 from cxxgate.api import (
-    CellResult,
     CellSpec,
     Check,
     Context,
@@ -98,7 +96,6 @@ from cxxgate.api import (
     Strict,
     TreePath,
 )
-from cxxgate.cells import testfolders
 from cxxgate.gates.shared.project import build_spec, project_build
 from cxxgate.gates.tests import suite, testfiles, testunits
 
@@ -219,7 +216,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         detail = f"the patch adds files named like system headers: {', '.join(shadows)}"
         checks.append(Check("shadowed_headers", False, "path_violation", detail))
     built = outputs.cells["build"]
-    aside = _set_aside(built, touched)
+    aside = testfiles.set_aside(built, touched)
     for check, what in (
         ("test_folders", "tests"),
         ("test_helpers", "test helpers (files only its test programs are built from)"),
@@ -231,7 +228,7 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
             checks.append(Check(check, True, "accept", detail))
     set_aside = [p for paths in aside.values() for p in paths]
     # The units of the folders the build took from the reference are the tests' too.
-    checks += suite.unit_checks(outputs, [*_dirs(ctx, cfg), *testfolders.recorded(built)])
+    checks += suite.unit_checks(outputs, _dirs(ctx, cfg), built)
     if built.status != "ok":
         # Not building counts as failing for a fail-to-pass test (the base tree with the
         # new tests often does not build); pass-to-pass tests are then not decided.
@@ -252,22 +249,6 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
         again = outputs.cells["crossed"]
         checks += suite.crossed_checks(checks, listed, cfg.gtest, again, ref_ran, limit, built)
     return _qualified(GateResult.from_checks(NAME, checks, SEVERITY, []))
-
-
-def _set_aside(built: CellResult, touched: list[str]) -> dict[str, list[str]]:
-    """What the build took back from the reference of the patch's (cxxgate/cells/cmake.py,
-    testfolders.STEP), by check: in the tests' own folders, in the helper folders, and
-    data elsewhere; the test files it touched (`path_violation`) aside."""
-    step = next((s for s in built.steps if s.source == testfolders.STEP), None)
-    said = json.loads(step.output) if step is not None else {}
-    found: dict[str, list[str]] = {"test_folders": [], "test_helpers": [], "test_data": []}
-    for path in said.get("set_aside", []):
-        if path in touched:
-            continue
-        own = any(path.startswith(f"{f}/") for f in said["folders"])
-        helper = any(path.startswith(f"{f}/") for f in said["helpers"])
-        found["test_folders" if own else "test_helpers" if helper else "test_data"].append(path)
-    return found
 
 
 def _dirs(ctx: Context, cfg: Config) -> list[str]:

@@ -27,7 +27,9 @@ from conftest import PROJECT, Grade, case_library, compiler_calls, run_grade
 
 from cxxgate.cells.cell import build
 from cxxgate.intake.tree import materialise
+from cxxgate.results import faults
 from cxxgate.store.layout import Layout
+from cxxgate.toolchain import asmreads
 from cxxgate.toolchain.cellspec import CellSpec, Unit
 from cxxgate.toolchain.envelope import Envelopes
 
@@ -442,6 +444,27 @@ def test_a_compiler_that_cannot_run_is_never_the_candidates_fault(
     repaired = run_grade(out, library=library)
     assert repaired.returncode == 0, repaired.output[-3000:]
     assert outcome(repaired) == expected
+
+
+def test_a_compiler_gone_under_the_assembler_wrapper_is_the_machines_fault(
+    tmp_path: Path,
+) -> None:
+    """gcc's object compiles run through cxxgate/toolchain/asmreads.py's sh wrapper: a
+    compiler removed between the harness's check and the wrapper's call must still read as
+    a driver that cannot execute, not as the candidate's compile error (it was cached as
+    one, and outlived the repair)."""
+    wrapper = asmreads.wrapper(tmp_path)
+    gone = str(tmp_path / "toolchain" / "g++")
+    argv = [str(wrapper), gone, "-c", "a.cpp", "-MD", "-MF", "a.d", "-o", "a.o"]
+    ran = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert ran.returncode == 127
+    assert gone in faults.infrastructure(argv, ran.stdout + ran.stderr, tmp_path)
+    # A compiler that is there and fails is the candidate's, whatever the exit status.
+    (tmp_path / "a.cpp").write_text("int main() { x }\n")
+    argv[1] = "g++"
+    ran = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert ran.returncode == 1
+    assert faults.infrastructure(argv, ran.stdout + ran.stderr, tmp_path) == ""
 
 
 ENVELOPES = PROJECT / "cases" / "envelopes.yaml"
