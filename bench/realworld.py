@@ -3,7 +3,7 @@ and set our resolved/unresolved beside the benchmark's own labels.
 
     python bench/realworld.py --instances fmt.jsonl --predictions preds.jsonl \\
         --repo path/to/fmt (a clone or a bundle) [--labels results.json] [--work DIR]
-        [--options "-DX=ON ..."] [--data "DIR ..."]
+        [--options "-DX=ON ..."] [--data "DIR ..."] [--jobs N]
 
 `--instances`: SWE-bench or Multi-SWE-bench records (jsonl); `--predictions`: the patches
 to grade (SWE-bench predictions or Multi-SWE-bench patch files `{org, repo, number,
@@ -12,7 +12,8 @@ benchmark's results.json (`resolved_ids` / `unresolved_ids`). The case library a
 build folder go under `--work` (default: a new folder under /tmp), cold: the first grade
 there builds everything. Prints one line per instance (ours, the label, match, our class,
 the gold patch's class and base + test patch's), the cold grade's seconds, its compiles
-and ccache's line, and exits 1 when a label disagrees.
+and ccache's line, and exits 1 when a label disagrees. `--jobs`: doit's `-n` (default: the
+machine's cores). Run again on the same `--work`, it grades only what is not done yet.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path)
     ap.add_argument("--options", default="", help='CMake -D options for import ("-DX=ON ...")')
     ap.add_argument("--data", default="", help='folders the builds read ("DIR ..."; build.data)')
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="doit -n (threads)")
     args = ap.parse_args(argv)
     work = (args.work or Path(tempfile.mkdtemp(prefix="cxxgate-realworld-"))).resolve()
     cases, out = work / "cases", work / "out"
@@ -76,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     graded = doit(
         work,
+        "-n",
+        str(args.jobs),
         "grade",
         f"cases={cases}",
         f"out={out}",
