@@ -194,8 +194,9 @@ def _graph(
     views = ((str(cell / "build"), NEUTRAL_BUILD),) if sandbox.available() else ()
     said: list[str] = []
     for tool in (["compdb", "-x"], ["deps"]):
+        argv = [ninja, "-C", build_at, "-t", *tool]
         step = toolcall.tool_call(
-            layout, spec, "inspect", f"ninja -t {tool[0]}", [ninja, "-C", build_at, "-t", *tool], out,
+            layout, spec, "inspect", f"ninja -t {tool[0]}", argv, out,
             read=[*spec.data_paths, cell / "build"], views=views,
         )  # fmt: skip
         steps.append(replace(step, output=step.output[-2000:]))

@@ -39,7 +39,8 @@ run() {
   "$@" && return 0
   s=$?
   case $s in 126|127) [ -x "$1" ] || command -v "$1" >/dev/null 2>&1 ||
-    echo "cxxgate-asm-reads: fatal error: cannot execute '$1': execvp: No such file or directory" >&2;;
+    echo "cxxgate-asm-reads: fatal error: cannot execute '$1':" \
+      "execvp: No such file or directory" >&2;;
   esac
   return $s
 }
