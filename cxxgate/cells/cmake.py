@@ -135,7 +135,7 @@ def _test_folders(
     data = _tests_data(spec, layout, asked, graph, [*asked.folders, *helpers], changed)
 
     def prepare(tree: Path) -> None:
-        known = graph.included_names() if graph else None
+        known = graph.included_names([*asked.folders, *helpers]) if graph else None
         put = testfolders.restore(tree, reference, [*asked.folders, *helpers], known)
         put += testfolders.restore_files(tree, reference, data)
         aside = sorted(p for p in put if p in changed)
@@ -155,7 +155,8 @@ def _tests_data(
 ) -> list[str]:
     """The files outside the restored folders that the patch changed and the build takes
     from the reference tree all the same: those the reference's build never reads (no
-    compile, no command names them, configure does not), which the reference patch does
+    compile; no command names them whose output the build reads on, Graph.build_reads;
+    configure does not), which the reference patch does
     not change, CMake code aside. What a listed test reads at run time (simdjson's
     jsonexamples/, an input named on its command line, whatever its suffix) is the
     benchmark's; the library's code and compile-time data stay the patch's."""

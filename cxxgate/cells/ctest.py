@@ -39,17 +39,16 @@ import shutil
 import stat
 import time
 from dataclasses import replace
-from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
-from elftools.elf.segments import InterpSegment
 
 from cxxgate.cells import (
     crossed,
     ctestfile,
+    loads,
     relink,
     shadows,
     testfolders,
@@ -189,6 +188,8 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
                     return "compile_error", why, steps, None
             # spelt: the gate compares it with the reference's
             (out / TESTS_JSON).write_text(spell(listing, *paths(cell)))
+            if spec.kind != "crossed":
+                steps += _test_loads(spec, layout, listing, copy, cell, out)
             junit = f"{REPORTS}/{JUNIT}" if sandbox.available() else str(reports / JUNIT)
             argv = [ctest, "--output-junit", junit, *spec.extra_flags]
             step = _ctest(spec, layout, out, work, uid, caps, argv)
@@ -541,7 +542,6 @@ def _commands(
     graph["linked"], relinks = _relinks(spec, layout, programs, copy, build_at, out, views, read)
     # Whole commands (a `cd` in front is kept): a crossed cell runs the reference's.
     graph["programs"] = {p: spell(c, tree_at, build_at) for p, c in programs.items()}
-    graph["loads"], listed = _loads(spec, layout, sorted(programs), copy, cell, build_at, out)
     argv = [ninja, "-C", build_at, "-t", "deps", *sorted(tested)]
     deps = toolcall.tool_call(
         layout, spec, "inspect", "ninja -t deps", argv, copy,
@@ -550,7 +550,7 @@ def _commands(
     graph["reads"] = _unit_reads(units, deps.output if deps.exit == 0 else "", tree_at, build_at)
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
     said = [replace(s, output=s.output[-2000:]) for s in (step, deps)]
-    return units, [*said, *relinks, *listed]
+    return units, [*said, *relinks]
 
 
 def _unit_reads(
@@ -778,61 +778,30 @@ def _graph(
     }  # fmt: skip
 
 
-def _loads(
-    spec: CellSpec,
-    layout: Layout,
-    programs: list[str],
-    copy: Path,
-    cell: Path,
-    build_at: str,
-    out: Path,
-) -> tuple[dict[str, dict[str, str]], list[Step]]:
-    """Where each test program's shared libraries come from when the suite runs it:
-    program -> {name: path (spelt)}, as the system's dynamic loader resolves them over this
-    build (`ld.so --list`: the program's RUNPATH, glibc-hwcaps/ and platform folders under
-    each, links followed by the loader itself). A second copy of a library earlier on the
-    search path (red-team rounds 16, 17) is what the tests load while every link command
-    is the reference's. The loader is the system's, never the program's PT_INTERP, and
-    runs no code of the program's."""
-    loader = _system_loader()
-    if loader is None or not programs:
-        return {}, []
+def _test_loads(
+    spec: CellSpec, layout: Layout, listing: str, copy: Path, cell: Path, out: Path
+) -> list[Step]:
+    """Each listed test's shared libraries as the loader finds them for its run
+    (cxxgate/cells/loads.py), spelt, into the suite's graph."""
+    graph = read_graph(out)
+    if not graph:
+        return []
+    tree_at, build_at = paths(cell)  # as the listing names them
     scratch, seen = _scratch(out, "loads")
     views = ((str(cell / "trees" / "src"), NEUTRAL_TREE),) if sandbox.available() else ()
-    tree_at, linked_at = paths(cell)  # linked_at: where the build was when it was linked
-    found: dict[str, dict[str, str]] = {}
-    steps: list[Step] = []
-    for program in programs:
-        argv = [loader, "--list", f"{build_at}/{program}"]
-        step = _sealed(spec, layout, "inspect", program, argv, build_at, copy, build_at,
-                       scratch, seen, views, RELINK_SECONDS)  # fmt: skip
-        steps.append(replace(step, output=step.output[-2000:]))
-        spelt = {n: spell(p, tree_at, build_at) for n, p in _listed(step.output).items()}
-        found[program] = {n: spell(p, tree_at, linked_at) for n, p in spelt.items()}
-    return found, steps
 
+    def call(what: str, argv: list[str], where: str) -> Step:
+        return _sealed(spec, layout, "inspect", what, argv, where, copy, build_at, scratch,
+                       seen, views, RELINK_SECONDS)  # fmt: skip
 
-def _listed(text: str) -> dict[str, str]:
-    """`ld.so --list` lines `name => path (address)`: name -> path ("not found" kept)."""
-    found = {}
-    for line in text.splitlines():
-        name, arrow, rest = line.strip().partition(" => ")
-        if arrow:
-            found[name] = rest.rpartition(" (")[0] if " (" in rest else rest
-    return found
-
-
-@cache
-def _system_loader() -> str | None:
-    """The system's dynamic loader: the interpreter /bin/sh names."""
-    try:
-        with open("/bin/sh", "rb") as f:
-            for segment in ELFFile(f).iter_segments():
-                if isinstance(segment, InterpSegment):
-                    return str(segment.get_interp_name())
-    except (OSError, *ELF_ERRORS):
-        return None
-    return None
+    found, filters, steps = loads.resolve(listing, build_at, copy, call)
+    graph["loads"] = {
+        test: {n: spell(p, tree_at, build_at) for n, p in libs.items()}
+        for test, libs in found.items()
+    }  # fmt: skip
+    graph["filters"] = filters
+    (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
+    return [replace(s, output=s.output[-2000:]) for s in steps]
 
 
 def _inside(copy: Path, build_at: str, path: str) -> Path:

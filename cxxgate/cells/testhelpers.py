@@ -77,14 +77,21 @@ class Graph:
                 found[output] = _in_tree(str(entry.get("file", "")), directory, self.tree_at)
         return found
 
-    def included_names(self) -> set[str]:
-        """The names of the tree's and the build's files the compiles read but their own
-        sources (what a file added under one of them could stand in for: a header beside a
-        test, a source a test includes, a header the build generates). A system header's
-        name is not one (a file that shadows one: gates/tests/testfiles.py); a compile the
-        build did not run (EXCLUDE_FROM_ALL) read nothing."""
+    def included_names(self, folders: list[str]) -> set[str]:
+        """The names of the tree's and the build's files that the compiles of sources in
+        `folders` (the restored ones: the tests' own and helper folders) read but their own
+        sources: what a file added there could stand in for (a header beside a test, a
+        source a test includes, a header the build generates). The library's compiles
+        are not asked, though only the tests link it: a new helper may share a name with a
+        library header (red-team round 19's `tests/util.hpp` beside `src/util.hpp`), and
+        a test compile that read a file added in the tests' folders instead of the one it
+        read in the reference's build is `test_reads` (gates/tests/testunits.py). A system
+        header's name is not one (a file that shadows one: gates/tests/testfiles.py); a
+        compile the build did not run (EXCLUDE_FROM_ALL) read nothing."""
         names: set[str] = set()
         for obj, source in self._sources().items():
+            if not any(_under(source, f) for f in folders):
+                continue
             for path in self.reads.get(obj, []):
                 full = posixpath.normpath(posixpath.join(self.build_at, path))
                 inside = _in_tree(path, self.build_at, self.tree_at)
@@ -93,18 +100,40 @@ class Graph:
         return names
 
     def build_reads(self) -> set[str]:
-        """The tree's files the build reads: what any compile read, and what any other
-        command names (a generator's input, a linker script)."""
-        found: set[str] = set()
+        """The tree's files the build reads: what any compile read, what a link names (a
+        linker script), and what a command names whose output the build reads on (a
+        generator's input, and its own generator's). A command whose output no compile or
+        link reads (a copy of a test's input into the build folder, a link's POST_BUILD
+        step) is the tests' staging, not the build's: red-team round 19 fixed test
+        inputs that the reference's build copies."""
         sources = self._sources()
+        found: set[str] = set()
+        needed: set[str] = set()  # build-relative: what compiles and links read
         for obj, source in sources.items():
             read = self.reads.get(obj, [])
             found |= {source} | {_in_tree(p, self.build_at, self.tree_at) for p in read}
+            needed |= {_product(posixpath.join(self.build_at, p), self.build_at) for p in read}
+        waiting: dict[str, list[tuple[str, list[str]]]] = {}  # output -> its command's words
         for entry in self.db:
-            if _product(str(entry.get("output", "")), self.build_at) in sources:
+            output = _product(str(entry.get("output", "")), self.build_at)
+            if output in sources:
                 continue
             at = str(entry.get("directory", self.build_at))
-            found |= {_in_tree(w, at, self.tree_at) for w in _words(entry) if w[:1] != "-"}
+            parts = _segments(_words(entry))
+            links = [w for part in parts if _names_object(part) for w in part]
+            if links:  # a link or an archive: the part that writes it, not POST_BUILD's
+                found |= {_in_tree(w, at, self.tree_at) for w in links if w[:1] != "-"}
+                needed |= {_product(w, self.build_at) for w in links}
+            else:
+                waiting.setdefault(output, []).append((at, [w for p in parts for w in p]))
+        grew = True
+        while grew:
+            grew = False
+            for output in [o for o in waiting if o in needed]:
+                for at, words in waiting.pop(output):
+                    found |= {_in_tree(w, at, self.tree_at) for w in words if w[:1] != "-"}
+                    needed |= {_product(w, self.build_at) for w in words}
+                grew = True
         return found - {""}
 
     def helper_folders(self, test_dirs: list[str], fixed: list[str], skip: list[str]) -> list[str]:
@@ -116,6 +145,17 @@ class Graph:
     def reads_by(self, test_dirs: list[str]) -> tuple[set[str], set[str]]:
         """The tree files (tree-relative) the compiles of the tests' own products read, and
         those the compiles of every other product read."""
+        theirs = self._test_objects(test_dirs)
+        library: set[str] = set()
+        only: set[str] = set()
+        for obj, source in self._sources().items():
+            read = {_in_tree(p, self.build_at, self.tree_at) for p in self.reads.get(obj, [])}
+            (only if obj in theirs else library).update((read | {source}) - {""})
+        return only, library
+
+    def _test_objects(self, test_dirs: list[str]) -> set[str]:
+        """The products only the tests are built from: the test units' objects, and every
+        object or archive each product naming it is a test program or the tests' too."""
         sources = self._sources()
         names: dict[str, set[str]] = {}  # product -> the products its command names
         for entry in self.db:
@@ -130,13 +170,7 @@ class Graph:
                 named_by.setdefault(word, set()).add(output)
         units = {o for o, s in sources.items() if s and any(_under(s, d) for d in test_dirs)}
         tested = {p for p, named in names.items() if not p.endswith(".a") and named & units}
-        theirs = _tests_own(tested, named_by)
-        library: set[str] = set()
-        only: set[str] = set()
-        for obj, source in sources.items():
-            read = {_in_tree(p, self.build_at, self.tree_at) for p in self.reads.get(obj, [])}
-            (only if obj in theirs else library).update((read | {source}) - {""})
-        return only, library
+        return _tests_own(tested, named_by)
 
 
 def _named_for_tests(
@@ -182,6 +216,21 @@ def _tests_own(tested: set[str], named_by: dict[str, set[str]]) -> set[str]:
                 theirs.add(product)
                 grew = True
     return theirs - tested
+
+
+def _segments(words: list[str]) -> list[list[str]]:
+    """A command's words, split where the shell runs the next command."""
+    parts: list[list[str]] = [[]]
+    for word in words:
+        if word in ("&&", "||", ";", "|"):
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    return [p for p in parts if p]
+
+
+def _names_object(words: list[str]) -> bool:
+    return any(w.endswith(_OBJECT) for w in words)
 
 
 def _words(entry: dict[str, object]) -> list[str]:

@@ -406,17 +406,38 @@ def tampered(
 
 
 def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
-    """Each shared library a test program of both builds loads from another place than the
-    reference's does (cxxgate/cells/ctest.py `_loads`): a second copy earlier on the
-    loader's search path."""
+    """Each shared library a listed test of both builds loads from another file than the
+    reference's does (cxxgate/cells/loads.py): a second copy earlier on the loader's
+    search path. A library the build links elsewhere from the same sources is the same
+    library moved (`LIBRARY_OUTPUT_DIRECTORY`, red-team round 19's honest `lib_dir`); a
+    filter a loaded file names that the reference's do not is a library whose symbols the
+    loader takes first (round 19's `aux_filter`)."""
     found = []
     theirs: dict[str, dict[str, str]] = ref.get("loads", {})
-    for program, loads in sorted(mine.get("loads", {}).items()):
+    for test, loads in sorted(mine.get("loads", {}).items()):
         for name, path in sorted(loads.items()):
-            was = theirs.get(program, {}).get(name)
-            if was is not None and was != path:
-                found.append(f"{program} loads {name} from {path}, the reference's from {was}")
+            was = theirs.get(test, {}).get(name)
+            if was is None or was == path:
+                continue
+            built = _built_from(mine, path)
+            if built is None or built != _built_from(ref, was):
+                found.append(f"{test} loads {name} from {path}, the reference's from {was}")
+    ref_filters: dict[str, list[str]] = ref.get("filters", {})
+    for test, filters in sorted(mine.get("filters", {}).items()):
+        for said in sorted(set(filters) - set(ref_filters.get(test, []))):
+            found.append(f"{test} loads {said}, which the reference's do not name")
     return found
+
+
+def _built_from(graph: dict[str, Any], path: str) -> frozenset[str] | None:
+    """The sources a library of the build (spelt `<build>/...`) is linked from, by the
+    build's own link of it; None for another file (one no link of the build wrote)."""
+    if not path.startswith("<build>/"):
+        return None
+    words = graph.get("links", {}).get(path.removeprefix("<build>/"))
+    compiles: dict[str, str] = graph.get("compiles", {})
+    sources = frozenset(compiles[w] for w in words or [] if w in compiles)
+    return sources or None
 
 
 def new_reads(mine: dict[str, Any], ref: dict[str, Any], folders: list[str]) -> list[str]:

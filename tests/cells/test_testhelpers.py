@@ -99,37 +99,57 @@ def test_a_folder_only_test_programs_are_built_from_is_a_helper_folder(tmp_path:
     assert found == ["third/gtest"]
 
 
-def test_included_names_are_what_the_compiles_read_but_their_own_sources(
+def test_included_names_are_what_the_tests_compiles_read_but_their_own_sources(
     tmp_path: Path,
 ) -> None:
-    """A file added under one of these names could stand in for what a compile reads
+    """A file added under one of these names could stand in for what a test compile reads
     (cxxgate/cells/testfolders.py `stays`); a source compiled, not included, is not one,
     nor a system header's name (red-team round 18: libstdc++'s debug/assertions.h made a
-    test's own tests/assertions.h a shadow)."""
-    files = {**FILES, "tests/two.cpp": "#include <string>\n" + FILES["tests/two.cpp"]}
+    test's own tests/assertions.h a shadow), nor a header only the library's compiles
+    read (round 19: a new `tests/util.hpp` beside the library's `src/util.hpp`)."""
+    files = {
+        **FILES, "tests/two.cpp": "#include <string>\n" + FILES["tests/two.cpp"],
+        # `extra`: a library only the tests link, with a header of its own.
+        "src/extra/extra.cpp": '#include "detail.hpp"\nint extra() { return 0; }\n',
+        "src/extra/detail.hpp": "#pragma once\n",
+    }  # fmt: skip
     db, deps, tree = _graph(tmp_path, files)
     graph = testhelpers.Graph(db, testhelpers.deps(deps), tree, str(tmp_path / "build"))
-    names = graph.included_names()
+    names = graph.included_names(["tests", "third/gtest"])
     assert {"calc.hpp", "util.hpp", "shared.hpp"} <= names
     assert not {"parse.cpp", "one.cpp", "util.cpp", "string", "stdc-predef.h"} & names
+    # Only the tests link `extra`, yet its compiles are not the tests'.
+    assert "detail.hpp" not in names
 
 
 def test_the_build_reads_what_compiles_read_and_commands_name(tmp_path: Path) -> None:
     """What the reference's build never reads (a test's input, documentation) is taken
     from the reference in a candidate's build; a generator's input and a table a library
     source includes are the build's (red-team round 18's honest fixes)."""
+    copy = "${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}"
     cmake = CMAKE + (
-        "add_custom_command(OUTPUT gen.cpp COMMAND ${CMAKE_COMMAND} -E copy "
-        "${CMAKE_SOURCE_DIR}/gen/table.in gen.cpp DEPENDS gen/table.in)\n"
+        # A generator's chain: stage.in -> stage.txt -> gen.cpp, compiled.
+        f"add_custom_command(OUTPUT stage.txt COMMAND {copy}/gen/stage.in stage.txt "
+        "DEPENDS gen/stage.in)\n"
+        f"add_custom_command(OUTPUT gen.cpp COMMAND {copy}/gen/table.in gen.cpp "
+        "COMMAND ${CMAKE_COMMAND} -E cat stage.txt DEPENDS gen/table.in stage.txt)\n"
         "add_library(gen STATIC ${CMAKE_BINARY_DIR}/gen.cpp)\n"
+        # The tests' inputs staged in the build folder (round 19): a copy no compile
+        # reads, behind an ALL target, and a test program's POST_BUILD copy.
+        f"add_custom_command(OUTPUT staged.in COMMAND {copy}/data/cmd.in staged.in "
+        "DEPENDS data/cmd.in)\nadd_custom_target(stage ALL DEPENDS staged.in)\n"
+        f"add_custom_command(TARGET one POST_BUILD COMMAND {copy}/data/post.in post.in)\n"
     )
     files = {
         **FILES, "CMakeLists.txt": cmake, "gen/table.in": "int gen() { return 0; }\n",
+        "gen/stage.in": "\n", "data/cmd.in": "0\n", "data/post.in": "0\n",
         "src/parse.cpp": '#include "calc/calc.hpp"\nint parse() {\n#include "table.txt"\n}\n',
         "src/table.txt": "return 1;\n", "data/input.bin": "7", "docs/parse.md": "# parse\n",
     }  # fmt: skip
     db, deps, tree = _graph(tmp_path, files)
     graph = testhelpers.Graph(db, testhelpers.deps(deps), tree, str(tmp_path / "build"))
     reads = graph.build_reads()
-    assert {"src/parse.cpp", "src/table.txt", "gen/table.in", "testutil/util.hpp"} <= reads
+    expected = {"src/parse.cpp", "src/table.txt", "gen/table.in", "gen/stage.in"}
+    assert expected | {"testutil/util.hpp"} <= reads
     assert not {"data/input.bin", "docs/parse.md", "CMakeLists.txt"} & reads
+    assert not {"data/cmd.in", "data/post.in"} & reads

@@ -26,11 +26,13 @@ from link_cheats import (
     DATA_FILES,
     FILES,
     MANGLED,
+    RUN_FILES,
     SHARED_FILES,
     SUPPORT_FILES,
     TWO_FILES,
     data_patches,
     patches,
+    run_patches,
     shared_patches,
     support_patches,
     two_patches,
@@ -152,6 +154,13 @@ TWO_EXPECT = {
     "good": "accept", "runpath_twin": "library_bypassed", "linked_hwcaps": "library_bypassed"
 }  # fmt: skip
 # The project whose fail-to-pass test reads a data file at the tree's top (round 14).
+# The project whose library's code is in a second shared library, the tests run in
+# <build>/tests, plain_parse with its own LD_LIBRARY_PATH (round 19).
+RUN_CASE = "lr"
+RUN_EXPECT = {
+    "good": "accept", "lib_dir": "accept", "cwd_twin": "library_bypassed",
+    "env_twin": "library_bypassed", "aux_filter": "library_bypassed",
+}  # fmt: skip
 DATA_CASE = "ld"
 DATA_EXPECT = {"good": "accept", "data_edit": "f2p_fail:plain_parse"}
 # Passed on the build's own test program, failed on one linked as the reference links it
@@ -185,6 +194,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Grade:
     base = new_repo(repo, TWO_FILES)
     summary = "calc::parse of an empty text, the library and the tests' helper shared"
     cmake_case(library / TWO_CASE, summary, repo, base, two_patches(repo), lists, TWO_EXPECT)
+    repo = root / "lr.git"
+    base = new_repo(repo, RUN_FILES)
+    summary = "calc::parse of an empty text, its code in a second shared library"
+    cmake_case(library / RUN_CASE, summary, repo, base, run_patches(repo), lists, RUN_EXPECT)
     repo = root / "ld.git"
     base = new_repo(repo, DATA_FILES)
     summary = "calc::parse of an empty text, the test's input a data file at the top"
@@ -427,7 +440,7 @@ def test_round_15_a_relinked_shared_library_runs_every_listed_test_again(graded:
     for name, folder in (("hwcaps", "glibc-hwcaps/x86-64-v2"), ("platform", "x86_64")):
         said = _said(graded, name, "test_loader", SHARED_CASE).splitlines()
         line = (
-            "tests/plain_parse loads lible_support.so from "
+            "plain_parse loads lible_support.so from "
             f"<build>/tests/{folder}/lible_support.so, "
             "the reference's from <build>/tests/lible_support.so"
         )
@@ -444,9 +457,28 @@ def test_round_17_the_loader_finds_the_reference_s_libraries(graded: Grade) -> N
         assert graded.rows[f"{TWO_CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
     for name, at in (
         ("runpath_twin", "<build>/tests/libcalc.so"),
-        ("linked_hwcaps", "<build>/tests/glibc-hwcaps/x86-64-v2/libcalc.so"),
+        # The linked folder's file as the file it is (cxxgate/cells/loads.py).
+        ("linked_hwcaps", "<build>/twin/libcalc.so"),
     ):
         said = _said(graded, name, "test_loader", TWO_CASE).splitlines()
-        line = f"tests/plain_parse loads libcalc.so from {at}, the reference's from <build>/"
-        line += "libcalc.so"
+        line = f"plain_parse loads libcalc.so from {at}, the reference's from <build>/libcalc.so"
+        assert line in said, said
+
+
+def test_round_19_the_loader_is_asked_as_each_test_runs(graded: Grade) -> None:
+    """Each test's libraries are resolved in its own working folder and with its own
+    LD_LIBRARY_PATH (cxxgate/cells/loads.py), and a filter a loaded library names is
+    compared too; a library the build links elsewhere from the same sources is moved,
+    not bypassed."""
+    assert graded.rows[f"{RUN_CASE}/reference"]["class"] == "accept"
+    for name, klass in RUN_EXPECT.items():
+        assert graded.rows[f"{RUN_CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
+    impl = "libcalc_impl.so from <build>/{}, the reference's from <build>/libcalc_impl.so"
+    for name, line in (
+        ("cwd_twin", "plain_parse loads " + impl.format("tests/twin/libcalc_impl.so")),
+        ("env_twin", "plain_parse loads " + impl.format("plugins/libcalc_impl.so")),
+        ("aux_filter", "plain_parse loads libcalc.so: DT_AUXILIARY libcalc_fix.so, "
+         "which the reference's do not name"),
+    ):
+        said = _said(graded, name, "test_loader", RUN_CASE).splitlines()
         assert line in said, said
