@@ -109,14 +109,7 @@ def restore(
             if not stays(rel, True, known):
                 (tree / rel).unlink()
                 put.append(rel)
-        for rel in sorted(theirs):
-            source, target = reference / rel, tree / rel
-            if rel in mine and target.read_bytes() == source.read_bytes():
-                continue
-            put += _clear_way(tree, rel)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
-            put.append(rel)
+        put += restore_files(tree, reference, sorted(theirs))
     return sorted(set(put))
 
 
