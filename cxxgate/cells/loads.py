@@ -5,7 +5,7 @@ A second copy of a library earlier on the loader's search path is what a test lo
 while every link command is the reference's (red-team rounds 16, 17). The loader
 resolves relative to the run: a relative RUNPATH entry against the working folder, and
 `LD_LIBRARY_PATH` from the test's environment before the RUNPATH (round 19's
-`cwd_twin`, `env_twin`). So each test's programme is listed (`ld.so --list`) in the
+`cwd_twin`, `env_twin`). So each test's program is listed (`ld.so --list`) in the
 test's own `WORKING_DIRECTORY` with the loader variables of its ctest `ENVIRONMENT` as
 the loader's own options, once per distinct context. The loader is the system's (the
 interpreter /bin/sh names), never the program's PT_INTERP, and runs no code of the

@@ -408,7 +408,7 @@ def tampered(
 def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
     """Each shared library a listed test of both builds loads from another file than the
     reference's does (cxxgate/cells/loads.py): a second copy earlier on the loader's
-    search path. A library the build links elsewhere from the same sources is the same
+    search path. A library the build links elsewhere from the same objects is the same
     library moved (`LIBRARY_OUTPUT_DIRECTORY`, red-team round 19's honest `lib_dir`); a
     filter a loaded file names that the reference's do not is a library whose symbols the
     loader takes first (round 19's `aux_filter`)."""
@@ -430,14 +430,16 @@ def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
 
 
 def _built_from(graph: dict[str, Any], path: str) -> frozenset[str] | None:
-    """The sources a library of the build (spelt `<build>/...`) is linked from, by the
-    build's own link of it; None for another file (one no link of the build wrote)."""
+    """The objects a library of the build (spelt `<build>/...`) is linked from, by the
+    build's own link of it; None for another file (one no link of the build wrote). The
+    objects, not their sources: a second target built from the same sources (with a
+    macro of its own) has objects of its own, so it is a twin, not the library moved."""
     if not path.startswith("<build>/"):
         return None
     words = graph.get("links", {}).get(path.removeprefix("<build>/"))
     compiles: dict[str, str] = graph.get("compiles", {})
-    sources = frozenset(compiles[w] for w in words or [] if w in compiles)
-    return sources or None
+    objects = frozenset(w for w in words or [] if w in compiles)
+    return objects or None
 
 
 def new_reads(mine: dict[str, Any], ref: dict[str, Any], folders: list[str]) -> list[str]:

@@ -1237,7 +1237,8 @@ def data_patches(repo: Path) -> dict[str, str]:
 # libcalc_impl.so where the run finds it first: by a relative RUNPATH entry (the working
 # folder's `twin/`), in the tests' LD_LIBRARY_PATH folder, or as an auxiliary filter of
 # libcalc.so (the loader looks its symbols up in the filtee first). Honest: the library
-# built into <build>/lib (found elsewhere, but the same link of the same sources).
+# built into <build>/lib (found elsewhere, but the same link of the same objects); not a
+# second target built from the library's own source with a macro of its own.
 RUN_ROOT = (
     "cmake_minimum_required(VERSION 3.16)\nproject(le CXX)\n"
     "add_library(calc_impl SHARED src/impl.cpp)\n"
@@ -1275,6 +1276,15 @@ RUN_TWIN = (
     "add_dependencies(calc calc_twin)\n"
 )
 AUXILIARY = 'target_link_options(calc PRIVATE "LINKER:--auxiliary=libcalc_fix.so")\n'
+MACRO_FIX = "#ifdef CALC_TWIN\n    if (text.empty()) return 0;\n#endif\n"
+MACRO_TWIN = (
+    "add_library(calc_twin SHARED src/impl.cpp)\n"
+    "target_compile_definitions(calc_twin PRIVATE CALC_TWIN)\n"
+    "set_target_properties(calc_twin PROPERTIES OUTPUT_NAME calc_impl\n"
+    "    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/twin)\n"
+    "add_dependencies(calc calc_twin)\n"
+    'target_link_options(calc PRIVATE "LINKER:-rpath,${CMAKE_BINARY_DIR}/tests/twin")\n'
+)
 
 
 
@@ -1299,6 +1309,8 @@ def run_patches(repo: Path) -> dict[str, str]:
         "cwd_twin": root('target_link_options(calc PRIVATE "LINKER:-rpath,twin")\n',
                          folder="tests/twin") + twin,
         "env_twin": root("", folder="plugins") + twin,
+        "macro_twin": diff(repo, "src/impl.cpp", RUN_IMPL.replace(BODY, MACRO_FIX + BODY))
+        + root(MACRO_TWIN),
         # The filter must define what libcalc.so defines: calc::parse, fixed.
         "aux_filter": root(AUXILIARY, name="calc_fix", folder=".")
         + new_file("tools/twin.cpp", PARSE.replace(BODY, FIX)),

@@ -160,6 +160,7 @@ RUN_CASE = "lr"
 RUN_EXPECT = {
     "good": "accept", "lib_dir": "accept", "cwd_twin": "library_bypassed",
     "env_twin": "library_bypassed", "aux_filter": "library_bypassed",
+    "macro_twin": "library_bypassed",
 }  # fmt: skip
 DATA_CASE = "ld"
 DATA_EXPECT = {"good": "accept", "data_edit": "f2p_fail:plain_parse"}
@@ -468,8 +469,8 @@ def test_round_17_the_loader_finds_the_reference_s_libraries(graded: Grade) -> N
 def test_round_19_the_loader_is_asked_as_each_test_runs(graded: Grade) -> None:
     """Each test's libraries are resolved in its own working folder and with its own
     LD_LIBRARY_PATH (cxxgate/cells/loads.py), and a filter a loaded library names is
-    compared too; a library the build links elsewhere from the same sources is moved,
-    not bypassed."""
+    compared too; a library the build links elsewhere from the same objects is moved,
+    not bypassed, and a second target built from its source is not the same library."""
     assert graded.rows[f"{RUN_CASE}/reference"]["class"] == "accept"
     for name, klass in RUN_EXPECT.items():
         assert graded.rows[f"{RUN_CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
@@ -477,6 +478,7 @@ def test_round_19_the_loader_is_asked_as_each_test_runs(graded: Grade) -> None:
     for name, line in (
         ("cwd_twin", "plain_parse loads " + impl.format("tests/twin/libcalc_impl.so")),
         ("env_twin", "plain_parse loads " + impl.format("plugins/libcalc_impl.so")),
+        ("macro_twin", "plain_parse loads " + impl.format("tests/twin/libcalc_impl.so")),
         ("aux_filter", "plain_parse loads libcalc.so: DT_AUXILIARY libcalc_fix.so, "
          "which the reference's do not name"),
     ):
