@@ -11,7 +11,7 @@ fix_patch}`: the dataset file itself grades each instance's gold patch); `--labe
 benchmark's results.json (`resolved_ids` / `unresolved_ids`). The case library and the
 build folder go under `--work` (default: a new folder under /tmp), cold: the first grade
 there builds everything. Prints one line per instance (ours, the label, match, our class,
-the gold patch's class and base + test patch's), the cold grade's seconds, its compiles
+the gold patch's class and base + test patch's), the grade's seconds, the compiles
 and ccache's line, and exits 1 when a label disagrees. `--jobs`: doit's `-n` (default: the
 machine's cores). Run again on the same `--work`, it grades only what is not done yet.
 """
@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     cache = next((ln for ln in graded.stdout.splitlines() if ln.startswith("ccache:")), "")
     rate = next((ln for ln in graded.stdout.splitlines() if ln.startswith("resolved:")), "")
-    print(f"\ncold grade: {seconds:.0f} s, {compiles} compile(s); {cache}")
+    # Seconds of this run; compiles of every run in the work folder (cold only on a new one).
+    print(f"\ngrade: {seconds:.0f} s, {compiles} compile(s) in {out.name}/ so far; {cache}")
     # For bench/realworld_naive.py's side-by-side line.
     (work / "run.json").write_text(json.dumps({"seconds": seconds, "compiles": compiles}) + "\n")
     print(rate)
