@@ -65,7 +65,7 @@ def resolve(
             continue
         props = properties(test)
         cwd = str(props.get("WORKING_DIRECTORY") or build_at)
-        env = dict(str(e).partition("=")[::2] for e in props.get("ENVIRONMENT") or [])  # type: ignore[attr-defined]
+        env = loader_env(props)
         options = tuple(w for var, o in LOADER_OPTIONS.items() if var in env for w in (o, env[var]))
         key = (command[0], cwd, options)
         if key not in done:
@@ -82,13 +82,48 @@ def resolve(
     return loads, filters, steps
 
 
+def loader_env(props: dict[str, object]) -> dict[str, str]:
+    """The loader's variables of a test's run as ctest sets them: its `ENVIRONMENT`, then
+    its `ENVIRONMENT_MODIFICATION` (`VAR=op:value`, applied in order; the run starts
+    with none of them: round 20's `envmod_twin`)."""
+    env = {k: v for k, _, v in (str(e).partition("=") for e in _listed_prop(props, "ENVIRONMENT"))}
+    for said in _listed_prop(props, "ENVIRONMENT_MODIFICATION"):
+        var, _, rest = str(said).partition("=")
+        op, _, value = rest.partition(":")
+        now = env.get(var)
+        if op in ("reset", "unset"):
+            env.pop(var, None)
+        elif op == "set":
+            env[var] = value
+        elif op in ("string_append", "string_prepend"):
+            env[var] = (now or "") + value if op == "string_append" else value + (now or "")
+        elif op in ("path_list_append", "cmake_list_append"):
+            sep = ":" if op.startswith("path") else ";"
+            env[var] = f"{now}{sep}{value}" if now else value
+        elif op in ("path_list_prepend", "cmake_list_prepend"):
+            sep = ":" if op.startswith("path") else ";"
+            env[var] = f"{value}{sep}{now}" if now else value
+    return {k: v for k, v in env.items() if k in LOADER_OPTIONS}
+
+
+def _listed_prop(props: dict[str, object], name: str) -> list[object]:
+    value = props.get(name) or []
+    return list(value) if isinstance(value, list) else [value]
+
+
 def listed(text: str) -> dict[str, str]:
-    """`ld.so --list` lines `name => path (address)`: name -> path ("not found" kept)."""
+    """`ld.so --list` lines `name => path (address)`: name -> path ("not found" kept). A
+    DT_NEEDED entry with a slash is loaded by its path and listed as `path (address)`:
+    it is kept under its file name (round 20's `slash_soname`), as the loader's own line
+    is (the same in both builds)."""
     found = {}
     for line in text.splitlines():
         name, arrow, rest = line.strip().partition(" => ")
         if arrow:
             found[name] = rest.rpartition(" (")[0] if " (" in rest else rest
+        elif "/" in name and " (" in name:
+            path = name.rpartition(" (")[0]
+            found.setdefault(PurePosixPath(path).name, path)
     return found
 
 
