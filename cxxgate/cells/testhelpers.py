@@ -145,17 +145,6 @@ class Graph:
     def reads_by(self, test_dirs: list[str]) -> tuple[set[str], set[str]]:
         """The tree files (tree-relative) the compiles of the tests' own products read, and
         those the compiles of every other product read."""
-        theirs = self._test_objects(test_dirs)
-        library: set[str] = set()
-        only: set[str] = set()
-        for obj, source in self._sources().items():
-            read = {_in_tree(p, self.build_at, self.tree_at) for p in self.reads.get(obj, [])}
-            (only if obj in theirs else library).update((read | {source}) - {""})
-        return only, library
-
-    def _test_objects(self, test_dirs: list[str]) -> set[str]:
-        """The products only the tests are built from: the test units' objects, and every
-        object or archive each product naming it is a test program or the tests' too."""
         sources = self._sources()
         names: dict[str, set[str]] = {}  # product -> the products its command names
         for entry in self.db:
@@ -170,7 +159,13 @@ class Graph:
                 named_by.setdefault(word, set()).add(output)
         units = {o for o, s in sources.items() if s and any(_under(s, d) for d in test_dirs)}
         tested = {p for p, named in names.items() if not p.endswith(".a") and named & units}
-        return _tests_own(tested, named_by)
+        theirs = _tests_own(tested, named_by)
+        library: set[str] = set()
+        only: set[str] = set()
+        for obj, source in sources.items():
+            read = {_in_tree(p, self.build_at, self.tree_at) for p in self.reads.get(obj, [])}
+            (only if obj in theirs else library).update((read | {source}) - {""})
+        return only, library
 
 
 def _named_for_tests(
