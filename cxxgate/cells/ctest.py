@@ -794,14 +794,16 @@ def _test_loads(
         return _sealed(spec, layout, "inspect", what, argv, where, copy, build_at, scratch,
                        seen, views, RELINK_SECONDS)  # fmt: skip
 
-    found, filters, steps = loads.resolve(listing, build_at, copy, call)
+    found = loads.resolve(listing, build_at, copy, call)
     graph["loads"] = {
         test: {n: spell(p, tree_at, build_at) for n, p in libs.items()}
-        for test, libs in found.items()
+        for test, libs in found.loads.items()
     }  # fmt: skip
-    graph["filters"] = filters
+    graph["filters"] = found.filters
+    graph["runs"] = {test: spell(p, tree_at, build_at) for test, p in found.runs.items()}
+    graph["binds"] = loads.binds(graph.get("links", {}), copy, cell / "trees" / "src")
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
-    return [replace(s, output=s.output[-2000:]) for s in steps]
+    return [replace(s, output=s.output[-2000:]) for s in found.steps]
 
 
 def _inside(copy: Path, build_at: str, path: str) -> Path:

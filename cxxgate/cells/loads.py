@@ -13,13 +13,21 @@ program's. A library found in the build is recorded by the file it is (links fol
 inside the build: a link at the reference's place to a twin elsewhere is the twin), and
 with the filters it names (DT_AUXILIARY, DT_FILTER: a library whose symbols the loader
 looks up first, round 19's `aux_filter`).
+
+What each link of the build names is recorded beside (`binds`): per program or library
+the build linked, the shared libraries of the tree and the build its words name, by the
+name the loader is asked for (the file's DT_SONAME). The gate follows a test's loads
+from its program's link (gates/tests/testunits.py moved_loads): a library the test loads
+must be the file a link it is made of names for that name.
 """
 
 from __future__ import annotations
 
 import json
 import posixpath
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath
 
@@ -41,24 +49,30 @@ FILTER_TAGS = ("DT_AUXILIARY", "DT_FILTER")
 Run = Callable[[str, list[str], str], Step]
 
 
-def resolve(
-    listing: str, build_at: str, copy: Path, run: Run
-) -> tuple[dict[str, dict[str, str]], dict[str, list[str]], list[Step]]:
-    """Per listed test: library name -> the file the loader takes (as the build at
-    `build_at` sees it; `copy` holds it), and the filters those files name
-    ("libcalc.so: DT_AUXILIARY libcalc_fix.so"); the loader's calls. A test whose
-    program is not the build's (a script run by /bin/sh) is not listed."""
+@dataclass
+class Loads:
+    """Per listed test: library name -> the file the loader takes (as the build sees
+    it), the filters those files name ("libcalc.so: DT_AUXILIARY libcalc_fix.so") and
+    the program it runs (the file it is); the loader's calls."""
+
+    loads: dict[str, dict[str, str]] = field(default_factory=dict)
+    filters: dict[str, list[str]] = field(default_factory=dict)
+    runs: dict[str, str] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+
+
+def resolve(listing: str, build_at: str, copy: Path, run: Run) -> Loads:
+    """The listed tests' loads over the build at `build_at` (`copy` holds it). A test
+    whose program is not the build's (a script run by /bin/sh) is not listed."""
     loader = system_loader()
     try:
         tests = json.loads(listing).get("tests", [])
     except (ValueError, AttributeError):
-        return {}, {}, []
+        return Loads()
     if loader is None:
-        return {}, {}, []
+        return Loads()
     done: dict[tuple[str, str, tuple[str, ...]], tuple[dict[str, str], list[str]]] = {}
-    loads: dict[str, dict[str, str]] = {}
-    filters: dict[str, list[str]] = {}
-    steps: list[Step] = []
+    found = Loads()
     for test in tests:
         command = [str(w) for w in test.get("command") or []]
         if not command or not PurePosixPath(command[0]).is_relative_to(build_at):
@@ -71,15 +85,16 @@ def resolve(
         if key not in done:
             argv = [loader, *options, "--list", command[0]]
             step = run(PurePosixPath(command[0]).name, argv, cwd)
-            steps.append(step)
+            found.steps.append(step)
             # A relative RUNPATH entry's file is named as found: from the working folder.
             at = {n: posixpath.normpath(posixpath.join(cwd, p)) if "/" in p else p
                   for n, p in listed(step.output).items()}  # fmt: skip
-            found = {n: _real(p, build_at, copy) for n, p in at.items()}
-            done[key] = found, sorted(_filters(found, build_at, copy))
+            files = {n: _real(p, build_at, copy) for n, p in at.items()}
+            done[key] = files, sorted(_filters(files, build_at, copy))
         name = str(test.get("name"))
-        loads[name], filters[name] = done[key]
-    return loads, filters, steps
+        found.loads[name], found.filters[name] = done[key]
+        found.runs[name] = _real(command[0], build_at, copy)
+    return found
 
 
 def loader_env(props: dict[str, object]) -> dict[str, str]:
@@ -125,6 +140,124 @@ def listed(text: str) -> dict[str, str]:
             path = name.rpartition(" (")[0]
             found.setdefault(PurePosixPath(path).name, path)
     return found
+
+
+SHARED = re.compile(r"\.so(\.[0-9]+)*$")
+
+
+def binds(links: dict[str, list[str]], copy: Path, tree: Path) -> dict[str, list[list[str]]]:
+    """Per link of the build (its output, `<build>/...` as the file it is): the shared
+    libraries of the tree and the build its words name, each [the file it is, the name
+    a program linked with it asks the loader for: its DT_SONAME, else its file name; a
+    name with a slash by its file name, as `listed` keys it]. `links` are spelt
+    (`<build>`, `<tree>`; a relative word is the build folder's, where Ninja links);
+    `copy` and `tree` hold the build and the tree. `-lNAME` is the file the first `-L`
+    folder holding one has, as the linker takes it: none when that folder is the
+    system's, or holds only an archive. A word that is not a shared object (a linker
+    script) binds nothing."""
+    found: dict[str, list[list[str]]] = {}
+    for output, words in links.items():
+        named: list[list[str]] = []
+        for word, file in _inputs(words, copy, tree):
+            key = _soname(file, copy if word.startswith("<build>/") else tree)
+            real = _spelt_real(word, file, copy)
+            if key is None or real is None:
+                continue
+            entry = [real, PurePosixPath(key or word).name]
+            if entry not in named:
+                named.append(entry)
+        if named:
+            found[_spelt_real(f"<build>/{output}", copy / output, copy) or output] = named
+    return found
+
+
+def _inputs(words: list[str], copy: Path, tree: Path) -> list[tuple[str, Path]]:
+    """The shared libraries of the tree and the build a link line names: (spelt word,
+    the host's file). The word after `-o` and every other option are not inputs."""
+    dirs = [w[2:] or words[i + 1] for i, w in enumerate(words[:-1]) if w.startswith("-L")]
+    found: list[tuple[str, Path]] = []
+    each = iter(words)
+    for word in each:
+        if word == "-l":
+            found += _searched(next(each, ""), dirs, copy, tree)
+        elif word in ("-o", "-L", "-Xlinker", "-T", "-MF", "-z"):
+            next(each, None)  # the option's own word
+        elif word.startswith("-l"):
+            found += _searched(word[2:], dirs, copy, tree)
+        elif not word.startswith("-") and SHARED.search(word):
+            file = _spelt_host(_normal(word), copy, tree)
+            if file is not None and file.exists():
+                found.append((_normal(word), file))
+    return found
+
+
+def _searched(name: str, dirs: list[str], copy: Path, tree: Path) -> list[tuple[str, Path]]:
+    """`-lNAME`: the shared library of the first `-L` folder that holds NAME's shared
+    library or archive, when that folder is the tree's or the build's."""
+    names = [name[1:]] if name.startswith(":") else [f"lib{name}.so", f"lib{name}.a"]
+    for folder in dirs:
+        at = _normal(folder)
+        root = _spelt_host(at, copy, tree)
+        for file in names:
+            host = root / file if root is not None else Path(at) / file
+            if not host.exists():
+                continue
+            word = f"{at}/{file}"
+            return [(word, host)] if root is not None and SHARED.search(file) else []
+    return []
+
+
+def _normal(word: str) -> str:
+    """A spelt path normalised; a relative one is the build folder's."""
+    if word.startswith(("<build>/", "<tree>/")) or word in ("<build>", "<tree>"):
+        head, _, rest = word.partition("/")
+        return f"{head}/{posixpath.normpath(rest or '.')}"
+    if word.startswith("/"):
+        return posixpath.normpath(word)
+    return "<build>/" + posixpath.normpath(word)
+
+
+def _spelt_host(word: str, copy: Path, tree: Path) -> Path | None:
+    """The host's file or folder a normalised spelt path names (None outside the tree
+    and the build)."""
+    head, _, rest = word.partition("/")
+    root = {"<build>": copy, "<tree>": tree}.get(head)
+    if root is None or rest == ".." or rest.startswith("../"):
+        return None
+    return root / rest
+
+
+def _spelt_real(word: str, file: Path, copy: Path) -> str | None:
+    """A build file as the file it is, spelt (links followed inside the build; None for
+    one that leads out of it); a tree file as named."""
+    if not word.startswith("<build>/"):
+        return word
+    try:
+        real, root = file.resolve(), copy.resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not real.is_relative_to(root):
+        return None
+    return "<build>/" + real.relative_to(root).as_posix()
+
+
+def _soname(file: Path, inside: Path) -> str | None:
+    """A shared object's DT_SONAME ("" without one); None for a file that is not one."""
+    opened = open_regular(file, inside)
+    if opened is None:
+        return None
+    try:
+        with opened as f:
+            elf = ELFFile(f)
+            if elf["e_type"] != "ET_DYN":
+                return None
+            for section in elf.iter_sections():
+                if isinstance(section, DynamicSection):
+                    for tag in section.iter_tags("DT_SONAME"):
+                        return str(tag.soname)  # type: ignore[attr-defined]
+            return ""
+    except (OSError, *ELF_ERRORS):
+        return None
 
 
 def _host(path: str, build_at: str, copy: Path) -> Path | None:

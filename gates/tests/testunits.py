@@ -406,22 +406,34 @@ def tampered(
 
 
 def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
-    """Each shared library a listed test of both builds loads from another file than the
-    reference's does (cxxgate/cells/loads.py): a second copy earlier on the loader's
-    search path. A library the build links elsewhere from the same objects is the same
-    library moved (`LIBRARY_OUTPUT_DIRECTORY`, red-team round 19's honest `lib_dir`); a
-    filter a loaded file names that the reference's do not is a library whose symbols the
-    loader takes first (round 19's `aux_filter`)."""
+    """Each shared library of the tree or the build a listed test loads (cxxgate/cells/
+    loads.py) that is not the one file its links name for it: the links of the test's
+    program and of each library it loads that is itself so named
+    (cxxgate/cells/loads.py binds). A second copy of the library where the test's run
+    looks first (its LD_LIBRARY_PATH, a RUNPATH entry, a library's soname changed to a
+    twin's name: red-team rounds 16 to 20) is found by the loader and named by no link.
+    The library moved or rebuilt (`LIBRARY_OUTPUT_DIRECTORY`, a new source, a version)
+    is still the file its dependant's link names. A test of the reference that loads a
+    file no link names (a plugin folder of its own) may load that file here too. A
+    library from the system is compared with the reference's by path. A filter a loaded
+    file names that the reference's do not is a library whose symbols the loader takes
+    first (round 19's `aux_filter`)."""
     found = []
     theirs: dict[str, dict[str, str]] = ref.get("loads", {})
     for test, loads in sorted(mine.get("loads", {}).items()):
+        bound, was_bound = _bound(mine, test), _bound(ref, test)
         for name, path in sorted(loads.items()):
             was = theirs.get(test, {}).get(name)
-            if was is None or was == path:
+            said = f"the reference's from {was}" if was else f"the reference's loads no {name}"
+            if not path.startswith(("<build>/", "<tree>/")):
+                if was is not None and was != path:
+                    found.append(f"{test} loads {name} from {path}, {said}")
                 continue
-            built = _built_from(mine, path)
-            if built is None or built != _built_from(ref, was):
-                found.append(f"{test} loads {name} from {path}, the reference's from {was}")
+            files = bound.get(name, set())
+            if files == {path} or (path == was and was not in was_bound.get(name, set())):
+                continue
+            named = " and ".join(sorted(files)) or "no file of that name"
+            found.append(f"{test} loads {name} from {path}, its links name {named}; {said}")
     ref_filters: dict[str, list[str]] = ref.get("filters", {})
     for test, filters in sorted(mine.get("filters", {}).items()):
         for said in sorted(set(filters) - set(ref_filters.get(test, []))):
@@ -429,17 +441,24 @@ def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
     return found
 
 
-def _built_from(graph: dict[str, Any], path: str) -> frozenset[str] | None:
-    """The objects a library of the build (spelt `<build>/...`) is linked from, by the
-    build's own link of it; None for another file (one no link of the build wrote). The
-    objects, not their sources: a second target built from the same sources (with a
-    macro of its own) has objects of its own, so it is a twin, not the library moved."""
-    if not path.startswith("<build>/"):
-        return None
-    words = graph.get("links", {}).get(path.removeprefix("<build>/"))
-    compiles: dict[str, str] = graph.get("compiles", {})
-    objects = frozenset(w for w in words or [] if w in compiles)
-    return objects or None
+def _bound(graph: dict[str, Any], test: str) -> dict[str, set[str]]:
+    """Name -> the files the links `test` is made of name for it: its program's link,
+    then the link of each file it loads under a name so bound (cxxgate/cells/loads.py
+    binds), until no new file is bound."""
+    binds: dict[str, list[list[str]]] = graph.get("binds", {})
+    loads: dict[str, str] = graph.get("loads", {}).get(test, {})
+    todo = [graph.get("runs", {}).get(test, "")]
+    bound: dict[str, set[str]] = {}
+    done: set[str] = set()
+    while todo:
+        linked = todo.pop()
+        if linked in done:
+            continue
+        done.add(linked)
+        for file, name in binds.get(linked, []):
+            bound.setdefault(name, set()).add(file)
+        todo += [p for n, p in loads.items() if p in bound.get(n, set()) and p not in done]
+    return bound
 
 
 def new_reads(mine: dict[str, Any], ref: dict[str, Any], folders: list[str]) -> list[str]:

@@ -3,7 +3,11 @@ ctest sets it, and every line `ld.so --list` prints for a library."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 from cxxgate.cells import loads
+from cxxgate.gates.tests import testunits
 
 
 def test_the_loader_environment_is_ctests_environment_then_its_modifications() -> None:
@@ -43,3 +47,102 @@ def test_a_needed_entry_with_a_slash_is_listed_under_its_file_name() -> None:
         "libmissing.so": "not found",
         "ld-linux-x86-64.so.2": "/lib64/ld-linux-x86-64.so.2",
     }
+
+
+def _shared(at: Path, name: str, soname: str | None) -> None:
+    at.parent.mkdir(parents=True, exist_ok=True)
+    source = at.parent / f"{name}.cpp"
+    source.write_text(f"int {name}() {{ return 1; }}\n")
+    argv = ["g++", "-shared", "-fPIC", "-o", str(at), str(source)]
+    subprocess.run(argv + ([f"-Wl,-soname,{soname}"] if soname else []), check=True)
+
+
+def test_a_link_binds_the_shared_libraries_its_words_name_by_their_sonames(
+    tmp_path: Path,
+) -> None:
+    """`binds`: a path word, a versioned library's link name, `-l` in the first `-L`
+    folder that has it (an archive there hides a later folder's shared library), a
+    library without a soname, a linker script; the word after `-o` is no input."""
+    build, tree = tmp_path / "build", tmp_path / "tree"
+    _shared(build / "libimpl.so.1.0", "impl", "libimpl.so.1")
+    (build / "libimpl.so").symlink_to("libimpl.so.1.0")
+    _shared(build / "plugins" / "libtwin.so", "twin", "libimpl.so.1")
+    _shared(build / "lib" / "libhelp.so", "help", None)
+    _shared(tree / "vendor" / "libven.so", "ven", "libven.so")
+    (build / "hidden").mkdir()
+    (build / "hidden" / "libtwin.a").write_bytes(b"!<arch>\n")
+    (build / "libscript.so").write_text("INPUT(plugins/libtwin.so)\n")
+    links = {
+        "libcalc.so": ["g++", "-shared", "-o", "libcalc.so", "calc.o", "libimpl.so",
+                       "-Llib", "-lhelp", "<tree>/vendor/libven.so", "libscript.so"],
+        "prog": ["g++", "-o", "prog", "main.o", "-L<build>/hidden", "-L", "plugins", "-ltwin",
+                 "-l", "impl", "-Wl,-rpath,<build>/plugins"],
+    }  # fmt: skip
+    assert loads.binds(links, build, tree) == {
+        "<build>/libcalc.so": [
+            ["<build>/libimpl.so.1.0", "libimpl.so.1"],
+            ["<build>/lib/libhelp.so", "libhelp.so"],
+            ["<tree>/vendor/libven.so", "libven.so"],
+        ],
+    }
+
+
+def _graph(program: str, loads_: dict[str, str], binds: dict[str, list[list[str]]]) -> dict:
+    return {"runs": {"t": program}, "loads": {"t": loads_}, "binds": binds}
+
+
+def test_a_test_loads_only_the_files_its_links_name() -> None:
+    """`moved_loads` follows the links from the test's program: the library moved is
+    the file its dependant names; a twin found first, a soname changed to a twin's, two
+    files linked under one name, and a system library from elsewhere are named."""
+    ref = _graph(
+        "<build>/t",
+        {"libcalc.so": "<build>/libcalc.so", "libimpl.so": "<build>/libimpl.so",
+         "libplug.so": "<build>/plugins/libplug.so", "libc.so.6": "/lib/libc.so.6"},
+        {"<build>/t": [["<build>/libcalc.so", "libcalc.so"]],
+         "<build>/libcalc.so": [["<build>/libimpl.so", "libimpl.so"]]},
+    )  # fmt: skip
+    moved = _graph(
+        "<build>/t",
+        {**ref["loads"]["t"], "libimpl.so": "<build>/lib/libimpl.so"},
+        {"<build>/t": [["<build>/libcalc.so", "libcalc.so"]],
+         "<build>/libcalc.so": [["<build>/lib/libimpl.so", "libimpl.so"]]},
+    )  # fmt: skip
+    assert testunits.moved_loads(moved, ref) == []
+    twin = _graph("<build>/t", {**ref["loads"]["t"], "libimpl.so": "<build>/plugins/libimpl.so"},
+                  ref["binds"])  # fmt: skip
+    assert testunits.moved_loads(twin, ref) == [
+        "t loads libimpl.so from <build>/plugins/libimpl.so, its links name "
+        "<build>/libimpl.so; the reference's from <build>/libimpl.so"
+    ]
+    # The twin at the reference's place, the library linked from elsewhere.
+    placed = _graph("<build>/t", ref["loads"]["t"], moved["binds"])
+    assert len(testunits.moved_loads(placed, ref)) == 1
+    renamed = _graph(
+        "<build>/t",
+        {**ref["loads"]["t"], "libfix.so": "<build>/libfix.so"},
+        {"<build>/t": [["<build>/libcalc.so", "libcalc.so"]],
+         "<build>/libcalc.so": [["<build>/libimpl.so", "libfix.so"]]},
+    )  # fmt: skip
+    del renamed["loads"]["t"]["libimpl.so"]
+    assert testunits.moved_loads(renamed, ref) == [
+        "t loads libfix.so from <build>/libfix.so, its links name <build>/libimpl.so; "
+        "the reference's loads no libfix.so"
+    ]
+    both = _graph(
+        "<build>/t",
+        {**ref["loads"]["t"], "libimpl.so": "<build>/plugins/libimpl.so"},
+        {"<build>/t": [["<build>/libcalc.so", "libcalc.so"],
+                       ["<build>/plugins/libimpl.so", "libimpl.so"]],
+         "<build>/libcalc.so": [["<build>/libimpl.so", "libimpl.so"]]},
+    )  # fmt: skip
+    assert testunits.moved_loads(both, ref) == [
+        "t loads libimpl.so from <build>/plugins/libimpl.so, its links name "
+        "<build>/libimpl.so and <build>/plugins/libimpl.so; the reference's from "
+        "<build>/libimpl.so"
+    ]
+    libc = _graph("<build>/t", {**ref["loads"]["t"], "libc.so.6": "/opt/libc.so.6"},
+                  ref["binds"])  # fmt: skip
+    assert testunits.moved_loads(libc, ref) == [
+        "t loads libc.so.6 from /opt/libc.so.6, the reference's from /lib/libc.so.6"
+    ]

@@ -1285,11 +1285,33 @@ MACRO_TWIN = (
     "add_dependencies(calc calc_twin)\n"
     'target_link_options(calc PRIVATE "LINKER:-rpath,${CMAKE_BINARY_DIR}/tests/twin")\n'
 )
+# Red-team round 20: a twin of libcalc.so linked from the library's own objects and an
+# archive of a fixed parse_impl, in the tests' LD_LIBRARY_PATH folder; libcalc_impl.so
+# given the soname of a fixed twin, which libcalc.so then asks the loader for. Honest:
+# the fix in a new source of calc_impl, built into <build>/lib.
+OBJS_TWIN = (
+    "add_library(fiximpl STATIC tools/twin.cpp)\n"
+    "set_target_properties(fiximpl PROPERTIES POSITION_INDEPENDENT_CODE ON)\n"
+    "add_library(calc_twin SHARED $<TARGET_OBJECTS:calc>)\n"
+    "target_link_libraries(calc_twin PRIVATE fiximpl)\n"
+    "set_target_properties(calc_twin PROPERTIES OUTPUT_NAME calc\n"
+    "    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/plugins)\n"
+)
+SONAME_TWIN = (
+    "add_library(calc_fix SHARED tools/twin.cpp)\n"
+    "set_target_properties(calc_impl PROPERTIES NO_SONAME ON)\n"
+    'target_link_options(calc_impl PRIVATE "LINKER:-soname,libcalc_fix.so")\n'
+    "add_dependencies(calc calc_fix)\n"
+)
+BLANK = (
+    "#include <string>\nnamespace calc {\n"
+    "bool blank(const std::string& text) { return text.empty(); }\n}  // namespace calc\n"
+)
 
 
 
 def run_patches(repo: Path) -> dict[str, str]:
-    """The loader project's rows: the gold fix, two honest ones, and a fixed twin of the
+    """The loader project's rows: the gold fix, three honest ones, and fixed twins of the
     library's code that only the tests' run finds first."""
     fixed = RUN_IMPL.replace(BODY, FIX)
     twin = new_file("tools/twin.cpp", fixed)
@@ -1314,4 +1336,12 @@ def run_patches(repo: Path) -> dict[str, str]:
         # The filter must define what libcalc.so defines: calc::parse, fixed.
         "aux_filter": root(AUXILIARY, name="calc_fix", folder=".")
         + new_file("tools/twin.cpp", PARSE.replace(BODY, FIX)),
+        "objs_twin": root(OBJS_TWIN) + twin,
+        "soname_twin": root(SONAME_TWIN) + twin,
+        "lib_dir_source": diff(repo, "src/impl.cpp", RUN_IMPL.replace(
+            "namespace calc {\n", "namespace calc {\nbool blank(const std::string& text);\n"
+        ).replace(BODY, "    if (blank(text)) return 0;\n" + BODY))
+        + new_file("src/blank.cpp", BLANK) + root(
+            "target_sources(calc_impl PRIVATE src/blank.cpp)\nset_target_properties(calc_impl"
+            " PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)\n"),
     }  # fmt: skip

@@ -160,7 +160,8 @@ RUN_CASE = "lr"
 RUN_EXPECT = {
     "good": "accept", "lib_dir": "accept", "cwd_twin": "library_bypassed",
     "env_twin": "library_bypassed", "aux_filter": "library_bypassed",
-    "macro_twin": "library_bypassed",
+    "macro_twin": "library_bypassed", "objs_twin": "library_bypassed",
+    "soname_twin": "library_bypassed", "lib_dir_source": "accept",
 }  # fmt: skip
 DATA_CASE = "ld"
 DATA_EXPECT = {"good": "accept", "data_edit": "f2p_fail:plain_parse"}
@@ -442,8 +443,8 @@ def test_round_15_a_relinked_shared_library_runs_every_listed_test_again(graded:
         said = _said(graded, name, "test_loader", SHARED_CASE).splitlines()
         line = (
             "plain_parse loads lible_support.so from "
-            f"<build>/tests/{folder}/lible_support.so, "
-            "the reference's from <build>/tests/lible_support.so"
+            f"<build>/tests/{folder}/lible_support.so, its links name "
+            "<build>/tests/lible_support.so; the reference's from <build>/tests/lible_support.so"
         )
         assert line in said, said
 
@@ -462,23 +463,32 @@ def test_round_17_the_loader_finds_the_reference_s_libraries(graded: Grade) -> N
         ("linked_hwcaps", "<build>/twin/libcalc.so"),
     ):
         said = _said(graded, name, "test_loader", TWO_CASE).splitlines()
-        line = f"plain_parse loads libcalc.so from {at}, the reference's from <build>/libcalc.so"
+        line = (f"plain_parse loads libcalc.so from {at}, its links name <build>/libcalc.so; "
+                "the reference's from <build>/libcalc.so")
         assert line in said, said
 
 
 def test_round_19_the_loader_is_asked_as_each_test_runs(graded: Grade) -> None:
     """Each test's libraries are resolved in its own working folder and with its own
     LD_LIBRARY_PATH (cxxgate/cells/loads.py), and a filter a loaded library names is
-    compared too; a library the build links elsewhere from the same objects is moved,
-    not bypassed, and a second target built from its source is not the same library."""
+    compared too. A library is the file the links the test is made of name for it
+    (round 20): built elsewhere, of another source too, it is moved, not bypassed; a
+    second target built from its source or objects, or a soname changed to a twin's, is
+    not the same library."""
     assert graded.rows[f"{RUN_CASE}/reference"]["class"] == "accept"
     for name, klass in RUN_EXPECT.items():
         assert graded.rows[f"{RUN_CASE}/{name}"]["gates"]["tests"]["class"] == klass, name
-    impl = "libcalc_impl.so from <build>/{}, the reference's from <build>/libcalc_impl.so"
+    impl = "libcalc_impl.so from <build>/{}, its links name <build>/libcalc_impl.so; " + (
+        "the reference's from <build>/libcalc_impl.so"
+    )
     for name, line in (
         ("cwd_twin", "plain_parse loads " + impl.format("tests/twin/libcalc_impl.so")),
         ("env_twin", "plain_parse loads " + impl.format("plugins/libcalc_impl.so")),
         ("macro_twin", "plain_parse loads " + impl.format("tests/twin/libcalc_impl.so")),
+        ("objs_twin", "plain_parse loads libcalc.so from <build>/plugins/libcalc.so, its links "
+         "name <build>/libcalc.so; the reference's from <build>/libcalc.so"),
+        ("soname_twin", "plain_digits loads libcalc_fix.so from <build>/libcalc_fix.so, its "
+         "links name <build>/libcalc_impl.so; the reference's loads no libcalc_fix.so"),
         ("aux_filter", "plain_parse loads libcalc.so: DT_AUXILIARY libcalc_fix.so, "
          "which the reference's do not name"),
     ):
