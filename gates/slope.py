@@ -254,13 +254,13 @@ def native_schedule(cfg: Config, case_id: str, seed: int) -> list[Entry]:
     return out
 
 
-def shapes_schedule(cfg: Config, case_id: str, seed: int) -> list[Entry]:
+def shapes_schedule(total: int, case_id: str, seed: int) -> list[Entry]:
     """The `shapes` process: one call per input shape, in an order drawn from the seed, of
-    ~`scale` M / SHAPES elements each: a cost that explodes on one shape only (sorted,
-    all equal, ...) meets it at a size where it cannot hide under `tamper_ratio`."""
-    total, _ = scale_schedules(cfg, case_id, seed)
+    ~`scale` M / SHAPES elements each (`total`: the `first` process's call): a cost that
+    explodes on one shape only (sorted, all equal, ...) meets it at a size where it
+    cannot hide under `tamper_ratio`."""
     order = sorted(range(SHAPES), key=lambda k: _uniform(f"shapes:{case_id}:{seed}:{k}"))
-    return [(total[0][0] // SHAPES, shape) for shape in order]
+    return [(total // SHAPES, shape) for shape in order]
 
 
 def scale_schedules(cfg: Config, case_id: str, seed: int) -> tuple[list[Entry], list[Entry]]:
@@ -270,10 +270,11 @@ def scale_schedules(cfg: Config, case_id: str, seed: int) -> tuple[list[Entry], 
     top = cfg.sizes[-1]
     total = int(top * cfg.scale * (0.75 + 0.25 * _uniform(f"scale:{case_id}:{seed}")))
     small: list[Entry] = []
-    while sum(n for n, _ in small) < total:
-        small.append(
-            (_log_band(max(2, top // 4), top, 0, 1, f"scale:{case_id}:{seed}:{len(small)}"), 0)
-        )
+    drawn = 0  # a running sum: the schedule is drawn at every library load (thousands of calls)
+    while drawn < total:
+        n = _log_band(max(2, top // 4), top, 0, 1, f"scale:{case_id}:{seed}:{len(small)}")
+        small.append((n, 0))
+        drawn += n
     return [(total, 0)], small
 
 
@@ -284,7 +285,7 @@ def lane_schedules(cfg: Config, case_id: str, seed: int) -> dict[str, list[Entry
         "native": native_schedule(cfg, case_id, seed),
         "first": first,
         "small": small,
-        "shapes": shapes_schedule(cfg, case_id, seed),
+        "shapes": shapes_schedule(first[0][0], case_id, seed),
     }
 
 
