@@ -155,16 +155,18 @@ def _tests_data(
 ) -> list[str]:
     """The files outside the restored folders that the patch changed and the build takes
     from the reference tree all the same: those the reference's build never reads (no
-    compile; no command names them whose output the build reads on, Graph.build_reads;
-    configure does not), which the reference patch does
-    not change, CMake code aside. What a listed test reads at run time (simdjson's
-    jsonexamples/, an input named on its command line, whatever its suffix) is the
-    benchmark's; the library's code and compile-time data stay the patch's."""
+    compile, and no command of a compile outside the restored folders names them; no
+    command names them whose output the build reads on, Graph.build_reads; configure
+    does not), which the reference patch does not change, CMake code aside. What a
+    listed test reads at run time (simdjson's jsonexamples/, an input named on its
+    command line, whatever its suffix) is the benchmark's; the library's code, its
+    compile-time data and a table it is compiled to read stay the patch's."""
     if graph is None:
         return []
     seed = layout.cell(spec.needs[0])  # the reference's build, the graph's
     configured = _configure_inputs(seed / "build", seed / "trees/src")
-    kept = graph.build_reads() | set(asked.fixed) | set(configured)
+    kept = graph.build_reads() | graph.named_by_compiles(restored)
+    kept |= set(asked.fixed) | set(configured)
     return [
         p for p in sorted(changed)
         if not testfolders.cmake_code(p) and p not in kept

@@ -446,7 +446,7 @@ def _framework_pass(
 
     inside = copy if boxed else Path("/")  # bare, a test's program is any path it names
     records = testframeworks.report_pass(
-        listing, named, host_path, report_at, folder, run_one, inside
+        listing, named, host_path, report_at, folder, run_one, inside, run.BASE_ENV
     )
     return steps, records
 

@@ -35,7 +35,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.segments import InterpSegment
 
-from cxxgate.cells.testframeworks import open_regular, properties
+from cxxgate.cells.testframeworks import environment, open_regular, properties, unwrapped
 from cxxgate.toolchain.cellspec import Step
 from cxxgate.util.elfread import ELF_ERRORS
 
@@ -63,7 +63,8 @@ class Loads:
 
 def resolve(listing: str, build_at: str, copy: Path, run: Run) -> Loads:
     """The listed tests' loads over the build at `build_at` (`copy` holds it). A test
-    whose program is not the build's (a script run by /bin/sh) is not listed."""
+    whose program is not the build's (a script run by /bin/sh) is not listed; one run by
+    `cmake -E env` or `env` is its program's, with the wrapper's variables."""
     loader = system_loader()
     try:
         tests = json.loads(listing).get("tests", [])
@@ -74,12 +75,12 @@ def resolve(listing: str, build_at: str, copy: Path, run: Run) -> Loads:
     done: dict[tuple[str, str, tuple[str, ...]], tuple[dict[str, str], list[str]]] = {}
     found = Loads()
     for test in tests:
-        command = [str(w) for w in test.get("command") or []]
+        props = properties(test)
+        command, said = unwrapped([str(w) for w in test.get("command") or []])
         if not command or not PurePosixPath(command[0]).is_relative_to(build_at):
             continue
-        props = properties(test)
         cwd = str(props.get("WORKING_DIRECTORY") or build_at)
-        env = loader_env(props)
+        env = loader_env(props, said)
         options = tuple(w for var, o in LOADER_OPTIONS.items() if var in env for w in (o, env[var]))
         key = (command[0], cwd, options)
         if key not in done:
@@ -97,33 +98,11 @@ def resolve(listing: str, build_at: str, copy: Path, run: Run) -> Loads:
     return found
 
 
-def loader_env(props: dict[str, object]) -> dict[str, str]:
-    """The loader's variables of a test's run as ctest sets them: its `ENVIRONMENT`, then
-    its `ENVIRONMENT_MODIFICATION` (`VAR=op:value`, applied in order; the run starts
-    with none of them: round 20's `envmod_twin`)."""
-    env = {k: v for k, _, v in (str(e).partition("=") for e in _listed_prop(props, "ENVIRONMENT"))}
-    for said in _listed_prop(props, "ENVIRONMENT_MODIFICATION"):
-        var, _, rest = str(said).partition("=")
-        op, _, value = rest.partition(":")
-        now = env.get(var)
-        if op in ("reset", "unset"):
-            env.pop(var, None)
-        elif op == "set":
-            env[var] = value
-        elif op in ("string_append", "string_prepend"):
-            env[var] = (now or "") + value if op == "string_append" else value + (now or "")
-        elif op in ("path_list_append", "cmake_list_append"):
-            sep = ":" if op.startswith("path") else ";"
-            env[var] = f"{now}{sep}{value}" if now else value
-        elif op in ("path_list_prepend", "cmake_list_prepend"):
-            sep = ":" if op.startswith("path") else ";"
-            env[var] = f"{value}{sep}{now}" if now else value
+def loader_env(props: dict[str, object], then: list[str] | None = None) -> dict[str, str]:
+    """The loader's variables of a test's run as ctest sets them (testframeworks
+    `environment`; round 20's `envmod_twin`), then `then` (a wrapper's: `unwrapped`)."""
+    env = environment(props, {}, then)
     return {k: v for k, v in env.items() if k in LOADER_OPTIONS}
-
-
-def _listed_prop(props: dict[str, object], name: str) -> list[object]:
-    value = props.get(name) or []
-    return list(value) if isinstance(value, list) else [value]
 
 
 def listed(text: str) -> dict[str, str]:

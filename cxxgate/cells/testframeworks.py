@@ -136,6 +136,72 @@ def properties(test: dict[str, object]) -> dict[str, object]:
     return found
 
 
+def environment(
+    props: dict[str, object], base: dict[str, str], then: list[str] | None = None
+) -> dict[str, str]:
+    """A test's environment as ctest sets it over `base`: its `ENVIRONMENT`, then its
+    `ENVIRONMENT_MODIFICATION` (`VAR=op:value`, in order), then `then` (more such)."""
+    env = dict(base)
+    env |= {k: v for k, _, v in (str(e).partition("=") for e in _listed(props, "ENVIRONMENT"))}
+    for said in [*_listed(props, "ENVIRONMENT_MODIFICATION"), *(then or [])]:
+        var, _, rest = str(said).partition("=")
+        op, _, value = rest.partition(":")
+        now = env.get(var)
+        if op == "reset":
+            env.pop(var, None)
+            if var in base:
+                env[var] = base[var]
+        elif op == "unset":
+            env.pop(var, None)
+        elif op == "set":
+            env[var] = value
+        elif op in ("string_append", "string_prepend"):
+            env[var] = (now or "") + value if op == "string_append" else value + (now or "")
+        elif op in ("path_list_append", "cmake_list_append"):
+            sep = ":" if op.startswith("path") else ";"
+            env[var] = f"{now}{sep}{value}" if now else value
+        elif op in ("path_list_prepend", "cmake_list_prepend"):
+            sep = ":" if op.startswith("path") else ";"
+            env[var] = f"{value}{sep}{now}" if now else value
+    return env
+
+
+def unwrapped(command: list[str]) -> tuple[list[str], list[str]]:
+    """A test command that runs its program through `cmake -E env` or `env`: the
+    program's own command, and what the wrapper sets, as ENVIRONMENT_MODIFICATION
+    entries (`VAR=set:value`, `VAR=unset:`; `--modify` ones as given). Any other command
+    is its own program's."""
+    name = PurePosixPath(command[0]).name if command else ""
+    if name == "cmake" and command[1:3] == ["-E", "env"]:
+        rest = command[3:]
+    elif name == "env":
+        rest = command[1:]
+    else:
+        return command, []
+    said: list[str] = []
+    each = iter(rest)
+    for word in each:
+        if word == "--":
+            break
+        if word == "--modify":
+            said.append(next(each, ""))
+        elif word in ("-u", "--unset"):
+            said.append(f"{next(each, '')}=unset:")
+        elif word.startswith(("--unset=", "-u")):
+            said.append(f"{word.removeprefix('--unset=').removeprefix('-u')}=unset:")
+        elif "=" in word and not word.startswith("-"):
+            var, _, value = word.partition("=")
+            said.append(f"{var}=set:{value}")
+        else:
+            return [word, *each], said
+    return list(each), said
+
+
+def _listed(props: dict[str, object], name: str) -> list[object]:
+    value = props.get(name) or []
+    return list(value) if isinstance(value, list) else [value]
+
+
 # (argv, working folder as the run sees it, extra environment, report path as the run
 # sees it) -> (exit, timed out); the caller (cxxgate/ctest.py) runs it sandboxed.
 Runner = Callable[[list[str], str, dict[str, str]], tuple[int | None, bool]]
@@ -160,13 +226,15 @@ def report_pass(
     reports: Path,
     run: Runner,
     build: Path,
+    base: dict[str, str],
 ) -> dict[str, Record]:
     """Run each named test's command with its framework's reporter. `host_path` maps a
     path as the run sees it to the harness's view (None: outside the build); `report_at`
     gives the path the run writes a report name to; `reports` is that folder on the
-    harness's side; a program is read only inside folder `build` (open_regular).
-    Returns the records; the reports stay in `reports`, each under its random name
-    (Record.report)."""
+    harness's side; a program is read only inside folder `build` (open_regular); `base`
+    is the environment the run starts from, which the test's own modifies (a
+    `path_list_prepend` of PATH keeps the rest of PATH). Returns the records; the
+    reports stay in `reports`, each under its random name (Record.report)."""
     try:
         tests = {str(t.get("name")): t for t in json.loads(listing).get("tests", [])}
     except (ValueError, AttributeError):
@@ -179,16 +247,19 @@ def report_pass(
         command = [str(w) for w in (test or {}).get("command") or []]
         if not command:
             continue
-        host = host_path(command[0])
+        # A program run through `cmake -E env` is its framework's; the reporter's words
+        # go to it, last on the line.
+        runs = (unwrapped(command)[0] or command)[0]
+        host = host_path(runs)
         if host is not None and host not in kinds:
             kinds[host] = framework_of(host, build)
         kind = kinds[host] if host is not None else None
-        program = PurePosixPath(command[0]).name
+        program = PurePosixPath(runs).name
         if kind in (None, "gtest"):
             records[name] = Record(kind or "", program)
             continue
         props = properties(test or {})
-        env = dict(str(e).partition("=")[::2] for e in props.get("ENVIRONMENT") or [])  # type: ignore[attr-defined]
+        env = environment(props, base)
         cwd = str(props.get("WORKING_DIRECTORY") or PurePosixPath(command[0]).parent)
         file = f"{secrets.token_hex(12)}.xml"
         exit, timed_out = run([*command, *reporter_args(kind, report_at(file))], cwd, env)

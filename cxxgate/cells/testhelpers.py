@@ -136,6 +136,22 @@ class Graph:
                 grew = True
         return found - {""}
 
+    def named_by_compiles(self, restored: list[str]) -> set[str]:
+        """The tree's files the command of a compile of a source outside `restored` names,
+        a macro's value too (`-DCALC_TABLE="<tree>/data/empty.cfg"`): a table the library
+        reads at run time by a path it is compiled with is the library's, not the tests'
+        data (red-team round 20's honest `table_fix`). Asked of the reference's build."""
+        named = re.compile(re.escape(self.tree_at) + r"/[^\s\"';,)]+")
+        found: set[str] = set()
+        for entry in self.db:
+            output = _product(str(entry.get("output", "")), self.build_at)
+            source = self._sources().get(output)
+            if source is None or any(_under(source, f) for f in restored):
+                continue
+            for word in _words(entry):
+                found |= {_in_tree(m, self.tree_at, self.tree_at) for m in named.findall(word)}
+        return found - {""}
+
     def helper_folders(self, test_dirs: list[str], fixed: list[str], skip: list[str]) -> list[str]:
         """The helper folders, sorted, tree-relative; `fixed`: the reference patch's files,
         `skip`: the folders already restored (the tests' own)."""

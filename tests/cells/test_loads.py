@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from cxxgate.cells import loads
+from cxxgate.cells import loads, testframeworks
 from cxxgate.gates.tests import testunits
 
 
@@ -146,3 +146,18 @@ def test_a_test_loads_only_the_files_its_links_name() -> None:
     assert testunits.moved_loads(libc, ref) == [
         "t loads libc.so.6 from /opt/libc.so.6, the reference's from /lib/libc.so.6"
     ]
+
+
+def test_a_program_run_through_env_is_listed_with_the_wrappers_variables() -> None:
+    """A reference test registered as `cmake -E env LD_LIBRARY_PATH=... prog` (or
+    `env`) loads from that folder: its program is listed, with those variables."""
+    cmake = ["/usr/bin/cmake", "-E", "env", "--unset=LD_PRELOAD",
+             "LD_LIBRARY_PATH=/b/plugins", "--", "/b/tests/t", "--flag"]  # fmt: skip
+    command, said = testframeworks.unwrapped(cmake)
+    assert command == ["/b/tests/t", "--flag"]
+    props: dict[str, object] = {"ENVIRONMENT": "LD_PRELOAD=/b/libhook.so"}
+    assert loads.loader_env(props, said) == {"LD_LIBRARY_PATH": "/b/plugins"}
+    command, said = testframeworks.unwrapped(["env", "-u", "X", "LD_AUDIT=/b/a.so", "/b/t"])
+    assert (command, loads.loader_env({}, said)) == (["/b/t"], {"LD_AUDIT": "/b/a.so"})
+    assert testframeworks.unwrapped(["/bin/sh", "-c", "/b/t"]) == (["/bin/sh", "-c", "/b/t"], [])
+    assert testframeworks.unwrapped(["env", "-C", "/b", "/b/t"])[0] == ["-C", "/b", "/b/t"]

@@ -153,3 +153,20 @@ def test_the_build_reads_what_compiles_read_and_commands_name(tmp_path: Path) ->
     assert expected | {"testutil/util.hpp"} <= reads
     assert not {"data/input.bin", "docs/parse.md", "CMakeLists.txt"} & reads
     assert not {"data/cmd.in", "data/post.in"} & reads
+
+
+def test_a_table_the_library_is_compiled_to_read_is_the_librarys(tmp_path: Path) -> None:
+    """Red-team round 20's honest `table_fix`: the library reads data/empty.cfg at run
+    time by a path its compile defines; the tests read data/input.txt by a path theirs
+    defines. Only the library's is named by a compile outside the restored folders."""
+    cmake = CMAKE + (
+        'target_compile_definitions(calc PRIVATE CALC_TABLE="${CMAKE_SOURCE_DIR}/data/empty.cfg")\n'
+        'target_compile_definitions(one PRIVATE INPUT="${CMAKE_SOURCE_DIR}/data/input.txt")\n'
+    )
+    files = {**FILES, "CMakeLists.txt": cmake, "data/empty.cfg": "throw\n", "data/input.txt": "1"}
+    db, deps, tree = _graph(tmp_path, files)
+    graph = testhelpers.Graph(db, testhelpers.deps(deps), tree, str(tmp_path / "build"))
+    assert not {"data/empty.cfg", "data/input.txt"} & graph.build_reads()
+    named = graph.named_by_compiles(["tests", "testutil"])
+    assert "data/empty.cfg" in named
+    assert "data/input.txt" not in named

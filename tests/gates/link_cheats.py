@@ -1233,7 +1233,8 @@ def data_patches(repo: Path) -> dict[str, str]:
 # second shared library (libcalc_impl.so, which libcalc.so links PRIVATE: found through
 # libcalc.so's own RUNPATH, which the patch's link writes); the tests live in tests/, so
 # ctest runs them in <build>/tests; plain_parse is registered with
-# LD_LIBRARY_PATH=<build>/plugins, as projects with plugin folders do. A fixed twin of
+# LD_LIBRARY_PATH=<build>/plugins, as projects with plugin folders do, and plain_digits
+# runs through `cmake -E env LD_LIBRARY_PATH=<build>/plugins`. A fixed twin of
 # libcalc_impl.so where the run finds it first: by a relative RUNPATH entry (the working
 # folder's `twin/`), in the tests' LD_LIBRARY_PATH folder, or as an auxiliary filter of
 # libcalc.so (the loader looks its symbols up in the filtee first). Honest: the library
@@ -1247,11 +1248,13 @@ RUN_ROOT = (
 )
 RUN_TESTS = "".join(
     f"add_executable({p} {p}.cpp)\ntarget_link_libraries({p} calc)\n"
-    f"add_test(NAME {p} COMMAND {p})\n"
     for p in ("plain_parse", "plain_digits")
 ) + (
+    "add_test(NAME plain_parse COMMAND plain_parse)\n"
     "set_tests_properties(plain_parse PROPERTIES\n"
     '    ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/plugins")\n'
+    "add_test(NAME plain_digits COMMAND ${CMAKE_COMMAND} -E env\n"
+    "    LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/plugins $<TARGET_FILE:plain_digits>)\n"
 )
 RUN_PARSE = (
     '#include "calc/calc.hpp"\nnamespace calc {\nint parse_impl(const std::string& text);\n'

@@ -484,6 +484,7 @@ def test_round_19_the_loader_is_asked_as_each_test_runs(graded: Grade) -> None:
     for name, line in (
         ("cwd_twin", "plain_parse loads " + impl.format("tests/twin/libcalc_impl.so")),
         ("env_twin", "plain_parse loads " + impl.format("plugins/libcalc_impl.so")),
+        ("env_twin", "plain_digits loads " + impl.format("plugins/libcalc_impl.so")),
         ("macro_twin", "plain_parse loads " + impl.format("tests/twin/libcalc_impl.so")),
         ("objs_twin", "plain_parse loads libcalc.so from <build>/plugins/libcalc.so, its links "
          "name <build>/libcalc.so; the reference's from <build>/libcalc.so"),
