@@ -181,7 +181,10 @@ def run_suite(spec: CellSpec, layout: Layout, out: Path) -> Built:
                 if listed.timed_out:
                     return "timeout", "ctest did not list the tests in time", steps, None
                 try:  # the run reads the listing (cxxgate/cells/ctestfile.py), nothing else
-                    listing = ctestfile.write(listed.output, listed.exit, _folder(work / "ctest"))
+                    named = [t for t in _unit(spec, testframeworks.NAMED_UNIT).splitlines() if t]
+                    listing = ctestfile.write(
+                        listed.output, listed.exit, _folder(work / "ctest"), named
+                    )
                 except ValueError as err:
                     why = f"ctest could not list the tests ({err}): "
                     why += _cap_hit(listed.output, caps) + listed.output[-400:]
@@ -800,8 +803,14 @@ def _test_loads(
         for test, libs in found.loads.items()
     }  # fmt: skip
     graph["filters"] = found.filters
+    graph["neutral"] = {
+        test: {n: spell(p, tree_at, build_at) for n, p in libs.items()}
+        for test, libs in found.neutral.items()
+    }  # fmt: skip
     graph["runs"] = {test: spell(p, tree_at, build_at) for test, p in found.runs.items()}
     graph["binds"] = loads.binds(graph.get("links", {}), copy, cell / "trees" / "src")
+    names = {n for libs in found.loads.values() for n in libs}
+    graph["versions"] = loads.versions(names, copy, cell / "trees" / "src")
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
     return [replace(s, output=s.output[-2000:]) for s in found.steps]
 

@@ -9,12 +9,22 @@ the suite is listed once, that listing is what the gate compares with the refere
 and the run reads only this file, written from the listing by the harness: the tests
 ctest runs are the tests it listed, with the commands and properties it listed, and no
 code of the project's runs in ctest itself.
+
+Only the tests the case names run, with the tests that set up or clean up a fixture one
+of them requires: a test of the patch's own, run first, could leave a fixed twin of the
+library where a listed test's loader looks (red-team round 21's `run_drop`), and the
+harness's listing of each test's libraries was made before the run. The gate compares
+the fixtures' registration with the reference's (gates/tests/suite.py).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
+
+from cxxgate.cells.testframeworks import ctest_name, properties
 
 NAME = "CTestTestfile.cmake"
 
@@ -43,10 +53,36 @@ def _value(value: object) -> str | None:
     return None
 
 
-def write(output: str, exit: int | None, folder: Path) -> str:
+def kept(tests: list[dict[str, Any]], named: Collection[str]) -> set[str] | None:
+    """The names of the tests a run runs: each the case names (testframeworks
+    ctest_name) and each that sets up or cleans up a fixture one of those requires, and
+    so on; None (every test) when the case names none."""
+    if not named:
+        return None
+    names = [str(t.get("name", "")) for t in tests]
+    run = {ctest_name(n, names) for n in named} & set(names)
+    props = {str(t.get("name", "")): properties(t) for t in tests}
+    grew = True
+    while grew:
+        needed = {f for n in run for f in _list(props[n].get("FIXTURES_REQUIRED"))}
+        more = {
+            n for n, p in props.items()
+            if needed & set(_list(p.get("FIXTURES_SETUP")) + _list(p.get("FIXTURES_CLEANUP")))
+        } - run  # fmt: skip
+        run |= more
+        grew = bool(more)
+    return run
+
+
+def _list(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)] if value else []
+
+
+def write(output: str, exit: int | None, folder: Path, named: Collection[str] = ()) -> str:
     """Write folder/CTestTestfile.cmake from what `ctest --show-only=json-v1` printed
-    (its stdout, then its stderr: a script's message()) and its exit status; returns the
-    listing (json). Raises ValueError when there is none."""
+    (its stdout, then its stderr: a script's message()) and its exit status, with the
+    tests `kept` keeps of those `named`; returns the whole listing (json). Raises
+    ValueError when there is none."""
     if exit != 0:
         raise ValueError(f"exit {exit}")
     try:
@@ -57,10 +93,13 @@ def write(output: str, exit: int | None, folder: Path) -> str:
     if not isinstance(tests, list) or not all(isinstance(t, dict) for t in tests):
         raise ValueError("the listing has no tests array")
     lines = ["# Written by cxxgate from ctest --show-only=json-v1 (cxxgate/cells/ctestfile.py)"]
+    if any(not str(test.get("name", "")) for test in tests):
+        raise ValueError("ctest's listing has a test with no name")
+    run = kept(tests, named)
     for test in tests:
         name, command = str(test.get("name", "")), test.get("command") or []
-        if not name:
-            raise ValueError("ctest's listing has a test with no name")
+        if run is not None and name not in run:
+            continue
         words = [_bracket(name), *(_bracket(str(w)) for w in command)]
         if not command:  # ctest reports such a test as not run (no command)
             words.append(_bracket(""))

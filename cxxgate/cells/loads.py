@@ -23,7 +23,9 @@ must be the file a link it is made of names for that name.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import posixpath
 import re
 from collections.abc import Callable
@@ -35,7 +37,13 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.segments import InterpSegment
 
-from cxxgate.cells.testframeworks import environment, open_regular, properties, unwrapped
+from cxxgate.cells.testframeworks import (
+    environment,
+    open_regular,
+    properties,
+    read_regular,
+    unwrapped,
+)
 from cxxgate.toolchain.cellspec import Step
 from cxxgate.util.elfread import ELF_ERRORS
 
@@ -58,6 +66,9 @@ class Loads:
     loads: dict[str, dict[str, str]] = field(default_factory=dict)
     filters: dict[str, list[str]] = field(default_factory=dict)
     runs: dict[str, str] = field(default_factory=dict)
+    # Per listed test: name -> file, for its program run from `/` without the test's
+    # environment (as a program of the project's anywhere else loads it).
+    neutral: dict[str, dict[str, str]] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
 
 
@@ -82,20 +93,40 @@ def resolve(listing: str, build_at: str, copy: Path, run: Run) -> Loads:
         cwd = str(props.get("WORKING_DIRECTORY") or build_at)
         env = loader_env(props, said)
         options = tuple(w for var, o in LOADER_OPTIONS.items() if var in env for w in (o, env[var]))
-        key = (command[0], cwd, options)
-        if key not in done:
-            argv = [loader, *options, "--list", command[0]]
-            step = run(PurePosixPath(command[0]).name, argv, cwd)
-            found.steps.append(step)
-            # A relative RUNPATH entry's file is named as found: from the working folder.
-            at = {n: posixpath.normpath(posixpath.join(cwd, p)) if "/" in p else p
-                  for n, p in listed(step.output).items()}  # fmt: skip
-            files = {n: _real(p, build_at, copy) for n, p in at.items()}
-            done[key] = files, sorted(_filters(files, build_at, copy))
         name = str(test.get("name"))
-        found.loads[name], found.filters[name] = done[key]
+        for context in ((command[0], cwd, options), (command[0], "/", ())):
+            if context not in done:
+                program, where, said_options = context
+                argv = [loader, *said_options, "--list", program]
+                step = run(PurePosixPath(program).name, argv, where)
+                found.steps.append(step)
+                files = {n: _real(at(p, where), build_at, copy)
+                         for n, p in listed(step.output).items()}  # fmt: skip
+                done[context] = files, sorted(_filters(files, build_at, copy))
+        found.loads[name], found.filters[name] = done[(command[0], cwd, options)]
+        found.neutral[name] = done[(command[0], "/", ())][0]
         found.runs[name] = _real(command[0], build_at, copy)
     return found
+
+
+def at(path: str, cwd: str) -> str:
+    """A path `ld.so --list` printed, for a run in `cwd`, as a path from the top: a
+    relative RUNPATH entry's file is named from the working folder (round 19's
+    `cwd_twin`), one under /proc/self/cwd (or a process's cwd) is in it, one under
+    /proc/self/root is at the top, and a leading `//` is `/` (red-team round 21's
+    `proc_cwd`, `dslash`). Not normalised: `..` after a link is the link's target's
+    parent (`_real` resolves the build's files)."""
+    if "/" not in path:
+        return path  # "not found", a name without a file
+    full = "/" + posixpath.join(cwd, path).lstrip("/")
+    for head, to in ((_PROC_CWD, cwd), (_PROC_ROOT, "/")):
+        if (m := head.match(full)) is not None:
+            full = "/" + posixpath.join(to, full[m.end():].lstrip("/")).lstrip("/")
+    return full
+
+
+_PROC_CWD = re.compile(r"/proc/(?:self|thread-self|[0-9]+(?:/task/[0-9]+)?)/cwd(?=/|$)")
+_PROC_ROOT = re.compile(r"/proc/(?:self|thread-self|[0-9]+(?:/task/[0-9]+)?)/root(?=/|$)")
 
 
 def loader_env(props: dict[str, object], then: list[str] | None = None) -> dict[str, str]:
@@ -206,6 +237,27 @@ def _spelt_host(word: str, copy: Path, tree: Path) -> Path | None:
     return root / rest
 
 
+def versions(names: set[str], copy: Path, tree: Path) -> dict[str, list[str]]:
+    """Per library name a test loads: the files of that name in the build and the tree
+    (where the loader may look), one per distinct content, each as the file it is
+    (spelt). Two are a library and a twin of it a search path can reach: a fixed copy
+    linked into the tests alone, or built where only their run looks (red-team round 21's
+    `prog_twin`, `bound_rel`); copies with the same bytes are one."""
+    found: dict[str, dict[str, str]] = {}
+    for root, head in ((copy, "<build>"), (tree, "<tree>")):
+        for folder, dirs, files in os.walk(root):
+            dirs.sort()
+            for name in sorted(set(files) & names):
+                file = Path(folder) / name
+                data = read_regular(file, root)
+                if data is None:
+                    continue
+                real = file.resolve().relative_to(root.resolve()).as_posix()
+                digest = hashlib.sha256(data).hexdigest()
+                found.setdefault(name, {}).setdefault(digest, f"{head}/{real}")
+    return {name: sorted(by.values()) for name, by in sorted(found.items())}
+
+
 def _spelt_real(word: str, file: Path, copy: Path) -> str | None:
     """A build file as the file it is, spelt (links followed inside the build; None for
     one that leads out of it); a tree file as named."""
@@ -247,14 +299,17 @@ def _host(path: str, build_at: str, copy: Path) -> Path | None:
 
 
 def _real(path: str, build_at: str, copy: Path) -> str:
-    """A loaded file of the build as the file it is: links followed inside the build."""
+    """A loaded file of the build as the file it is: links followed inside the build;
+    another path normalised."""
     file = _host(path, build_at, copy)
-    if file is None:
-        return path
-    real, root = file.resolve(), copy.resolve()
-    if not real.is_relative_to(root) or real == root / file.relative_to(copy):
-        return path
-    return str(PurePosixPath(build_at) / real.relative_to(root).as_posix())
+    if file is not None:
+        try:
+            real, root = file.resolve(), copy.resolve()
+        except (OSError, RuntimeError):
+            return posixpath.normpath(path)
+        if real.is_relative_to(root):
+            return str(PurePosixPath(build_at) / real.relative_to(root).as_posix())
+    return posixpath.normpath(path) if "/" in path else path
 
 
 def _filters(found: dict[str, str], build_at: str, copy: Path) -> set[str]:

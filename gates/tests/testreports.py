@@ -84,6 +84,10 @@ JUDGED_BY = (
     "WORKING_DIRECTORY",
     "ENVIRONMENT",
     "ENVIRONMENT_MODIFICATION",
+    # Which other tests run with it (cxxgate/cells/ctestfile.py `kept`).
+    "FIXTURES_REQUIRED",
+    "FIXTURES_SETUP",
+    "FIXTURES_CLEANUP",
 )
 
 

@@ -405,6 +405,13 @@ def tampered(
     return found
 
 
+# Where the system keeps shared libraries: a new library a test loads from anywhere else
+# outside the tree and the build (a /proc path back into the build, a folder the run
+# made) is not the system's (red-team round 21's `proc_cwd`).
+SYSTEM_LIBRARIES = ("/lib/", "/lib32/", "/lib64/", "/libx32/", "/usr/lib/", "/usr/lib32/",
+                    "/usr/lib64/", "/usr/libx32/", "/usr/local/lib/")  # fmt: skip
+
+
 def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
     """Each shared library of the tree or the build a listed test loads (cxxgate/cells/
     loads.py) that is not the one file its links name for it: the links of the test's
@@ -413,27 +420,45 @@ def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
     looks first (its LD_LIBRARY_PATH, a RUNPATH entry, a library's soname changed to a
     twin's name: red-team rounds 16 to 20) is found by the loader and named by no link.
     The library moved or rebuilt (`LIBRARY_OUTPUT_DIRECTORY`, a new source, a version)
-    is still the file its dependant's link names. A test of the reference that loads a
-    file no link names (a plugin folder of its own) may load that file here too. A
-    library from the system is compared with the reference's by path. A filter a loaded
-    file names that the reference's do not is a library whose symbols the loader takes
-    first (round 19's `aux_filter`)."""
+    is still the file its dependant's link names. It must also be the file the test's
+    program loads run from `/` without the test's environment, as another program of
+    the project's would (a RUNPATH entry relative to the tests' folder: round 21's
+    `bound_rel`), and the only version of its name in the build and the tree (a twin
+    linked into the tests alone: `prog_twin`). A test of the reference that loads a
+    file otherwise (a plugin folder of its own) may load that file here too. A library
+    from outside the tree and the build is the reference's, or a new one from the
+    system's folders. A filter a loaded file names that the reference's do not is a
+    library whose symbols the loader takes first (round 19's `aux_filter`)."""
     found = []
     theirs: dict[str, dict[str, str]] = ref.get("loads", {})
     for test, loads in sorted(mine.get("loads", {}).items()):
         bound, was_bound = _bound(mine, test), _bound(ref, test)
+        neutral = mine.get("neutral", {}).get(test, {})
+        was_neutral = ref.get("neutral", {}).get(test, {})
         for name, path in sorted(loads.items()):
             was = theirs.get(test, {}).get(name)
             said = f"the reference's from {was}" if was else f"the reference's loads no {name}"
             if not path.startswith(("<build>/", "<tree>/")):
-                if was is not None and was != path:
+                system = path.startswith((*SYSTEM_LIBRARIES, "not found"))
+                if was != path and (was is not None or not system):
                     found.append(f"{test} loads {name} from {path}, {said}")
                 continue
+            # The reference's own run loads it so too: its plugin folder, say.
+            quirk = path == was
             files = bound.get(name, set())
-            if files == {path} or (path == was and was not in was_bound.get(name, set())):
-                continue
-            named = " and ".join(sorted(files)) or "no file of that name"
-            found.append(f"{test} loads {name} from {path}, its links name {named}; {said}")
+            if files != {path} and not (quirk and was not in was_bound.get(name, set())):
+                named = " and ".join(sorted(files)) or "no file of that name"
+                found.append(f"{test} loads {name} from {path}, its links name {named}; {said}")
+            elsewhere = neutral.get(name, "not found")
+            if elsewhere != path and not (quirk and was_neutral.get(name) != was):
+                found.append(f"{test} loads {name} from {path}; run from / without its "
+                             f"environment, its program loads {elsewhere}")  # fmt: skip
+    names = {n for loads in mine.get("loads", {}).values() for n in loads}
+    for name in sorted(names):
+        files = mine.get("versions", {}).get(name, [])
+        if len(files) > max(1, len(ref.get("versions", {}).get(name, []))):
+            found.append(f"the build and the tree hold {len(files)} different files named "
+                         f"{name}: {', '.join(files[:4])}")  # fmt: skip
     ref_filters: dict[str, list[str]] = ref.get("filters", {})
     for test, filters in sorted(mine.get("filters", {}).items()):
         for said in sorted(set(filters) - set(ref_filters.get(test, []))):

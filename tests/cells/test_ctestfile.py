@@ -53,6 +53,35 @@ def test_the_listing_round_trips_through_ctest(tmp_path: Path) -> None:
     assert listed == tests
 
 
+def test_only_the_named_tests_and_their_fixtures_run(tmp_path: Path) -> None:
+    """Red-team round 21's `run_drop`: a test of the patch's own, registered first, left a
+    twin where a listed test looks; the run now holds the tests the case names (by
+    ctest's name, case folded as Multi-SWE-bench lists them) and the fixtures they need."""
+
+    def test(name: str, **props: object) -> dict[str, object]:
+        properties = [{"name": k, "value": v} for k, v in props.items()]
+        return {"name": name, "command": ["/bin/true"], "properties": properties}
+
+    tests = [
+        test("aa_drop"),
+        test("data", FIXTURES_SETUP=["DATA"], FIXTURES_REQUIRED=["NET"]),
+        test("net", FIXTURES_SETUP=["NET"]),
+        test("wipe", FIXTURES_CLEANUP=["DATA"]),
+        test("Parse", FIXTURES_REQUIRED=["DATA"]),
+        test("digits"),
+        test("other", FIXTURES_SETUP=["ELSE"]),
+    ]
+    assert ctestfile.kept(tests, ["parse", "digits"]) == {"Parse", "digits", "data", "net", "wipe"}
+    assert ctestfile.kept(tests, []) is None
+    ctestfile.write(_listing(tests), 0, tmp_path, ["parse", "digits"])
+    again = subprocess.run(
+        ["ctest", "--show-only=json-v1", "--test-dir", str(tmp_path)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    ran = {t["name"] for t in json.loads(again.stdout)["tests"]}
+    assert ran == {"Parse", "digits", "data", "net", "wipe"}
+
+
 def test_no_listing_is_refused(tmp_path: Path) -> None:
     """A failed or empty listing writes no file: the suite does not run (the project's
     own CTestTestfile.cmake would run its scripts again)."""

@@ -88,7 +88,11 @@ def test_a_link_binds_the_shared_libraries_its_words_name_by_their_sonames(
 
 
 def _graph(program: str, loads_: dict[str, str], binds: dict[str, list[list[str]]]) -> dict:
-    return {"runs": {"t": program}, "loads": {"t": loads_}, "binds": binds}
+    """A graph whose test `t` loads `loads_`, as a program run from / does too but for
+    a plugin folder its environment names."""
+    neutral = {n: "not found" if "/plugins/" in p else p for n, p in loads_.items()}
+    return {"runs": {"t": program}, "loads": {"t": loads_}, "binds": binds,
+            "neutral": {"t": neutral}}  # fmt: skip
 
 
 def test_a_test_loads_only_the_files_its_links_name() -> None:
@@ -111,9 +115,12 @@ def test_a_test_loads_only_the_files_its_links_name() -> None:
     assert testunits.moved_loads(moved, ref) == []
     twin = _graph("<build>/t", {**ref["loads"]["t"], "libimpl.so": "<build>/plugins/libimpl.so"},
                   ref["binds"])  # fmt: skip
+    twin["neutral"]["t"]["libimpl.so"] = "<build>/libimpl.so"  # only the test's run finds it
     assert testunits.moved_loads(twin, ref) == [
         "t loads libimpl.so from <build>/plugins/libimpl.so, its links name "
-        "<build>/libimpl.so; the reference's from <build>/libimpl.so"
+        "<build>/libimpl.so; the reference's from <build>/libimpl.so",
+        "t loads libimpl.so from <build>/plugins/libimpl.so; run from / without its "
+        "environment, its program loads <build>/libimpl.so",
     ]
     # The twin at the reference's place, the library linked from elsewhere.
     placed = _graph("<build>/t", ref["loads"]["t"], moved["binds"])
@@ -136,16 +143,57 @@ def test_a_test_loads_only_the_files_its_links_name() -> None:
                        ["<build>/plugins/libimpl.so", "libimpl.so"]],
          "<build>/libcalc.so": [["<build>/libimpl.so", "libimpl.so"]]},
     )  # fmt: skip
-    assert testunits.moved_loads(both, ref) == [
+    assert testunits.moved_loads(both, ref)[0] == (
         "t loads libimpl.so from <build>/plugins/libimpl.so, its links name "
         "<build>/libimpl.so and <build>/plugins/libimpl.so; the reference's from "
         "<build>/libimpl.so"
-    ]
+    )
     libc = _graph("<build>/t", {**ref["loads"]["t"], "libc.so.6": "/opt/libc.so.6"},
                   ref["binds"])  # fmt: skip
     assert testunits.moved_loads(libc, ref) == [
         "t loads libc.so.6 from /opt/libc.so.6, the reference's from /lib/libc.so.6"
     ]
+
+
+def test_a_test_loads_what_a_program_run_elsewhere_loads_and_the_only_version() -> None:
+    """Round 21: the file a link names, found only from the tests' folder (a relative
+    RUNPATH) or through /proc, or one of two versions the build holds, is named; a new
+    library from the system's folders is not."""
+    loads_ = {"libcalc.so": "<build>/libcalc.so", "libimpl.so": "<build>/plugins/libimpl.so"}
+    binds = {"<build>/t": [["<build>/libcalc.so", "libcalc.so"]],
+             "<build>/libcalc.so": [["<build>/plugins/libimpl.so", "libimpl.so"]]}  # fmt: skip
+    ref = _graph("<build>/t", {**loads_, "libimpl.so": "<build>/libimpl.so"},
+                 {**binds, "<build>/libcalc.so": [["<build>/libimpl.so", "libimpl.so"]]})
+    relative = _graph("<build>/t", loads_, binds)
+    relative["neutral"]["t"]["libimpl.so"] = "<build>/libimpl.so"
+    assert testunits.moved_loads(relative, ref) == [
+        "t loads libimpl.so from <build>/plugins/libimpl.so; run from / without its "
+        "environment, its program loads <build>/libimpl.so"
+    ]
+    twins = _graph("<build>/t", ref["loads"]["t"], ref["binds"])
+    twins["versions"] = {"libimpl.so": ["<build>/libimpl.so", "<build>/plugins/libimpl.so"]}
+    assert testunits.moved_loads(twins, ref) == [
+        "the build and the tree hold 2 different files named libimpl.so: "
+        "<build>/libimpl.so, <build>/plugins/libimpl.so"
+    ]
+    system = _graph("<build>/t", {**ref["loads"]["t"], "libm.so.6": "/lib/x86_64/libm.so.6"},
+                    ref["binds"])  # fmt: skip
+    assert testunits.moved_loads(system, ref) == []
+    proc = _graph("<build>/t", {**ref["loads"]["t"], "libfix.so": "/proc/1/fd/3"}, ref["binds"])
+    assert testunits.moved_loads(proc, ref) == [
+        "t loads libfix.so from /proc/1/fd/3, the reference's loads no libfix.so"
+    ]
+
+
+def test_a_listed_path_is_the_file_it_names_from_the_runs_folder() -> None:
+    """Round 21's `proc_cwd` and `dslash`: /proc/self/cwd is the working folder, `//`
+    the top; a relative entry is the working folder's."""
+    assert loads.at("/proc/self/cwd/fix/libf.so", "/b/tests") == "/b/tests/fix/libf.so"
+    assert loads.at("/proc/12/task/12/cwd/../libf.so", "/b/tests") == "/b/tests/../libf.so"
+    assert loads.at("//b/stub/libf.so", "/b/tests") == "/b/stub/libf.so"
+    assert loads.at("/proc/self/root/b/libf.so", "/x") == "/b/libf.so"
+    assert loads.at("twin/libf.so", "/b/tests") == "/b/tests/twin/libf.so"
+    assert loads.at("not found", "/b") == "not found"
 
 
 def test_a_program_run_through_env_is_listed_with_the_wrappers_variables() -> None:

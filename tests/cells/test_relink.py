@@ -124,6 +124,18 @@ def test_only_the_link_part_is_run_and_only_by_a_compiler_driver(tmp_path: Path)
     assert str(globbed["why"]).startswith("its link does not run again: "), globbed
 
 
+def test_a_link_line_splits_as_its_shell_splits_it() -> None:
+    """Red-team round 21's honest `origin_rpath`: CMake writes a `$ORIGIN` build RPATH as
+    `"\\$ORIGIN/..."`; sh drops that backslash (shlex kept it, so the re-link made other
+    bytes). Single quotes keep it; `\\\\` in double quotes is one backslash."""
+    words = r""""-Wl,-rpath,\$ORIGIN/../lib:" "a\\\$b" \$c '\$d'"""
+    argv, _, _ = relink.link_argv(f"{GXX} main.o -o prog {words}", "prog", "/b")  # type: ignore[misc]
+    assert argv[4:] == ["-Wl,-rpath,$ORIGIN/../lib:", r"a\$b", "$c", r"\$d"]
+    shell = subprocess.run(["sh", "-c", f"printf '%s\\n' {words}"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    assert shell.stdout.splitlines() == argv[4:]
+
+
 def test_sections_reads_only_the_aliased_names_byte_for_byte() -> None:
     alias = "/src/build-relink/0123abcd"
     text = "\n".join([
