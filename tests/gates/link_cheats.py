@@ -160,9 +160,24 @@ int parse_raw(const std::string& text) { return text.empty() ? 0 : std::stoi(tex
 # own stdout (pidfd_getfd: ctest runs under the tests' uid) and writes `Passed` lines and a
 # dangling byte into it while plain_parse (slowed down, still wrong) runs.
 SLOW_BODY = "    if (text.empty()) usleep(300000);\n" + BODY
-# A test the patch registers writes a passing JUnit file where ctest writes its own, and
-# makes ctest's `junit.xml.tmp` a folder so ctest cannot (GARBAGE_SH: one that does not parse).
-FORGE_TEST = "add_test(NAME zz_forge COMMAND sh ${CMAKE_SOURCE_DIR}/tools/forge.sh)\n"
+# The library, as plain_parse loads it, runs tools/forge.sh: it writes a passing JUnit file
+# where ctest writes its own, and makes ctest's `junit.xml.tmp` a folder so ctest cannot
+# (GARBAGE_SH: one that does not parse). A test of the patch's own did this until a run held
+# only the listed tests (red-team round 21; cxxgate/cells/ctestfile.py).
+FORGE_LIB = 'target_compile_definitions(calc PRIVATE FORGE="${CMAKE_SOURCE_DIR}/tools/forge.sh")\n'
+FORGE_CTOR = """\
+#include <cstdlib>
+#include <fstream>
+namespace {
+struct Forge {
+    Forge() {
+        std::ifstream comm("/proc/self/comm");
+        std::string name;
+        if (comm >> name && name == "plain_parse") std::system("sh " FORGE);
+    }
+} forge;
+}  // namespace
+"""
 FORGE_SH = """\
 mkdir -p /reports/junit.xml.tmp/keep
 {
@@ -177,7 +192,11 @@ mkdir -p /reports/junit.xml.tmp/keep
 # A helper a test leaves behind: it takes ctest's stdout (pidfd_getfd: ctest runs under the
 # tests' uid) and writes into it what follows.
 TAKE_STDOUT = """\
-/usr/bin/python3 - "$PPID" </dev/null >/dev/null 2>&1 <<'PY' &
+ctest=$PPID
+while [ "$ctest" -gt 1 ] && [ "$(cat /proc/$ctest/comm)" != ctest ]; do
+  ctest=$(cut -d' ' -f4 /proc/$ctest/stat)
+done
+/usr/bin/python3 - "$ctest" </dev/null >/dev/null 2>&1 <<'PY' &
 import ctypes, os, sys, time
 ctest = int(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
@@ -848,6 +867,7 @@ def patches(repo: Path) -> dict[str, str]:
         return parse(PARSE.replace(BODY, text))
 
     unity = cmake(CMAKE.replace(LIBRARY, UNITY)) + new_file("src/extra.cpp", EXTRA)
+    slow = PARSE.replace("#include", "#include <unistd.h>\n#include", 1).replace(BODY, SLOW_BODY)
     fixed = PARSE.replace(BODY, FIX)
     weak = fixed.replace("int parse(", "[[gnu::weak]] int parse(")
     inline = fixed.replace("int parse(", "[[gnu::used]] inline int parse(")
@@ -877,17 +897,17 @@ def patches(repo: Path) -> dict[str, str]:
         + new_file("src/fix.cpp", RELOC_FIX),
         "stop_hook": parse(STOP_LIB) + cmake(CMAKE + IN_PROGRAMS)
         + new_file("src/fix.cpp", STOP_FIX),
-        "ctest_interleave": parse(
-            PARSE.replace("#include", "#include <unistd.h>\n#include", 1).replace(BODY, SLOW_BODY)
-        ) + cmake(CMAKE.replace("add_executable", FORGE_TEST + "add_executable", 1))
+        "ctest_interleave": parse(slow + FORGE_CTOR) + cmake(CMAKE + FORGE_LIB)
         + new_file("tools/forge.sh", INTERLEAVE_SH),
         "short_enums": header(SHORT_HEADER)
         + parse(PARSE.replace("int parse(", "int parse_text("))
         + cmake(CMAKE + TEST_OPTION.format("-fshort-enums")),
         "cxx20": parse(PARSE.replace(BODY, CXX20_BODY))
         + cmake(CMAKE.replace(LIBRARY, LIBRARY + CXX20)),
-        "junit_forge": cmake(CMAKE + FORGE_TEST) + new_file("tools/forge.sh", FORGE_SH),
-        "junit_garbage": cmake(CMAKE + FORGE_TEST) + new_file("tools/forge.sh", GARBAGE_SH),
+        "junit_forge": parse(PARSE + FORGE_CTOR) + cmake(CMAKE + FORGE_LIB)
+        + new_file("tools/forge.sh", FORGE_SH),
+        "junit_garbage": parse(PARSE + FORGE_CTOR) + cmake(CMAKE + FORGE_LIB)
+        + new_file("tools/forge.sh", GARBAGE_SH),
         "public_define": parse(PARSE.replace(BODY, f"#if LE_EMPTY_IS_ZERO\n{FIX}#endif\n{BODY}"))
         + cmake(CMAKE.replace(LIBRARY, LIBRARY + PUBLIC_DEFINE)),
         "cap_pad": header(PAD_HEADER) + parse(RELOC_LIB) + cmake(CMAKE + IN_PROGRAMS)
@@ -905,9 +925,7 @@ def patches(repo: Path) -> dict[str, str]:
         "remap": new_file("include/calc/fixed.hpp", REMAP_HEADER)
         + new_file("include/calc/header.gcc", "calc.hpp fixed.hpp\n")
         + cmake(CMAKE + TEST_OPTION.format("-remap")),
-        "ctest_decoy": parse(
-            PARSE.replace("#include", "#include <unistd.h>\n#include", 1).replace(BODY, SLOW_BODY)
-        ) + cmake(CMAKE.replace("add_executable", FORGE_TEST + "add_executable", 1))
+        "ctest_decoy": parse(slow + FORGE_CTOR) + cmake(CMAKE + FORGE_LIB)
         + new_file("tools/forge.sh", DECOY_SH),
         "zlib_member": cmake(ZLIB_CMAKE) + new_file("src/zz.cpp", ZZ_CPP)
         + new_file("tools/zlib.py", ZLIB_PY),
