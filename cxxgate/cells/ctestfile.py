@@ -24,7 +24,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from cxxgate.cells.testframeworks import ctest_name, properties
+from cxxgate.cells.testframeworks import properties
 
 NAME = "CTestTestfile.cmake"
 
@@ -54,13 +54,14 @@ def _value(value: object) -> str | None:
 
 
 def kept(tests: list[dict[str, Any]], named: Collection[str]) -> set[str] | None:
-    """The names of the tests a run runs: each the case names (testframeworks
-    ctest_name) and each that sets up or cleans up a fixture one of those requires, and
-    so on; None (every test) when the case names none."""
+    """The names of the tests a run runs: each the case names, whatever its case (which
+    one the listed name stands for is decided against the reference's run: a patch's
+    look-alike must not take its place), and each that sets up or cleans up a fixture
+    one of those requires, and so on; None (every test) when the case names none."""
     if not named:
         return None
-    names = [str(t.get("name", "")) for t in tests]
-    run = {ctest_name(n, names) for n in named} & set(names)
+    folded = {n.casefold() for n in named}
+    run = {str(t.get("name", "")) for t in tests if str(t.get("name", "")).casefold() in folded}
     props = {str(t.get("name", "")): properties(t) for t in tests}
     grew = True
     while grew:

@@ -98,7 +98,9 @@ def resolve(listing: str, build_at: str, copy: Path, run: Run) -> Loads:
             if context not in done:
                 program, where, said_options = context
                 argv = [loader, *said_options, "--list", program]
-                step = run(PurePosixPath(program).name, argv, where)
+                # Named apart in compiler-calls.log: one cell lists a program twice.
+                what = PurePosixPath(program).name + (" from /" if where == "/" else "")
+                step = run(what, argv, where)
                 found.steps.append(step)
                 files = {n: _real(at(p, where), build_at, copy)
                          for n, p in listed(step.output).items()}  # fmt: skip

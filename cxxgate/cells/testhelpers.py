@@ -142,10 +142,11 @@ class Graph:
         reads at run time by a path it is compiled with is the library's, not the tests'
         data (red-team round 20's honest `table_fix`). Asked of the reference's build."""
         named = re.compile(re.escape(self.tree_at) + r"/[^\s\"';,)]+")
+        sources = self._sources()
         found: set[str] = set()
         for entry in self.db:
             output = _product(str(entry.get("output", "")), self.build_at)
-            source = self._sources().get(output)
+            source = sources.get(output)
             if source is None or any(_under(source, f) for f in restored):
                 continue
             for word in _words(entry):

@@ -255,35 +255,35 @@ def test_checks(
         # Named as the case lists it: the report and the base's checks pair by that name.
         alias = f" (ctest: {test})" if test != listed_name else ""
         checks += [replace(c, name=listed_name, detail=c.detail + alias) for c in found]
-    return checks + fixture_checks(cell / ctest.TESTS_JSON, registered, ref_registered, listed)
+    return checks + beside_checks(cell / ctest.TESTS_JSON, registered, ref_registered, listed)
 
 
-def fixture_checks(
+def beside_checks(
     tests_json: Path,
     registered: dict[str, dict[str, object]],
     ref_registered: dict[str, dict[str, object]],
     listed: list[tuple[str, bool]],
 ) -> list[Check]:
-    """Each test the run ran beside the listed ones (a fixture's setup or cleanup: cxxgate/
-    cells/ctestfile.py `kept`) must be registered as the reference's same test is: the
-    patch's own test, run first, could leave a twin of the library where a listed test
-    looks (red-team round 21's `run_drop`)."""
+    """Each test the run ran beside the listed ones (a fixture's setup or cleanup, a name
+    equal to a listed one but for case: cxxgate/cells/ctestfile.py `kept`) must be
+    registered as the reference's same test is: the patch's own test, run with them,
+    could leave a twin of the library where a listed test looks (red-team round 21's
+    `run_drop`)."""
     try:
         tests = json.loads(tests_json.read_text()).get("tests", [])
     except (OSError, ValueError, AttributeError):
         return []
-    names = [str(t.get("name", "")) for t in tests]
-    named = {testframeworks.ctest_name(n, names) for n, _ in listed}
+    named = {testframeworks.ctest_name(n, ref_registered) for n, _ in listed}
     checks = []
     for name in sorted((ctestfile.kept(tests, [n for n, _ in listed]) or set()) - named):
-        why = f"{name} runs as a fixture of the listed tests"
+        why = f"{name} runs with the listed tests"
         if name not in ref_registered:
             why += ", and the reference has no such test"
         elif how := testreports.registered_otherwise(registered.get(name), ref_registered[name]):
             why += f", registered otherwise: {how}"
         else:
             continue
-        checks.append(Check(f"fixture:{name}", False, "registration_changed", why))
+        checks.append(Check(f"beside:{name}", False, "registration_changed", why))
     return checks
 
 

@@ -190,7 +190,9 @@ def test_report_reads_stored_check_classes() -> None:
 def test_lowercased_test_names_find_their_ctest_tests(world: World) -> None:
     """Multi-SWE-bench lowercases every log line before it reads test names (Catch2's
     `RunTests` is listed as `runtests`): a listed name matches the one ctest test equal to
-    it but for case, and the check keeps the listed name (the report pairs by it)."""
+    it but for case, and the check keeps the listed name (the report pairs by it). Every
+    test of such a name runs (cxxgate/cells/ctestfile.py `kept`): one the reference does
+    not have is the patch's own, run with the listed tests, and refused."""
     source = world.library / CASE
     folder = world.library / "lowercased"
     folder.mkdir()
@@ -206,7 +208,7 @@ def test_lowercased_test_names_find_their_ctest_tests(world: World) -> None:
     assert grade.gate("lowercased/base", "tests")["class"] == "f2p_fail:parse.empty"
     # A patch that registers a look-alike with the listed spelling (`parse.empty`, passing
     # on `true`) and leaves the real Parse.Empty failing: the name was resolved on the
-    # reference's run, so the look-alike is a test nobody asked about.
+    # reference's run, so the real one is the listed test, and it failed.
     cmake = textwrap.dedent(FILES["CMakeLists.txt"])
     (folder / "lookalike.diff").write_text(
         "--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n"
@@ -218,7 +220,14 @@ def test_lowercased_test_names_find_their_ctest_tests(world: World) -> None:
         f.write("patches:\n  - {file: lookalike.diff, expect: {verdict: reject}}\n")
     again = run_doit(world.out, "grade", "case=lowercased", library=world.library)
     assert again.returncode == 0, again.output[-3000:]
-    assert again.gate("lowercased/lookalike", "tests")["class"] == "f2p_fail:parse.empty"
+    assert again.gate("lowercased/lookalike", "tests")["class"] == "registration_changed"
+    result = world.out / "results" / "lowercased" / "lookalike" / "tests.json"
+    checks = {c["name"]: c for c in json.loads(result.read_text())["checks"]}
+    assert checks["parse.empty"]["class"] == "f2p_fail"
+    assert checks["parse.empty"]["detail"].endswith("(ctest: Parse.Empty)")
+    assert checks["beside:parse.empty"]["detail"] == (
+        "parse.empty runs with the listed tests, and the reference has no such test"
+    )
 
 
 def test_configure_checks_listed_as_tests(world: World) -> None:

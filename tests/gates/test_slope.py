@@ -112,7 +112,7 @@ def test_the_scale_processes_hold_one_big_call_and_many_small(seed: int) -> None
     assert len(first) == 1 and 0.75 * cfg.scale * 4096 <= total <= cfg.scale * 4096
     assert total <= sum(n for n, _ in small) < total + 4096
     assert all(1024 <= n <= 4096 for n, _ in small) and len(small) > 600
-    shapes = slope.shapes_schedule(cfg, "c", seed)
+    shapes = slope.lane_schedules(cfg, "c", seed)["shapes"]
     assert sorted(k for _, k in shapes) == list(range(slope.SHAPES))
     assert all(n == total // slope.SHAPES for n, _ in shapes)
 
