@@ -810,7 +810,8 @@ def _test_loads(
     graph["runs"] = {test: spell(p, tree_at, build_at) for test, p in found.runs.items()}
     graph["binds"] = loads.binds(graph.get("links", {}), copy, cell / "trees" / "src")
     names = {n for libs in found.loads.values() for n in libs}
-    graph["versions"] = loads.versions(names, copy, cell / "trees" / "src")
+    searched = {spell(f, tree_at, build_at) for f in found.searched}
+    graph["versions"] = loads.versions(names, searched, copy, cell / "trees" / "src")
     (out / GRAPH_JSON).write_text(json.dumps(graph, indent=1, sort_keys=True) + "\n")
     return [replace(s, output=s.output[-2000:]) for s in found.steps]
 

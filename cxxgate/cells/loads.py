@@ -69,6 +69,10 @@ class Loads:
     # Per listed test: name -> file, for its program run from `/` without the test's
     # environment (as a program of the project's anywhere else loads it).
     neutral: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The folders (as the build sees them) any listing's loader searched:
+    # `LD_LIBRARY_PATH` entries, RUNPATH / RPATH entries of the program and of what it
+    # loads, the folders it loaded from (`search`).
+    searched: set[str] = field(default_factory=set)
     steps: list[Step] = field(default_factory=list)
 
 
@@ -108,7 +112,43 @@ def resolve(listing: str, build_at: str, copy: Path, run: Run) -> Loads:
         found.loads[name], found.filters[name] = done[(command[0], cwd, options)]
         found.neutral[name] = done[(command[0], "/", ())][0]
         found.runs[name] = _real(command[0], build_at, copy)
+        loaded = [found.runs[name], *found.loads[name].values(), *found.neutral[name].values()]
+        found.searched |= search(loaded, env.get("LD_LIBRARY_PATH", ""), cwd, build_at, copy)
     return found
+
+
+def search(files: list[str], library_path: str, cwd: str, build_at: str, copy: Path) -> set[str]:
+    """The folders a loader looking for the libraries of `files` (a program and what it
+    loads, as the build sees them) searches: `library_path`'s entries, each file's
+    RUNPATH and RPATH entries (`$ORIGIN` its own folder; a relative entry from `cwd`),
+    and the folders the files are in; each as the folder it is."""
+    entries = [e for e in library_path.split(":") if e]
+    for file in files:
+        folder = posixpath.dirname(file)
+        entries.append(folder)
+        host = _host(file, build_at, copy)
+        for said in _run_paths(host, copy) if host is not None else []:
+            for entry in said.split(":"):
+                entries.append(re.sub(r"\$(ORIGIN|\{ORIGIN\})", folder, entry))
+    return {_real(at(entry, cwd), build_at, copy) for entry in entries if entry}
+
+
+def _run_paths(file: Path, copy: Path) -> list[str]:
+    """A build file's DT_RUNPATH and DT_RPATH strings (none for what is not ELF)."""
+    opened = open_regular(file, copy)
+    if opened is None:
+        return []
+    said: list[str] = []
+    try:
+        with opened as f:
+            for section in ELFFile(f).iter_sections():
+                if isinstance(section, DynamicSection):
+                    for tag in section.iter_tags():
+                        if tag.entry.d_tag in ("DT_RUNPATH", "DT_RPATH"):
+                            said.append(str(getattr(tag, tag.entry.d_tag[3:].lower())))
+    except (OSError, *ELF_ERRORS):
+        return said
+    return said
 
 
 def at(path: str, cwd: str) -> str:
@@ -239,22 +279,38 @@ def _spelt_host(word: str, copy: Path, tree: Path) -> Path | None:
     return root / rest
 
 
-def versions(names: set[str], copy: Path, tree: Path) -> dict[str, list[str]]:
-    """Per library name a test loads: the files of that name in the build and the tree
-    (where the loader may look), one per distinct content, each as the file it is
-    (spelt). Two are a library and a twin of it a search path can reach: a fixed copy
-    linked into the tests alone, or built where only their run looks (red-team round 21's
-    `prog_twin`, `bound_rel`); copies with the same bytes are one."""
+# What glibc's loader also searches under a folder it searches: the hwcaps subfolders and
+# the legacy platform ones (red-team round 16's `hwcaps`, `platform`).
+_BENEATH = re.compile(r"(?:glibc-hwcaps|tls|x86_64|haswell|avx512_1|xeon_phi)(?:/[^/]+)?")
+
+
+def versions(
+    names: set[str], folders: set[str], copy: Path, tree: Path
+) -> dict[str, list[str]]:
+    """Per library name a test loads: the files of that name in `folders` (spelt
+    `<build>/...`, `<tree>/...`: where the tests' loader searches, `Loads.searched`;
+    `copy` and `tree` hold them) and their hwcaps
+    and platform subfolders, one per distinct content, each as the file it is (spelt).
+    Two are a library and a twin of it a search path can reach: a fixed copy linked into
+    the tests alone, or built where only their run looks (red-team round 21's
+    `prog_twin`, `bound_rel`); copies with the same bytes are one, and a copy where no
+    loader looks (a stripped one for packaging: round 22's `dist_strip`) is none."""
     found: dict[str, dict[str, str]] = {}
-    for root, head in ((copy, "<build>"), (tree, "<tree>")):
-        for folder, dirs, files in os.walk(root):
-            dirs.sort()
+    for spelt in sorted(folders):
+        head, _, rest = spelt.partition("/")
+        inside = {"<build>": copy, "<tree>": tree}.get(head)
+        if inside is None:
+            continue
+        root, top = inside.resolve(), inside / rest
+        for folder, dirs, files in os.walk(top):
+            rel = Path(folder).relative_to(top).as_posix()
+            dirs[:] = sorted(d for d in dirs if _BENEATH.fullmatch(f"{rel}/{d}".lstrip("./")))
             for name in sorted(set(files) & names):
                 file = Path(folder) / name
-                data = read_regular(file, root)
+                data = read_regular(file, inside)
                 if data is None:
                     continue
-                real = file.resolve().relative_to(root.resolve()).as_posix()
+                real = file.resolve().relative_to(root).as_posix()
                 digest = hashlib.sha256(data).hexdigest()
                 found.setdefault(name, {}).setdefault(digest, f"{head}/{real}")
     return {name: sorted(by.values()) for name, by in sorted(found.items())}

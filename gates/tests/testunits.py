@@ -421,14 +421,15 @@ def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
     twin's name: red-team rounds 16 to 20) is found by the loader and named by no link.
     The library moved or rebuilt (`LIBRARY_OUTPUT_DIRECTORY`, a new source, a version)
     is still the file its dependant's link names. It must also be the file the test's
-    program loads run from `/` without the test's environment, as another program of
-    the project's would (a RUNPATH entry relative to the tests' folder: round 21's
-    `bound_rel`), and the only version of its name in the build and the tree (a twin
-    linked into the tests alone: `prog_twin`). A test of the reference that loads a
-    file otherwise (a plugin folder of its own) may load that file here too. A library
-    from outside the tree and the build is the reference's, or a new one from the
-    system's folders. A filter a loaded file names that the reference's do not is a
-    library whose symbols the loader takes first (round 19's `aux_filter`)."""
+    program loads run from `/` without the test's environment, when that run finds one,
+    as another program of the project's would (a RUNPATH entry relative to the tests'
+    folder: round 21's `bound_rel`), and the only version of its name in the folders the
+    tests' loader searches (a twin linked into the tests alone: `prog_twin`). A test of
+    the reference that loads a file otherwise (a plugin folder of its own) may load that
+    file here too. A library from outside the tree and the build is the reference's, or
+    a new one from the system's folders. A filter a loaded file names that the
+    reference's do not is a library whose symbols the loader takes first (round 19's
+    `aux_filter`)."""
     found = []
     theirs: dict[str, dict[str, str]] = ref.get("loads", {})
     for test, loads in sorted(mine.get("loads", {}).items()):
@@ -449,15 +450,18 @@ def moved_loads(mine: dict[str, Any], ref: dict[str, Any]) -> list[str]:
             if files != {path} and not (quirk and was not in was_bound.get(name, set())):
                 named = " and ".join(sorted(files)) or "no file of that name"
                 found.append(f"{test} loads {name} from {path}, its links name {named}; {said}")
+            # Found nowhere from `/` (a project whose tests find their libraries only through
+            # LD_LIBRARY_PATH: round 22's honest `env_split`) is no other file.
             elsewhere = neutral.get(name, "not found")
-            if elsewhere != path and not (quirk and was_neutral.get(name) != was):
+            theirs_too = quirk and was_neutral.get(name) != was
+            if elsewhere not in (path, "not found") and not theirs_too:
                 found.append(f"{test} loads {name} from {path}; run from / without its "
                              f"environment, its program loads {elsewhere}")  # fmt: skip
     names = {n for loads in mine.get("loads", {}).values() for n in loads}
     for name in sorted(names):
         files = mine.get("versions", {}).get(name, [])
         if len(files) > max(1, len(ref.get("versions", {}).get(name, []))):
-            found.append(f"the build and the tree hold {len(files)} different files named "
+            found.append(f"the tests' loader finds {len(files)} different files named "
                          f"{name}: {', '.join(files[:4])}")  # fmt: skip
     ref_filters: dict[str, list[str]] = ref.get("filters", {})
     for test, filters in sorted(mine.get("filters", {}).items()):

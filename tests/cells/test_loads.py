@@ -173,12 +173,18 @@ def test_a_test_loads_what_a_program_run_elsewhere_loads_and_the_only_version() 
     twins = _graph("<build>/t", ref["loads"]["t"], ref["binds"])
     twins["versions"] = {"libimpl.so": ["<build>/libimpl.so", "<build>/plugins/libimpl.so"]}
     assert testunits.moved_loads(twins, ref) == [
-        "the build and the tree hold 2 different files named libimpl.so: "
+        "the tests' loader finds 2 different files named libimpl.so: "
         "<build>/libimpl.so, <build>/plugins/libimpl.so"
     ]
     system = _graph("<build>/t", {**ref["loads"]["t"], "libm.so.6": "/lib/x86_64/libm.so.6"},
                     ref["binds"])  # fmt: skip
     assert testunits.moved_loads(system, ref) == []
+    # Round 22's honest `env_split`: the tests find a new library through LD_LIBRARY_PATH
+    # only; run from /, the program finds none of that name, so no other file either.
+    split = _graph("<build>/t", {**ref["loads"]["t"], "libblank.so": "<build>/libblank.so"},
+                   {**ref["binds"], "<build>/libimpl.so": [["<build>/libblank.so", "libblank.so"]]})
+    split["neutral"]["t"]["libblank.so"] = "not found"
+    assert testunits.moved_loads(split, ref) == []
     proc = _graph("<build>/t", {**ref["loads"]["t"], "libfix.so": "/proc/1/fd/3"}, ref["binds"])
     assert testunits.moved_loads(proc, ref) == [
         "t loads libfix.so from /proc/1/fd/3, the reference's loads no libfix.so"
@@ -209,3 +215,36 @@ def test_a_program_run_through_env_is_listed_with_the_wrappers_variables() -> No
     assert (command, loads.loader_env({}, said)) == (["/b/t"], {"LD_AUDIT": "/b/a.so"})
     assert testframeworks.unwrapped(["/bin/sh", "-c", "/b/t"]) == (["/bin/sh", "-c", "/b/t"], [])
     assert testframeworks.unwrapped(["env", "-C", "/b", "/b/t"])[0] == ["-C", "/b", "/b/t"]
+
+
+def test_versions_are_counted_where_the_tests_loader_searches(tmp_path: Path) -> None:
+    """Round 22: a stripped copy for packaging in <build>/dist is on no search path (honest
+    `dist_strip`); a twin in a searched folder or its hwcaps subfolder is a second
+    version; a copy with the same bytes is the same one. The folders come from the
+    program's RUNPATH ($ORIGIN), the test's LD_LIBRARY_PATH and where files were found."""
+    build = tmp_path / "build"
+    _shared(build / "lib" / "libimpl.so", "impl", "libimpl.so")
+    _shared(build / "dist" / "libimpl.so", "other", "libimpl.so")
+    (build / "plugins").mkdir()
+    (build / "plugins" / "libimpl.so").write_bytes((build / "lib" / "libimpl.so").read_bytes())
+    main = build / "tests" / "main.cpp"
+    main.parent.mkdir()
+    main.write_text("int main() { return 0; }\n")
+    program = build / "tests" / "t"
+    subprocess.run(["g++", "-o", str(program), str(main), "-Wl,-rpath,$ORIGIN/../lib",
+                    "-Wl,--enable-new-dtags"], check=True)  # fmt: skip
+    b = str(build)
+    searched = loads.search([f"{b}/tests/t"], f"{b}/plugins", f"{b}/tests", b, build)
+    assert searched == {f"{b}/tests", f"{b}/lib", f"{b}/plugins"}
+    spelt = {f.replace(b, "<build>") for f in searched}
+    assert loads.versions({"libimpl.so"}, spelt, build, tmp_path / "tree") == {
+        "libimpl.so": ["<build>/lib/libimpl.so"]
+    }
+    hwcaps = build / "plugins" / "glibc-hwcaps" / "x86-64-v2"
+    hwcaps.mkdir(parents=True)
+    (hwcaps / "libimpl.so").write_bytes((build / "dist" / "libimpl.so").read_bytes())
+    assert loads.versions({"libimpl.so"}, spelt, build, tmp_path / "tree") == {
+        "libimpl.so": [
+            "<build>/lib/libimpl.so", "<build>/plugins/glibc-hwcaps/x86-64-v2/libimpl.so"
+        ]
+    }  # fmt: skip
