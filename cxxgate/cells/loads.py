@@ -88,6 +88,7 @@ def resolve(listing: str, build_at: str, copy: Path, run: Run) -> Loads:
     if loader is None:
         return Loads()
     done: dict[tuple[str, str, tuple[str, ...]], tuple[dict[str, str], list[str]]] = {}
+    searched: set[tuple[str, str, tuple[str, ...]]] = set()  # contexts whose folders are in
     found = Loads()
     for test in tests:
         props = properties(test)
@@ -112,8 +113,11 @@ def resolve(listing: str, build_at: str, copy: Path, run: Run) -> Loads:
         found.loads[name], found.filters[name] = done[(command[0], cwd, options)]
         found.neutral[name] = done[(command[0], "/", ())][0]
         found.runs[name] = _real(command[0], build_at, copy)
-        loaded = [found.runs[name], *found.loads[name].values(), *found.neutral[name].values()]
-        found.searched |= search(loaded, env.get("LD_LIBRARY_PATH", ""), cwd, build_at, copy)
+        # Many tests share a program (discovered tests): its folders are read once.
+        if (command[0], cwd, options) not in searched:
+            searched.add((command[0], cwd, options))
+            loaded = [found.runs[name], *found.loads[name].values(), *found.neutral[name].values()]
+            found.searched |= search(loaded, env.get("LD_LIBRARY_PATH", ""), cwd, build_at, copy)
     return found
 
 
@@ -127,28 +131,11 @@ def search(files: list[str], library_path: str, cwd: str, build_at: str, copy: P
         folder = posixpath.dirname(file)
         entries.append(folder)
         host = _host(file, build_at, copy)
-        for said in _run_paths(host, copy) if host is not None else []:
+        tags = (_dynamic(host, copy) if host is not None else None) or ("", {})
+        for said in [*tags[1].get("DT_RUNPATH", []), *tags[1].get("DT_RPATH", [])]:
             for entry in said.split(":"):
                 entries.append(re.sub(r"\$(ORIGIN|\{ORIGIN\})", folder, entry))
     return {_real(at(entry, cwd), build_at, copy) for entry in entries if entry}
-
-
-def _run_paths(file: Path, copy: Path) -> list[str]:
-    """A build file's DT_RUNPATH and DT_RPATH strings (none for what is not ELF)."""
-    opened = open_regular(file, copy)
-    if opened is None:
-        return []
-    said: list[str] = []
-    try:
-        with opened as f:
-            for section in ELFFile(f).iter_sections():
-                if isinstance(section, DynamicSection):
-                    for tag in section.iter_tags():
-                        if tag.entry.d_tag in ("DT_RUNPATH", "DT_RPATH"):
-                            said.append(str(getattr(tag, tag.entry.d_tag[3:].lower())))
-    except (OSError, *ELF_ERRORS):
-        return said
-    return said
 
 
 def at(path: str, cwd: str) -> str:
@@ -321,30 +308,51 @@ def _spelt_real(word: str, file: Path, copy: Path) -> str | None:
     one that leads out of it); a tree file as named."""
     if not word.startswith("<build>/"):
         return word
+    rel = _within(file, copy)
+    return None if rel is None else f"<build>/{rel}"
+
+
+def _within(file: Path, copy: Path) -> str | None:
+    """The copy's file as the file it is, copy-relative (links followed); None for one
+    that leads out of the copy."""
     try:
         real, root = file.resolve(), copy.resolve()
     except (OSError, RuntimeError):
         return None
-    if not real.is_relative_to(root):
-        return None
-    return "<build>/" + real.relative_to(root).as_posix()
+    return real.relative_to(root).as_posix() if real.is_relative_to(root) else None
 
 
 def _soname(file: Path, inside: Path) -> str | None:
     """A shared object's DT_SONAME ("" without one); None for a file that is not one."""
+    said = _dynamic(file, inside)
+    if said is None or said[0] != "ET_DYN":
+        return None
+    return (said[1].get("DT_SONAME") or [""])[0]
+
+
+_STRING_TAGS = ("DT_SONAME", "DT_RUNPATH", "DT_RPATH", *FILTER_TAGS)
+
+
+def _dynamic(file: Path, inside: Path) -> tuple[str, dict[str, list[str]]] | None:
+    """An ELF file's type and the strings of its dynamic tags that name files or folders
+    (soname, RUNPATH, RPATH, filters), read as a regular file inside `inside` (the
+    candidate's code ran there); None for what is not ELF."""
     opened = open_regular(file, inside)
     if opened is None:
         return None
+    said: dict[str, list[str]] = {}
     try:
         with opened as f:
             elf = ELFFile(f)
-            if elf["e_type"] != "ET_DYN":
-                return None
             for section in elf.iter_sections():
-                if isinstance(section, DynamicSection):
-                    for tag in section.iter_tags("DT_SONAME"):
-                        return str(tag.soname)  # type: ignore[attr-defined]
-            return ""
+                if not isinstance(section, DynamicSection):
+                    continue
+                strings = section._get_stringtable()  # pyelftools names no filters
+                for tag in section.iter_tags():
+                    if tag.entry.d_tag in _STRING_TAGS:
+                        text = strings.get_string(tag.entry.d_val)
+                        said.setdefault(tag.entry.d_tag, []).append(text)
+            return str(elf["e_type"]), said
     except (OSError, *ELF_ERRORS):
         return None
 
@@ -360,37 +368,20 @@ def _real(path: str, build_at: str, copy: Path) -> str:
     """A loaded file of the build as the file it is: links followed inside the build;
     another path normalised."""
     file = _host(path, build_at, copy)
-    if file is not None:
-        try:
-            real, root = file.resolve(), copy.resolve()
-        except (OSError, RuntimeError):
-            return posixpath.normpath(path)
-        if real.is_relative_to(root):
-            return str(PurePosixPath(build_at) / real.relative_to(root).as_posix())
+    rel = _within(file, copy) if file is not None else None
+    if rel is not None:
+        return str(PurePosixPath(build_at) / rel)
     return posixpath.normpath(path) if "/" in path else path
 
 
 def _filters(found: dict[str, str], build_at: str, copy: Path) -> set[str]:
-    """The filters each loaded file of the build names (read as a regular file of the
-    copy: the candidate's code ran there)."""
+    """The filters each loaded file of the build names."""
     said: set[str] = set()
     for name, path in found.items():
         file = _host(path, build_at, copy)
-        opened = open_regular(file, copy) if file is not None else None
-        if opened is None:
-            continue
-        try:
-            with opened as f:
-                for section in ELFFile(f).iter_sections():
-                    if not isinstance(section, DynamicSection):
-                        continue
-                    strings = section._get_stringtable()  # pyelftools names no filters
-                    for tag in section.iter_tags():
-                        if tag.entry.d_tag in FILTER_TAGS:
-                            filtee = strings.get_string(tag.entry.d_val)
-                            said.add(f"{name}: {tag.entry.d_tag} {filtee}")
-        except (OSError, *ELF_ERRORS):
-            continue
+        tags = (_dynamic(file, copy) if file is not None else None) or ("", {})
+        for kind in FILTER_TAGS:
+            said |= {f"{name}: {kind} {filtee}" for filtee in tags[1].get(kind, [])}
     return said
 
 
