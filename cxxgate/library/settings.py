@@ -124,9 +124,15 @@ class Settings:
             raise SettingsError(msg)
         seed = get_var("seed", "") or ""
         print_table = get_var("table", "") or ""
+        where = ccache.REMOTE
         if table.ccache_remote and not os.environ.get(ccache.REMOTE):
             # The compiles read it there (cxxgate/toolchain/ccache.py), in this process's threads.
             os.environ[ccache.REMOTE] = table.ccache_remote
+            where = f"{root / 'pyproject.toml'}: [tool.cxxgate] ccache_remote"
+        remote = os.environ.get(ccache.REMOTE, "")
+        if remote.startswith("file:") and ccache.file_storage(remote) is None:
+            msg = f"{where}={remote}: expected file:/absolute/folder (or redis://host:port)"
+            raise SettingsError(msg)
         return cls(
             library=library,
             out=path("out", table.out),

@@ -33,7 +33,10 @@ What makes a hit sound here, measured (tests/cells/test_ccache.py):
 
 Hit or miss is read per compile from ccache's stats log (one file per call).
 CXXGATE_CCACHE=0 turns the launcher off; CXXGATE_CCACHE_REMOTE (or `[tool.cxxgate]
-ccache_remote`) names a remote storage (redis://host:port), shared by build folders.
+ccache_remote`) names a remote storage shared by build folders: redis://host:port (the
+compile's sandbox then shares the network), or a folder, file:/path (the sandbox shows
+that folder writable, as it shows the build folder's own cache; the test suite shares one
+between all its grades, tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Literal
+from urllib.parse import unquote
 
 from cxxgate.host import sandbox
 from cxxgate.host.sandbox import NEUTRAL_TREE
@@ -68,6 +72,20 @@ def folder(root: Path) -> Path:
 def projects(root: Path) -> Path:
     """The results of CMake projects' own compiles, every tree's (cxxgate/cells/cmake.py)."""
     return folder(root) / "projects"
+
+
+def file_storage(remote: str) -> Path | None:
+    """The folder of a `file:` remote storage (ccache's own URL form, `file:/path` or
+    `file:///path`, attributes after `|`), made if missing; None for any other storage
+    and for a relative path."""
+    url = remote.split("|", 1)[0]
+    if not url.startswith("file:"):
+        return None
+    path = Path(unquote(url.removeprefix("file:").removeprefix("//")))
+    if not path.is_absolute():
+        return None  # refused when the settings are read (cxxgate/library/settings.py)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def enabled() -> bool:
@@ -153,7 +171,11 @@ def prepare(
     stats = store / "stats" / f"{secrets.token_hex(8)}.log"
     launch.stats = stats
     remote = os.environ.get(REMOTE, "")
-    launch.share_net = bool(remote)
+    shared = file_storage(remote)
+    if shared is not None:
+        launch.write.append(shared)  # the sandbox shows the folder, and no network
+    else:
+        launch.share_net = bool(remote)
     launch.env = {
         **base_env,
         "HOME": str(store),  # ccache asks for one; the sandbox has no passwd entry

@@ -355,16 +355,14 @@ def _regions(text: bytes, tree: Path, rel: str, copy: str, prefix: str) -> dict[
     root = tree.resolve()
     chunks: dict[str, list[bytes]] = {}
     current: str | None = None
+    # A unit's -E output names each header at every return to it: resolve each name once.
+    files: dict[bytes, str | None] = {copy.encode(): rel}
     for line in text.split(b"\n"):
         name = _linemarker(line)
         if name is not None:
-            current = None
-            decoded = name.decode(errors="replace")
-            path = Path(decoded)
-            if decoded == copy:
-                current = rel
-            elif path.is_absolute() and path.resolve().is_relative_to(root):
-                current = path.resolve().relative_to(root).as_posix()
+            if name not in files:
+                files[name] = _in_tree(Path(name.decode(errors="replace")), root)
+            current = files[name]
             continue
         if current is not None:
             chunks.setdefault(current, []).append(line)
@@ -373,6 +371,14 @@ def _regions(text: bytes, tree: Path, rel: str, copy: str, prefix: str) -> dict[
         toks = cppsource.tokens(cppsource.parse(b"\n".join(lines)).root_node)
         out[file] = cppsource.fingerprint([_spaceless(_unmarked(t, prefix)) for t in toks])
     return out
+
+
+def _in_tree(path: Path, root: Path) -> str | None:
+    """`path` relative to the (resolved) tree `root`, None for a file outside it."""
+    if not path.is_absolute():
+        return None
+    real = path.resolve()
+    return real.relative_to(root).as_posix() if real.is_relative_to(root) else None
 
 
 def _find(text: bytes, name: bytes, start: int) -> int:
@@ -412,10 +418,8 @@ def _deps(path: Path, tree: Path, rel: str) -> list[str]:
             words[-1] = words[-1][:-1] + " " + chunk  # an escaped space
         else:
             words.append(chunk)
-    out: set[str] = set()
-    for word in words[1:]:  # the first is the target
-        p = Path(word)
-        if p.is_absolute() and p.resolve().is_relative_to(tree.resolve()):
-            out.add(p.resolve().relative_to(tree.resolve()).as_posix())
+    root = tree.resolve()
+    # The first word is the target.
+    out = {r for word in words[1:] if (r := _in_tree(Path(word), root)) is not None}
     out.discard(rel)
     return sorted(out)

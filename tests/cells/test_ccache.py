@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import yaml
@@ -299,7 +300,16 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def test_two_build_folders_share_compiles_through_redis(tmp_path: Path, redis_url: str) -> None:
+@pytest.fixture(params=["redis", "file"])
+def remote(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A remote storage: a real redis-server, or a folder (`file:`, as the suite shares)."""
+    if request.param == "redis":
+        return str(request.getfixturevalue("redis_url"))
+    # A space in the folder's name: ccache reads the URL percent-decoded.
+    return f"file:{quote(str(tmp_path / 'shared cache'))}"
+
+
+def test_two_build_folders_share_compiles_through_a_remote(tmp_path: Path, remote: str) -> None:
     """Two shards grade the same library, each in its own build folder with its own local
     cache, one remote storage: the second compiles only what ccache never stores (failed
     compiles); everything else comes from the first shard's results, with the same rows.
@@ -311,7 +321,7 @@ def test_two_build_folders_share_compiles_through_redis(tmp_path: Path, redis_ur
     data["patches"] = [p for p in data["patches"] if "renamed_api" in p["file"]]
     case_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
 
-    env = {ccache.REMOTE: redis_url}
+    env = {ccache.REMOTE: remote}
     one = run_doit(tmp_path / "one", "grade", library=library, **env)
     assert one.returncode == 0, one.output
     two = run_doit(tmp_path / "two", "grade", library=library, **env)
@@ -335,7 +345,7 @@ def test_two_build_folders_share_compiles_through_redis(tmp_path: Path, redis_ur
 
 def test_remote_storage_from_pyproject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """[tool.cxxgate] ccache_remote reaches the compiles; the environment's value wins."""
-    from cxxgate.library.settings import Settings
+    from cxxgate.library.settings import Settings, SettingsError
 
     (tmp_path / "pyproject.toml").write_text('[tool.cxxgate]\nccache_remote = "redis://h:1"\n')
     monkeypatch.delenv(ccache.REMOTE, raising=False)
@@ -344,6 +354,9 @@ def test_remote_storage_from_pyproject(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv(ccache.REMOTE, "redis://mine:2")
     Settings.load(tmp_path)
     assert os.environ[ccache.REMOTE] == "redis://mine:2"
+    monkeypatch.setenv(ccache.REMOTE, "file:shared")
+    with pytest.raises(SettingsError, match="CXXGATE_CCACHE_REMOTE=file:shared: expected file:/"):
+        Settings.load(tmp_path)
 
 
 # Inline assembly that embeds a tree file at /src/project, where ccache's sandbox shows
