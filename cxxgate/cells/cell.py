@@ -181,10 +181,13 @@ def _compile(
         )
         if sees_tree:
             # What this unit really got from the tree's files, pragmas spelt out: the same
-            # argv preprocessing only (not through ccache: -E is not cached).
+            # argv preprocessing only (not through ccache: ccache does not cache -E; a
+            # record kept by what the compile read is taken instead, controlstore.py).
             unit = owner(str(out / src)) or src
             units_seen.append(unit)
-            found += preprocessed.scan(layout, spec, argv, src, unit, out, owner)[0]
+            ok = steps[-1].exit == 0 and not steps[-1].timed_out
+            reads = reuse.reads_of(tree, [dep]) if ok else None
+            found += preprocessed.scan(layout, spec, argv, src, unit, out, owner, reads=reads)
     status = toolcall.status(steps)
     binary = None
     if spec.kind == "object" and status == "ok":

@@ -182,7 +182,7 @@ def _consumer(spec: CellSpec, layout: Layout, tree: Path, out: Path, scanned: Sc
         scanned[1].extend(
             preprocessed.scan(
                 layout, spec, base, unit.name, unit.name, stranger, owner, sees_tree=False
-            )[0]
+            )
         )
     detail = f"public header(s) not in the tree: {unpublished}" if unpublished else ""
     if toolcall.status(steps) != "ok":

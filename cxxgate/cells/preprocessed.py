@@ -45,11 +45,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cxxgate.cells import controlstore
 from cxxgate.host.sandbox import NEUTRAL_TREE
 from cxxgate.intake import pragmas
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import toolcall
-from cxxgate.toolchain.cellspec import CellSpec, Step
+from cxxgate.toolchain.cellspec import CellSpec
 
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d)*)\s*$')
 _PRAGMA = re.compile(
@@ -126,32 +127,41 @@ def scan(
     owner: Owner,
     *,
     sees_tree: bool = True,
-) -> tuple[list[Control], Step]:
+    reads: list[str] | None = None,
+) -> list[Control]:
     """Preprocess one translation unit with its compile's argv (`argv`: everything but the
     action, source and output) in the cell's sandbox, and keep the control lines from tree
     files. A failed -E (a compile error) still shows what it read; one that timed out or
-    wrote nothing is recorded as a control line, so a verdict never rests on it."""
-    out = cwd / f"{Path(unit).name}.ii"
-    out.unlink(missing_ok=True)
+    wrote nothing is recorded as a control line, so a verdict never rests on it.
+
+    `reads`: the tree files the unit's compile read (its -MD file), when it compiled. The
+    record is then kept by them, and an earlier one with the same key is taken instead of
+    preprocessing again (cxxgate/cells/controlstore.py)."""
     tree = layout.tree(spec.tree_key)
+    what = [*argv, "-E", source, "-o", f"{Path(unit).name}.ii"]
+    record_key = None
+    if reads is not None and sees_tree and os.environ.get("CXXGATE_REUSE") != "0":
+        record_key = controlstore.key(layout, spec, what, unit, cwd, reads)
+        kept = controlstore.load(layout, record_key)
+        if kept is not None:
+            return [Control(unit, p, n, t) for p, n, t in kept]
+    out = cwd / what[-1]
+    out.unlink(missing_ok=True)
     step = toolcall.tool_call(
-        layout,
-        spec,
-        "preprocess",
-        source,
-        [*argv, "-E", source, "-o", out.name],
-        cwd,
-        read=[tree] if sees_tree else [],
+        layout, spec, "preprocess", source, what, cwd, read=[tree] if sees_tree else []
     )
     try:
         text = out.read_text(errors="replace") if out.is_file() else ""
     finally:
         out.unlink(missing_ok=True)
-    found = [Control(unit, p, n, t) for p, n, t in controls(text, owner)]
+    record = controls(text, owner)
+    found = [Control(unit, p, n, t) for p, n, t in record]
     if step.timed_out or not text:
         why = "timed out" if step.timed_out else "wrote nothing"
         found.append(Control(unit, unit, 0, f"the preprocessor {why}: its output is unseen"))
-    return found, step
+    elif record_key is not None and step.exit == 0:
+        controlstore.store(layout, record_key, record)
+    return found
 
 
 def blank_raw_strings(text: str) -> tuple[str, bool]:

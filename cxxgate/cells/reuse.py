@@ -43,7 +43,7 @@ def lookup(layout: Layout, spec_key: str, tree: Path, asking: str) -> str | None
     for deps_file in sorted(folder.glob("*.deps")):
         try:
             paths = json.loads(deps_file.read_text())
-            key = (folder / f"{deps_file.stem}-{_digest(tree, paths)}.hit").read_text().strip()
+            key = (folder / f"{deps_file.stem}-{digest(tree, paths)}.hit").read_text().strip()
         except (OSError, ValueError):
             continue  # no hit for these bytes (or a record from before atomic writes)
         # A run resumed after a kill, or after `doit forget`, asks again for a cell it
@@ -90,7 +90,7 @@ def record(layout: Layout, spec_key: str, tree: Path, paths: list[str] | None, c
     folder = layout.root / "reuse" / spec_key / listing(tree)
     folder.mkdir(parents=True, exist_ok=True)
     _write_once(folder / f"{depset}.deps", json.dumps(paths))
-    hit = folder / f"{depset}-{_digest(tree, paths)}.hit"
+    hit = folder / f"{depset}-{digest(tree, paths)}.hit"
     try:
         stale = not usable(layout, hit.read_text().strip())
     except OSError:
@@ -118,7 +118,7 @@ def listing(tree: Path) -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
 
 
-def _digest(tree: Path, paths: list[str]) -> str:
+def digest(tree: Path, paths: list[str]) -> str:
     h = hashlib.sha256()
     for rel in paths:
         h.update(rel.encode() + b"\0" + hashlib.sha256((tree / rel).read_bytes()).digest())

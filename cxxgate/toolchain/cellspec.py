@@ -83,6 +83,7 @@ COMPILE_CODE = (
     "toolchain.ccache",
     "toolchain.asmreads",
     "cells.preprocessed",
+    "cells.controlstore",
 )
 
 
