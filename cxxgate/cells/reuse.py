@@ -69,7 +69,10 @@ def usable(layout: Layout, key: str) -> bool:
 
 def reads_of(tree: Path, depfiles: list[Path]) -> list[str] | None:
     """The tree paths a compile read, from its dependency files; None without a dependency
-    file for every TU (what it read is then unknown)."""
+    file for every TU, or when a tree path it names is not a file of the tree as read (a
+    name make's escapes leave ambiguous): what it read is then unknown, and nothing is
+    kept by it. A wrong name would key a result by the bytes of another file (red team
+    round 23: `q$.hpp` written `q$$.hpp`, and a decoy the patch added under that name)."""
     read: set[str] = set()
     root = os.path.normpath(tree)
     for depfile in depfiles:
@@ -78,6 +81,8 @@ def reads_of(tree: Path, depfiles: list[Path]) -> list[str] | None:
         for dep in parse_depfile(depfile.read_text()):
             path = os.path.normpath(dep)
             if os.path.isabs(path) and path.startswith(root + os.sep):
+                if "\\" in path or not os.path.isfile(path):
+                    return None
                 read.add(os.path.relpath(path, root))
     return sorted(read)
 
@@ -101,14 +106,17 @@ def record(layout: Layout, spec_key: str, tree: Path, paths: list[str] | None, c
 
 _CONTINUATION = re.compile(r"\\\n")
 _SPLIT = re.compile(r"(?<!\\)\s+")
+_ESCAPED = re.compile(r"\\([\s#])")
 
 
 def parse_depfile(text: str) -> list[str]:
-    """Prerequisites of the first rule of a make dependency file (`-MD -MF` output)."""
+    """Prerequisites of the first rule of a make dependency file (`-MD -MF` output), make's
+    escapes undone as GCC writes them: `\\ ` (a blank), `\\#`, `$$`."""
     joined = _CONTINUATION.sub(" ", text)
     _, _, prerequisites = joined.partition(": ")
     first_rule = prerequisites.split("\n", 1)[0]
-    return [p.replace("\\ ", " ") for p in _SPLIT.split(first_rule.strip()) if p]
+    words = [p for p in _SPLIT.split(first_rule.strip()) if p]
+    return [_ESCAPED.sub(r"\1", p).replace("$$", "$") for p in words]
 
 
 @cache

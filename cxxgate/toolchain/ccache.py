@@ -117,7 +117,8 @@ def cacheable(argv: list[str], compiler: str | None) -> bool:
 
 @dataclass
 class Launch:
-    """One compile through ccache: what runs, what the sandbox shows, how to read back."""
+    """One compile through ccache (or a tool with a compile's view): what runs, what the
+    sandbox shows, how to read back."""
 
     argv: list[str]
     env: dict[str, str]
@@ -129,6 +130,7 @@ class Launch:
     depfiles: list[Path] = field(default_factory=list)  # real paths
     back: list[tuple[str, str]] = field(default_factory=list)  # (neutral prefix, real)
     compile_failed: bool = False  # read by finish: the compiler ran under ccache and failed
+    through_ccache: bool = True  # False: only the compile's view (compile_view)
 
 
 def prepare(
@@ -158,16 +160,9 @@ def prepare(
             run[1:1] = ["-MD", "-MF", str(Path(out).with_suffix(".d"))]
     depfiles = [cwd / run[i + 1] for i, a in enumerate(run[:-1]) if a == "-MF"]
     launch = Launch(argv=run, env={}, cwd=cwd, depfiles=depfiles, write=[store])
-    seen_cwd = _mapped(cwd, argv) if neutral else None
-    if neutral and seen_cwd is not None:
-        swaps = [(str(cwd), seen_cwd), (str(tree), NEUTRAL_TREE)]
-        run = [_swap(a, swaps) for a in run if not a.startswith(_MAP)]
-        launch.argv = run
-        launch.cwd = Path(seen_cwd)
-        launch.mounts = [(cwd, seen_cwd, True)]
-        if sees_tree:
-            launch.mounts.append((tree, NEUTRAL_TREE, False))
-        launch.back = [(neutral_path, real) for real, neutral_path in swaps]
+    if neutral:
+        _neutral_view(launch, cwd, tree, sees_tree=sees_tree)
+    run = launch.argv
     stats = store / "stats" / f"{secrets.token_hex(8)}.log"
     launch.stats = stats
     remote = os.environ.get(REMOTE, "")
@@ -191,6 +186,37 @@ def prepare(
     }
     launch.argv = [_ccache(), *run]
     return launch
+
+
+def _neutral_view(launch: Launch, cwd: Path, tree: Path, *, sees_tree: bool) -> bool:
+    """Show the tree and `cwd` at their neutral paths (the module text), argv to match;
+    False (nothing changed) when no -ffile-prefix-map of argv places `cwd`."""
+    seen_cwd = _mapped(cwd, launch.argv)
+    if seen_cwd is None:
+        return False
+    swaps = [(str(cwd), seen_cwd), (str(tree), NEUTRAL_TREE)]
+    launch.argv = [_swap(a, swaps) for a in launch.argv if not a.startswith(_MAP)]
+    launch.cwd = Path(seen_cwd)
+    launch.mounts = [(cwd, seen_cwd, True)]
+    if sees_tree:
+        launch.mounts.append((tree, NEUTRAL_TREE, False))
+    launch.back = [(neutral_path, real) for real, neutral_path in swaps]
+    return True
+
+
+def compile_view(
+    argv: list[str], cwd: Path, tree: Path, base_env: dict[str, str], *, sees_tree: bool
+) -> Launch | None:
+    """A tool that reads what a compile reads without going through ccache (a unit's `-E`
+    for its diagnostic-control record, cxxgate/cells/preprocessed.py) sees the tree where
+    that compile saw it: at the neutral path under bubblewrap with ccache on. Else a
+    header could test which it is in (`__has_include("/src/project/...")`) and show the
+    compile a pragma the record never holds (red team round 23). None when the compile
+    sees the tree at its own path too."""
+    if view() != "neutral":
+        return None
+    launch = Launch(argv=list(argv), env=dict(base_env), cwd=cwd, through_ccache=False)
+    return launch if _neutral_view(launch, cwd, tree, sees_tree=sees_tree) else None
 
 
 def finish(launch: Launch) -> Outcome:

@@ -104,7 +104,7 @@ def tool_call(
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
     binds = (*spec.envelope.toolchain.binds, *views)  # its declared prefix; never guessed
-    launch = _launch(layout, spec, phase, argv, cwd, read)
+    launch = None if views or inside else _launch(layout, spec, phase, argv, cwd, read)
     # An object compile refuses an assembler read no dependency file names (asmreads.py).
     wrap = asmreads.applies(argv, spec.envelope.toolchain.family) if phase == "compile" else False
     wrapper = asmreads.wrapper(layout.root) if wrap else None
@@ -152,7 +152,7 @@ def tool_call(
     cached: ccache.Outcome = ""
     if launch is not None:
         text = ccache.back(text, launch)
-        cached = ccache.finish(launch)
+        cached = ccache.finish(launch) if launch.through_ccache else ""
     if outcome.exit != 0 and not outcome.stopped_by_harness and faults.oom_kills() > ooms:
         # The OOM killer's first pick is the biggest process: a compiler or linker (a run
         # may hold memory no cap counts, README "Not contained"). `Killed signal terminated
@@ -180,11 +180,14 @@ def _launch(
     layout: Layout, spec: CellSpec, phase: Phase, argv: list[str], cwd: Path, read: list[Path]
 ) -> ccache.Launch | None:
     """How a compile goes through ccache, or None when it does not (CXXGATE_CCACHE=0,
-    ccache missing, not a compile of one TU by the envelope's compiler)."""
+    ccache missing, not a compile of one TU by the envelope's compiler). A unit's `-E` for
+    its control record sees the tree as that compile did (ccache.compile_view)."""
     tc = spec.envelope.toolchain
+    tree = layout.tree(spec.tree_key)
+    if phase == "preprocess" and argv[0] == tc.path:
+        return ccache.compile_view(argv, cwd, tree, COMPILER_ENV, sees_tree=tree in read)
     if phase != "compile" or not ccache.enabled() or not ccache.cacheable(argv, tc.path):
         return None
-    tree = layout.tree(spec.tree_key)
     return ccache.prepare(
         layout.root,
         argv,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import make_tree
 
+from cxxgate.cells import reuse
 from cxxgate.cells.cell import build
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import ccache
@@ -96,3 +97,81 @@ def test_another_build_folder_takes_the_record_and_a_changed_tree_does_not(
     make_tree(two, grown, {**FILES, "src/x.hpp": "#error shadow\n"})
     _build(two, grown, manifest)
     assert _preprocessed(two) == 4
+
+
+# Red team round 23. A pragma spelt through macro arguments (intake's text scan misses
+# it; only the -E record shows it) that lets an unused variable compile under -Werror.
+STRICT = ENVELOPES.replace("[-O0]", "[-O0, -Wall, -Werror]")
+SILENCE = '#define CAT(a, b) a##b\nCAT(_Pra, gma)("GCC diagnostic ignored \\"-Wunused-variable\\"")'
+SILENCE += "\n"
+
+
+def _strict(layout: Layout, tree: str, manifest: Path) -> CellResult:
+    manifest.write_text(STRICT.replace("plain:", "strict:"))
+    spec = CellSpec(
+        kind="exe",
+        tree_key=tree,
+        units=(PROBE,),
+        tree_sources=("src/*.cpp",),
+        include_dirs=("include",),
+        envelope=Envelopes(manifest).get("strict"),
+        compile_seconds=60,
+    )
+    return build(spec, layout)
+
+
+def _silenced(layout: Layout) -> bool:
+    return any(text == PRAGMA for *_, text in _controls(layout))
+
+
+@pytest.mark.parametrize(("real", "escaped"), [("q$.hpp", "q$$.hpp"), ("q#.hpp", "q\\#.hpp")])
+def test_a_name_make_escapes_is_the_file_read_not_a_decoy(
+    tmp_path: Path, manifest: Path, real: str, escaped: str
+) -> None:
+    """GCC writes `$` as `$$` and `#` as `\\#` in a dependency file. Read literally, the key
+    hashed a decoy the patch adds under the escaped name, never the header the compile
+    read: a tree whose `q$.hpp` silences a warning took the clean tree's record."""
+    header = f'#pragma once\n#include "{real}"\ninline int f() {{ return 1; }}\n'
+
+    def files(quiet: str) -> dict[str, str]:
+        decoy = {f"include/{escaped}": "// decoy\n"}
+        source = '#include "x.hpp"\nint g() { KEEP int unused; return f(); }\n'
+        return {"include/x.hpp": header, f"include/{real}": quiet, "src/a.cpp": source, **decoy}
+
+    one, two = Layout(tmp_path / "one"), Layout(tmp_path / "two")
+    make_tree(one, "a1" * 12, files("#pragma once\n#define KEEP [[maybe_unused]]\n"))
+    assert _strict(one, "a1" * 12, manifest).status == "ok" and not _silenced(one)
+    for layout in (one, two):  # the same build folder (reuse.py) and another (the store)
+        make_tree(layout, "b2" * 12, files("#pragma once\n#define KEEP\n" + SILENCE))
+        assert _strict(layout, "b2" * 12, manifest).status == "ok"
+        assert _silenced(layout)
+
+
+def test_an_honest_name_make_escapes_grades(tmp_path: Path, manifest: Path) -> None:
+    one = Layout(tmp_path / "one")
+    header = '#pragma once\n#include "q$.hpp"\ninline int f() { return 1; }\n'
+    make_tree(one, "c3" * 12, {**FILES, "include/x.hpp": header, "include/q$.hpp": ""})
+    assert _build(one, "c3" * 12, manifest).status == "ok"
+
+
+def test_the_record_is_made_where_the_compile_saw_the_tree(tmp_path: Path, manifest: Path) -> None:
+    """Under bubblewrap with ccache the compile sees the tree at /src/project. The -E ran
+    at the tree's own path, so a header that tests where it is showed the compile a
+    pragma its record never held; the -E now sees what its compile saw."""
+    header = '#pragma once\n#if __has_include("/src/project/include/x.hpp")\n' + SILENCE
+    header += "#endif\ninline int f() { return 1; }\n"
+    source = '#include "x.hpp"\nint g() { int unused; return f(); }\n'
+    one = Layout(tmp_path / "one")
+    make_tree(one, "d4" * 12, {"include/x.hpp": header, "src/a.cpp": source})
+    result = _strict(one, "d4" * 12, manifest)
+    assert result.status != "ok" or _silenced(one), _controls(one)
+
+
+def test_make_escapes_are_undone() -> None:
+    text = "a.o: /t/src/a.cpp /t/include/q$$.hpp /t/include/q\\#.hpp \\\n /t/my\\ dir/x.hpp\n"
+    assert reuse.parse_depfile(text) == [
+        "/t/src/a.cpp",
+        "/t/include/q$.hpp",
+        "/t/include/q#.hpp",
+        "/t/my dir/x.hpp",
+    ]
