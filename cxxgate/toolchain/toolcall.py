@@ -229,7 +229,7 @@ def _fault_confirmed(
     not run and fail under it; any other when the toolchain cannot build a program of
     ours now."""
     if why.startswith("ccache: error:"):
-        return launch is not None and not launch.compile_failed
+        return launch is not None and launch.through_ccache and not launch.compile_failed
     return not _toolchain_builds(layout, spec)
 
 
