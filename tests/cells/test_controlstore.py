@@ -22,6 +22,7 @@ toolchains:
   gcc: {command: g++, family: gcc}
 envelopes:
   plain: {toolchain: gcc, std: c++20, flags: [-O0]}
+  strict: {toolchain: gcc, std: c++20, flags: [-O0, -Wall, -Werror]}
 """
 PRAGMA = '#pragma GCC diagnostic ignored "-Wunused-variable"'
 HEADER = f"#pragma once\n{PRAGMA}\ninline int f() {{ return 1; }}\n"
@@ -39,14 +40,14 @@ def manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def _build(layout: Layout, tree: str, manifest: Path) -> CellResult:
+def _build(layout: Layout, tree: str, manifest: Path, envelope: str = "plain") -> CellResult:
     spec = CellSpec(
         kind="exe",
         tree_key=tree,
         units=(PROBE,),
         tree_sources=("src/*.cpp",),
         include_dirs=("include",),
-        envelope=Envelopes(manifest).get("plain"),
+        envelope=Envelopes(manifest).get(envelope),
         compile_seconds=60,
     )
     return build(spec, layout)
@@ -101,23 +102,8 @@ def test_another_build_folder_takes_the_record_and_a_changed_tree_does_not(
 
 # Red team round 23. A pragma spelt through macro arguments (intake's text scan misses
 # it; only the -E record shows it) that lets an unused variable compile under -Werror.
-STRICT = ENVELOPES.replace("[-O0]", "[-O0, -Wall, -Werror]")
 SILENCE = '#define CAT(a, b) a##b\nCAT(_Pra, gma)("GCC diagnostic ignored \\"-Wunused-variable\\"")'
 SILENCE += "\n"
-
-
-def _strict(layout: Layout, tree: str, manifest: Path) -> CellResult:
-    manifest.write_text(STRICT.replace("plain:", "strict:"))
-    spec = CellSpec(
-        kind="exe",
-        tree_key=tree,
-        units=(PROBE,),
-        tree_sources=("src/*.cpp",),
-        include_dirs=("include",),
-        envelope=Envelopes(manifest).get("strict"),
-        compile_seconds=60,
-    )
-    return build(spec, layout)
 
 
 def _silenced(layout: Layout) -> bool:
@@ -140,10 +126,10 @@ def test_a_name_make_escapes_is_the_file_read_not_a_decoy(
 
     one, two = Layout(tmp_path / "one"), Layout(tmp_path / "two")
     make_tree(one, "a1" * 12, files("#pragma once\n#define KEEP [[maybe_unused]]\n"))
-    assert _strict(one, "a1" * 12, manifest).status == "ok" and not _silenced(one)
+    assert _build(one, "a1" * 12, manifest, "strict").status == "ok" and not _silenced(one)
     for layout in (one, two):  # the same build folder (reuse.py) and another (the store)
         make_tree(layout, "b2" * 12, files("#pragma once\n#define KEEP\n" + SILENCE))
-        assert _strict(layout, "b2" * 12, manifest).status == "ok"
+        assert _build(layout, "b2" * 12, manifest, "strict").status == "ok"
         assert _silenced(layout)
 
 
@@ -163,7 +149,7 @@ def test_the_record_is_made_where_the_compile_saw_the_tree(tmp_path: Path, manif
     source = '#include "x.hpp"\nint g() { int unused; return f(); }\n'
     one = Layout(tmp_path / "one")
     make_tree(one, "d4" * 12, {"include/x.hpp": header, "src/a.cpp": source})
-    result = _strict(one, "d4" * 12, manifest)
+    result = _build(one, "d4" * 12, manifest, "strict")
     assert result.status != "ok" or _silenced(one), _controls(one)
 
 
