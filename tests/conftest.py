@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from cxxgate.cells.cell import build
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import ccache
+from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
+from cxxgate.toolchain.envelope import Envelopes
 
 PROJECT = Path(__file__).resolve().parent.parent
 SHIPPED = PROJECT / "cases"
@@ -146,6 +149,23 @@ def make_tree(layout: Layout, key: str, files: dict[str, str]) -> Path:
         path.write_text(text)
     layout.tree_stamp(key).write_text(json.dumps({"applied": True}))
     return layout.tree(key)
+
+
+def build_program(
+    layout: Layout, tree: str, probe: Unit, manifest: Path, envelope: str
+) -> CellResult:
+    """An exe cell built directly: `probe` with the tree's `src/*.cpp`, headers from
+    `include/`, under `envelope` of the manifest file `manifest`."""
+    spec = CellSpec(
+        kind="exe",
+        tree_key=tree,
+        units=(probe,),
+        tree_sources=("src/*.cpp",),
+        include_dirs=("include",),
+        envelope=Envelopes(manifest).get(envelope),
+        compile_seconds=60,
+    )
+    return build(spec, layout)
 
 
 def compiler_calls(out: Path) -> int:

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import pytest
 import yaml
-from conftest import Grade, case_library, make_tree, run_doit
+from conftest import Grade, build_program, case_library, make_tree, run_doit
 
 from cxxgate.cells import reuse
 from cxxgate.cells.cell import build
@@ -50,16 +50,7 @@ envelopes:
 
 
 def _build(layout: Layout, tree: str, manifest: Path) -> CellResult:
-    spec = CellSpec(
-        kind="exe",
-        tree_key=tree,
-        units=(PROBE,),
-        tree_sources=("src/*.cpp",),
-        include_dirs=("include",),
-        envelope=Envelopes(manifest).get("warn"),
-        compile_seconds=60,
-    )
-    return build(spec, layout)
+    return build_program(layout, tree, PROBE, manifest, "warn")
 
 
 def _files(step: Step) -> set[str]:

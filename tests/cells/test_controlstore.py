@@ -8,14 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import make_tree
+from conftest import build_program, make_tree
 
 from cxxgate.cells import reuse
-from cxxgate.cells.cell import build
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import ccache
-from cxxgate.toolchain.cellspec import CellResult, CellSpec, Unit
-from cxxgate.toolchain.envelope import Envelopes
+from cxxgate.toolchain.cellspec import CellResult, Unit
 
 ENVELOPES = """\
 toolchains:
@@ -41,16 +39,7 @@ def manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _build(layout: Layout, tree: str, manifest: Path, envelope: str = "plain") -> CellResult:
-    spec = CellSpec(
-        kind="exe",
-        tree_key=tree,
-        units=(PROBE,),
-        tree_sources=("src/*.cpp",),
-        include_dirs=("include",),
-        envelope=Envelopes(manifest).get(envelope),
-        compile_seconds=60,
-    )
-    return build(spec, layout)
+    return build_program(layout, tree, PROBE, manifest, envelope)
 
 
 def _controls(layout: Layout) -> list[tuple[str, str, int, str]]:
