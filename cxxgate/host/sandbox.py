@@ -80,6 +80,20 @@ def _system_args(tmp: Path | None = None) -> list[str]:
     return [*args, "--proc", "/proc", "--dev", "/dev", *tmp_args]
 
 
+def shown() -> list[tuple[str, Path]]:
+    """What every sandbox shows before its own binds: (path inside, path on the host) of
+    each system directory (a top that is a symlink, as merged /usr makes /bin, names what
+    it points to), each system file of /etc, /proc and /dev. An analysis that cannot run
+    in a sandbox (libclang, in-process: cxxgate/toolchain/clangview.py) is shown the same."""
+    seen: list[tuple[str, Path]] = []
+    for top in _SYSTEM_TOPS:
+        path = Path("/") / top
+        if path.exists():
+            seen.append((str(path), path.resolve()))
+    seen += [(extra, Path(extra)) for extra in _SYSTEM_FILES if Path(extra).exists()]
+    return [*seen, ("/proc", Path("/proc")), ("/dev", Path("/dev"))]
+
+
 def base_args(tmp: Path | None = None) -> list[str]:
     """A fresh namespace with the system directories read-only, /proc, /dev, and at /tmp
     the folder `tmp` (a private tmpfs without one)."""

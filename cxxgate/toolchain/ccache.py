@@ -69,6 +69,20 @@ def folder(root: Path) -> Path:
     return root / "ccache"
 
 
+def shown(root: Path) -> list[Path]:
+    """The cache folders a compile through ccache is shown (the build folder's, made here
+    with its configuration as the first compile makes them, and a `file:` storage): a
+    tool given the compile's view (compile_view, cxxgate/toolchain/clangview.py) is shown
+    them too, or a header could ask for `<out>/ccache/ccache.conf` and tell which it is in."""
+    store = folder(root)
+    (store / "stats").mkdir(parents=True, exist_ok=True)
+    config = store / "ccache.conf"
+    if not config.exists():
+        config.write_text("")  # ours: no host configuration is read
+    shared = file_storage(os.environ.get(REMOTE, ""))
+    return [store] if shared is None else [store, shared]
+
+
 def projects(root: Path) -> Path:
     """The results of CMake projects' own compiles, every tree's (cxxgate/cells/cmake.py)."""
     return folder(root) / "projects"
@@ -125,6 +139,7 @@ class Launch:
     cwd: Path  # as the compile sees it (neutral under bubblewrap)
     mounts: list[tuple[Path, str, bool]] = field(default_factory=list)
     write: list[Path] = field(default_factory=list)
+    read: list[Path] = field(default_factory=list)  # shown read-only at their own paths
     share_net: bool = False
     stats: Path = Path()
     depfiles: list[Path] = field(default_factory=list)  # real paths
@@ -148,29 +163,22 @@ def prepare(
     With `neutral`, the tree and `cwd` are mounted at neutral paths (see the module text);
     argv names the tree there even where it is not shown (a consumer's unused -I)."""
 
-    store = folder(root)
-    (store / "stats").mkdir(parents=True, exist_ok=True)
+    store, *shared = shown(root)
     config = store / "ccache.conf"
-    if not config.exists():
-        config.write_text("")  # ours: no host configuration is read
     run = list(argv)
     if "-MD" not in run and "-MMD" not in run:
         out = run[run.index("-o") + 1] if "-o" in run[:-1] else None
         if out is not None:  # -fsyntax-only without -o: no object to name a .d after
             run[1:1] = ["-MD", "-MF", str(Path(out).with_suffix(".d"))]
     depfiles = [cwd / run[i + 1] for i, a in enumerate(run[:-1]) if a == "-MF"]
-    launch = Launch(argv=run, env={}, cwd=cwd, depfiles=depfiles, write=[store])
+    launch = Launch(argv=run, env={}, cwd=cwd, depfiles=depfiles, write=[store, *shared])
     if neutral:
         _neutral_view(launch, cwd, tree, sees_tree=sees_tree)
     run = launch.argv
     stats = store / "stats" / f"{secrets.token_hex(8)}.log"
     launch.stats = stats
     remote = os.environ.get(REMOTE, "")
-    shared = file_storage(remote)
-    if shared is not None:
-        launch.write.append(shared)  # the sandbox shows the folder, and no network
-    else:
-        launch.share_net = bool(remote)
+    launch.share_net = bool(remote) and not shared  # a file: storage is a folder shown
     launch.env = {
         **base_env,
         "HOME": str(store),  # ccache asks for one; the sandbox has no passwd entry
@@ -205,17 +213,26 @@ def _neutral_view(launch: Launch, cwd: Path, tree: Path, *, sees_tree: bool) -> 
 
 
 def compile_view(
-    argv: list[str], cwd: Path, tree: Path, base_env: dict[str, str], *, sees_tree: bool
+    root: Path,
+    argv: list[str],
+    cwd: Path,
+    tree: Path,
+    base_env: dict[str, str],
+    *,
+    sees_tree: bool,
 ) -> Launch | None:
     """A tool that reads what a compile reads without going through ccache (a unit's `-E`
     for its diagnostic-control record, cxxgate/cells/preprocessed.py) sees the tree where
     that compile saw it: at the neutral path under bubblewrap with ccache on. Else a
     header could test which it is in (`__has_include("/src/project/...")`) and show the
     compile a pragma the record never holds (red team round 23). None when the compile
-    sees the tree at its own path too."""
+    sees the tree at its own path too. The cache folders the compile is shown are shown
+    read-only."""
     if view() != "neutral":
         return None
-    launch = Launch(argv=list(argv), env=dict(base_env), cwd=cwd, through_ccache=False)
+    launch = Launch(
+        argv=list(argv), env=dict(base_env), cwd=cwd, read=shown(root), through_ccache=False
+    )
     return launch if _neutral_view(launch, cwd, tree, sees_tree=sees_tree) else None
 
 

@@ -90,6 +90,7 @@ def tool_call(
     views: tuple[tuple[str, str], ...] = (),
     inside: str = "",
     seconds: float = 0,
+    tree: Path | None = None,
 ) -> Step:
     """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
     bounded, and confined to the tree (read-only) and the cell's folder. A tool that cannot
@@ -99,12 +100,14 @@ def tool_call(
     (cxxgate/cells/cmake.py). `inside` (sandboxed only) is the folder the tool starts in as
     it sees it, and `cwd` is then not writable: a command the candidate wrote (a re-link of
     its program) runs over a read-only view of the build, and what it prints is its own,
-    never read as a fault of the machine's."""
+    never read as a fault of the machine's. `tree` is the folder a compile through ccache
+    sees at /src/project in place of the spec's tree (the census's marked copy of it)."""
     faults.check_executable(argv[0], COMPILER_ENV["PATH"])
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
     binds = (*spec.envelope.toolchain.binds, *views)  # its declared prefix; never guessed
-    launch = None if views or inside else _launch(layout, spec, phase, argv, cwd, read)
+    tree = tree or layout.tree(spec.tree_key)
+    launch = None if views or inside else _launch(layout, spec, phase, argv, cwd, read, tree)
     # An object compile refuses an assembler read no dependency file names (asmreads.py).
     wrap = asmreads.applies(argv, spec.envelope.toolchain.family) if phase == "compile" else False
     wrapper = asmreads.wrapper(layout.root) if wrap else None
@@ -129,8 +132,9 @@ def tool_call(
             launch.argv,
             cwd=launch.cwd,
             read=[
-                *(read if plain else [p for p in read if p != layout.tree(spec.tree_key)]),
+                *(read if plain else [p for p in read if p != tree]),
                 *([wrapper] if wrapper else []),
+                *launch.read,
             ],
             write=[cwd, *launch.write] if plain else launch.write,
             binds=binds,
@@ -177,15 +181,22 @@ def tool_call(
 
 
 def _launch(
-    layout: Layout, spec: CellSpec, phase: Phase, argv: list[str], cwd: Path, read: list[Path]
+    layout: Layout,
+    spec: CellSpec,
+    phase: Phase,
+    argv: list[str],
+    cwd: Path,
+    read: list[Path],
+    tree: Path,
 ) -> ccache.Launch | None:
     """How a compile goes through ccache, or None when it does not (CXXGATE_CCACHE=0,
     ccache missing, not a compile of one TU by the envelope's compiler). A unit's `-E` for
     its control record sees the tree as that compile did (ccache.compile_view)."""
     tc = spec.envelope.toolchain
-    tree = layout.tree(spec.tree_key)
     if phase == "preprocess" and argv[0] == tc.path:
-        return ccache.compile_view(argv, cwd, tree, COMPILER_ENV, sees_tree=tree in read)
+        return ccache.compile_view(
+            layout.root, argv, cwd, tree, COMPILER_ENV, sees_tree=tree in read
+        )
     if phase != "compile" or not ccache.enabled() or not ccache.cacheable(argv, tc.path):
         return None
     return ccache.prepare(

@@ -23,6 +23,7 @@ them. Only the calls of the witness's own expansion are seen: a call the helper'
 from __future__ import annotations
 
 import ctypes
+import os
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ import clang.cindex as ci
 
 from cxxgate.gates.ledger.ledger_ast import clang_args, qualified
 from cxxgate.gates.shared import cppsource
+from cxxgate.host.sandbox import NEUTRAL_TREE
+from cxxgate.toolchain import clangview
 
 if TYPE_CHECKING:
     from cxxgate.gates.census.witness_data import FileInventory
@@ -51,15 +54,24 @@ class Bound:
     data: dict[str, list[list[str]]] = field(default_factory=dict)
 
 
-def bind(tree: Path, params: dict[str, Any], inventories: dict[str, FileInventory]) -> Bound:
+def bind(
+    tree: Path,
+    params: dict[str, Any],
+    inventories: dict[str, FileInventory],
+    binds: tuple[tuple[str, str], ...] = (),
+) -> Bound:
     """Each unit (a source, or a file holding witnesses) is parsed; the calls located in
     any file's witnesses are gathered over every unit that reads that file, so a header's
     check is bound as each unit including it sees it (a specialisation declared above the
-    `#include` in one unit)."""
+    `#include` in one unit). The parse sees the tree where the compile saw it
+    (cxxgate/toolchain/clangview.py); `binds` are the toolchain's."""
+    with clangview.parse_view(tree.resolve(), binds) as (root, flags):
+        return _bind(root, [*clang_args(params["clang"], root), *flags], inventories)
+
+
+def _bind(root: Path, args: list[str], inventories: dict[str, FileInventory]) -> Bound:
     out = Bound()
-    args = clang_args(params["clang"], tree)
     index = ci.Index.create()
-    root = tree.resolve()
     spans = {
         rel: [(w.start, w.end) for w in inv.witnesses]
         for rel, inv in inventories.items()
@@ -223,8 +235,10 @@ def _relative(path: Path, root: Path) -> str | None:
 @cache
 def _relative_name(name: str, root: str) -> str | None:
     """`name` as a path under the tree `root`, resolved once per process: libclang names
-    the same few files for every cursor, and resolving is a system call per component."""
-    resolved = Path(name).resolve()
+    the same few files for every cursor, and resolving is a system call per component.
+    The neutral path exists only in the parse's view: its names are normalised as text
+    (a tree holds no symlinks: cxxgate/intake/tree.py)."""
+    resolved = Path(os.path.normpath(name)) if root == NEUTRAL_TREE else Path(name).resolve()
     return resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else None
 
 

@@ -123,8 +123,17 @@ def run(
             folder.mkdir()
             argv = [*base, "-w", "-c", "-include", str(header)]
             argv += ["-x", "c++", str(copy / rel), "-o", "unit.o"]
+            # Compiled where the build's compiles see the tree (at /src/project under
+            # bubblewrap with ccache): a unit that asks which it is in runs here as there.
             step = toolcall.tool_call(
-                layout, spec, "compile", str(tree / rel), argv, folder, read=[copy, header.parent]
+                layout,
+                spec,
+                "compile",
+                str(tree / rel),
+                argv,
+                folder,
+                read=[copy, header.parent],
+                tree=copy,
             )
             if step.timed_out or step.exit != 0:
                 first = diagnostics.first_error(diagnostics.parse(step, str(copy)))

@@ -488,7 +488,7 @@ def _bind_and_run(
 ) -> None:
     """What each witness's calls bind to, and which witnesses ran (the case's test
     program, when it names one)."""
-    bound = callees.bind(tree, params, inventories)
+    bound = callees.bind(tree, params, inventories, env.toolchain.binds)
     result["bind"] = bound.detail
     for rel, lists in bound.callees.items():
         for w, found in zip(inventories[rel].witnesses, lists, strict=True):

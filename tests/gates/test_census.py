@@ -40,6 +40,8 @@ REACHED = {
     "witness/quiet_header": "witness_disabled",
     "witness/public_macro": "witness_redefined",
     "witness/helper_specialised": "witness_redefined",
+    "witness/guarded_specialised": "witness_redefined",
+    "witness/guarded_shortcut": "witness_unexecuted",
     "witness/framework_macro": "witness_redefined",
     "witness/sizeof": "witness_unexecuted",
     "witness/short_circuit": "witness_unexecuted",
