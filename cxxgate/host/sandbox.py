@@ -58,7 +58,7 @@ def is_system(path: Path) -> bool:
     return len(path.parts) > 1 and path.parts[1] in _SYSTEM_TOPS
 
 
-def _system_args(tmp: Path | None = None) -> list[str]:
+def _system_args(tmp: Path | None = None, proc: bool = True) -> list[str]:
     args: list[str] = []
     for top in _SYSTEM_TOPS:
         path = Path("/") / top
@@ -77,28 +77,34 @@ def _system_args(tmp: Path | None = None) -> list[str]:
     # tmpfs there, even sized, let it pin kernel memory outside every cap with millions
     # of empty files (about 1 KiB each). Compiles keep a private tmpfs.
     tmp_args = ["--bind", str(tmp), "/tmp"] if tmp else ["--perms", "1777", "--tmpfs", "/tmp"]
-    return [*args, "--proc", "/proc", "--dev", "/dev", *tmp_args]
+    return [*args, *(["--proc", "/proc"] if proc else []), "--dev", "/dev", *tmp_args]
+
+
+# What bubblewrap's `--dev` holds that opens without /proc (its stdin, fd and core links
+# point into /proc; /dev/tty has no terminal behind it under --new-session).
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/ptmx")
 
 
 def shown() -> list[tuple[str, Path]]:
-    """What every sandbox shows before its own binds: (path inside, path on the host) of
-    each system directory (a top that is a symlink, as merged /usr makes /bin, names what
-    it points to), each system file of /etc, /proc and /dev. An analysis that cannot run
-    in a sandbox (libclang, in-process: cxxgate/toolchain/clangview.py) is shown the same."""
+    """What a compile's sandbox shows before its own binds: (path inside, path on the host)
+    of each system directory (a top that is a symlink, as merged /usr makes /bin, names
+    what it points to) and each system file of /etc; /dev holds DEVICES, and there is no
+    /proc (`confine(proc=False)`: /proc/self/root would be another root for each). An
+    analysis that cannot run in that sandbox (libclang, in-process:
+    cxxgate/toolchain/clangview.py) is shown the same."""
     seen: list[tuple[str, Path]] = []
     for top in _SYSTEM_TOPS:
         path = Path("/") / top
         if path.exists():
             seen.append((str(path), path.resolve()))
-    seen += [(extra, Path(extra)) for extra in _SYSTEM_FILES if Path(extra).exists()]
-    return [*seen, ("/proc", Path("/proc")), ("/dev", Path("/dev"))]
+    return seen + [(extra, Path(extra)) for extra in _SYSTEM_FILES if Path(extra).exists()]
 
 
-def base_args(tmp: Path | None = None) -> list[str]:
-    """A fresh namespace with the system directories read-only, /proc, /dev, and at /tmp
-    the folder `tmp` (a private tmpfs without one)."""
+def base_args(tmp: Path | None = None, proc: bool = True) -> list[str]:
+    """A fresh namespace with the system directories read-only, /proc (unless not `proc`),
+    /dev, and at /tmp the folder `tmp` (a private tmpfs without one)."""
     head = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
-    return [*head, *_system_args(tmp)]
+    return [*head, *_system_args(tmp, proc)]
 
 
 @cache
@@ -152,6 +158,7 @@ def confine(
     binds: Iterable[tuple[str, str]] = (),
     mounts: Iterable[tuple[Path, str, bool]] = (),
     share_net: bool = False,
+    proc: bool = True,
 ) -> tuple[list[str], str]:
     """argv wrapped so it sees only the system, `read` (read-only) and `write`, at their own
     paths, and `binds` (source, destination; read-only: a toolchain's, see
@@ -161,10 +168,11 @@ def confine(
     `mounts` (source, destination, writable) show a folder at another path: ccache's
     launch (cxxgate/toolchain/ccache.py) puts the tree and the working folder at neutral paths, and
     `cwd` is then given as seen inside. `share_net` keeps the host's network (a remote
-    compiler cache on another host or on loopback); the host's name files come with it."""
+    compiler cache on another host or on loopback); the host's name files come with it.
+    Without `proc` there is no /proc (a compile's view, which libclang is given too)."""
     if not available():
         return argv, "none"
-    args = base_args()
+    args = base_args(proc=proc)
     if share_net:
         args.insert(args.index("--unshare-all") + 1, "--share-net")
         args += [a for f in _NET_FILES if Path(f).exists() for a in ("--ro-bind", f, f)]

@@ -8,9 +8,10 @@ showed libclang a comparison helper left alone and the compile one specialised t
 every check (cases/witness `guarded_specialised`). So the parse is given the compile's
 view through a virtual file system that holds nothing else (clang's `-ivfsoverlay`,
 `fallthrough: false`): the system's folders and files as every sandbox shows them
-(cxxgate/host/sandbox.py `shown`), the toolchain's declared binds, the build folder's
-compile cache (ccache.shown), the tree at /src/project, and empty folders at /tmp and at
-the working folder's neutral path. Without that sandbox the compile sees the host as
+(cxxgate/host/sandbox.py `shown`, no /proc: the compile has none either), the devices
+bubblewrap's /dev holds, the toolchain's declared binds, the build folder's compile cache
+(ccache.shown), the tree at /src/project, and empty folders at /tmp and at the working
+folder's neutral path. Without that sandbox the compile sees the host as
 libclang does, with `__FILE__` mapped to /src/project (cxxgate/toolchain/toolcall.py
 `compile_argv`); the parse maps it the same way.
 
@@ -46,6 +47,11 @@ def parse_view(
         shown += [(str(p), p) for p in ccache.shown(tree.parent.parent)]
         shown += [(NEUTRAL_TREE, tree), ("/tmp", empty), (NEUTRAL_BUILD, empty)]
         roots = [_entry(inside, real) for inside, real in shown]
+        # Devices are there to be asked for; read, they are empty (`#include "/dev/zero"`
+        # would read for ever in this process: the compile has a time limit).
+        nothing = Path(folder) / "nothing"
+        nothing.write_bytes(b"")
+        roots += [_entry(device, nothing) for device in sandbox.DEVICES]
         overlay = Path(folder) / "view.json"
         overlay.write_text(
             json.dumps(

@@ -91,6 +91,7 @@ def tool_call(
     inside: str = "",
     seconds: float = 0,
     tree: Path | None = None,
+    as_compiled: Path | None = None,
 ) -> Step:
     """Every compiler, linker, archiver or inspection tool of a cell runs here: logged,
     bounded, and confined to the tree (read-only) and the cell's folder. A tool that cannot
@@ -101,10 +102,17 @@ def tool_call(
     it sees it, and `cwd` is then not writable: a command the candidate wrote (a re-link of
     its program) runs over a read-only view of the build, and what it prints is its own,
     never read as a fault of the machine's. `tree` is the folder a compile through ccache
-    sees at /src/project in place of the spec's tree (the census's marked copy of it)."""
+    sees at /src/project in place of the spec's tree (the census's marked copy of it).
+    `as_compiled`: a folder also shown at /src/project, with the compile cache folders and
+    without /proc, where compiles see the tree so (ccache.view() "neutral"): the census's
+    `-E` of a copy then answers `__has_include("/src/project/...")` as a compile does."""
     faults.check_executable(argv[0], COMPILER_ENV["PATH"])
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
+    proc = True
+    if as_compiled is not None and ccache.view() == "neutral":
+        views, read, proc = (*views, (str(as_compiled), NEUTRAL_TREE)), [*read], False
+        read += ccache.shown(layout.root)
     binds = (*spec.envelope.toolchain.binds, *views)  # its declared prefix; never guessed
     tree = tree or layout.tree(spec.tree_key)
     launch = None if views or inside else _launch(layout, spec, phase, argv, cwd, read, tree)
@@ -120,6 +128,7 @@ def tool_call(
             write=[] if inside else [cwd],
             binds=binds,
             mounts=writable,
+            proc=proc,
         )
         env = COMPILER_ENV
     else:
@@ -140,6 +149,7 @@ def tool_call(
             binds=binds,
             mounts=launch.mounts,
             share_net=launch.share_net,
+            proc=False,  # as libclang is shown it (cxxgate/toolchain/clangview.py)
         )
         env = launch.env
     ooms = faults.oom_kills()

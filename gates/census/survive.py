@@ -205,7 +205,14 @@ def contexts(
             argv = [*_capped(), *base, "-w", "-E", "-include", str(header)]
             argv += ["-x", "c++", str(copy / unit), "-o", "unit.i"]
             step = toolcall.tool_call(
-                layout, spec, "compile", str(tree / unit), argv, folder, read=[copy, header.parent]
+                layout,
+                spec,
+                "compile",
+                str(tree / unit),
+                argv,
+                folder,
+                read=[copy, header.parent],
+                as_compiled=copy,
             )
             result = folder / "unit.i"
             if step.timed_out or step.exit != 0 or not result.exists():
@@ -303,7 +310,9 @@ def _preprocess(
     argv += [f"-fmacro-prefix-map={work}=/census"]
     argv += ["-MD", "-MF", "unit.d"] if deps else []
     argv += ["-include", header, "-x", "c++", copy, "-o", result.name]
-    step = toolcall.tool_call(layout, spec, "compile", str(tree / rel), argv, work, read=[tree])
+    step = toolcall.tool_call(
+        layout, spec, "compile", str(tree / rel), argv, work, read=[tree], as_compiled=tree
+    )
     if step.timed_out or step.exit != 0 or not result.exists():
         return step, None
     return step, result.read_bytes()

@@ -42,6 +42,8 @@ REACHED = {
     "witness/helper_specialised": "witness_redefined",
     "witness/guarded_specialised": "witness_redefined",
     "witness/guarded_shortcut": "witness_unexecuted",
+    "witness/guarded_overload": "witness_redefined",
+    "witness/guarded_fabs": "witness_redefined",
     "witness/framework_macro": "witness_redefined",
     "witness/sizeof": "witness_unexecuted",
     "witness/short_circuit": "witness_unexecuted",
