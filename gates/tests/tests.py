@@ -244,7 +244,8 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     ref_ran = outputs.cells.get("ref_suite", ran)
     listed = [(t, True) for t in cfg.fail_to_pass] + [(t, False) for t in cfg.pass_to_pass]
     limit = ctx.case.spec.limits.run_seconds
-    checks += suite.test_checks(listed, cfg.gtest, ran, ref_ran, limit, built)
+    base = bool(ctx.base_tree_key) and ctx.tree_key == ctx.base_tree_key
+    checks += suite.test_checks(listed, cfg.gtest, ran, ref_ran, limit, built, base)
     if "crossed" in outputs.cells:
         again = outputs.cells["crossed"]
         checks += suite.crossed_checks(checks, listed, cfg.gtest, again, ref_ran, limit, built)

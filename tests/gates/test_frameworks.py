@@ -48,6 +48,10 @@ CMAKE = """\
     set_tests_properties(catch_warns PROPERTIES PASS_REGULAR_EXPRESSION "No assertions in test")
     add_test(NAME catch_willfail COMMAND catch_tests -w NoAssertions "has no assertions")
     set_tests_properties(catch_willfail PROPERTIES WILL_FAIL ON)
+    # Every case under -w NoAssertions, as Catch2's own NoAssertions test: on the base tree
+    # its report also fails the case the fix changes (catchorg/Catch2 1422).
+    add_test(NAME catch_all_warns COMMAND catch_tests -w NoAssertions)
+    set_tests_properties(catch_all_warns PROPERTIES WILL_FAIL ON)
     add_executable(doc_tests tests/doc_parse.cpp)
     target_link_libraries(doc_tests calc doctest::doctest)
     add_test(NAME doc_tests COMMAND doc_tests)
@@ -169,6 +173,7 @@ FORGE = (
 )
 F2P = ["catch_tests", "parse empty", "doc_tests", "doc parse empty", "plain_parse"]
 P2P = ["parse digits", "doc parse digits", "catch_nomatch", "catch_warns", "catch_willfail"]
+P2P += ["catch_all_warns"]
 
 
 def _make(root: Path) -> tuple[Path, str, dict[str, str]]:
@@ -238,6 +243,9 @@ def test_reference_and_base(graded: Grade) -> None:
     assert rows[f"{CASE}/reference"]["class"] == "accept"
     base = rows[f"{CASE}/base"]["gates"]["tests"]["class"]
     assert str(base).startswith("f2p_fail:"), base
+    # A pass-to-pass run whose report holds the changed case has ctest's word there.
+    on_base = _checks(graded, "base")["catch_all_warns"]
+    assert on_base["ok"] and "ctest's word, on the base tree" in str(on_base["detail"]), on_base
     checks = _checks(graded, "reference")
     for test in ("catch_tests", "parse empty", "parse digits"):
         assert "proof: Catch2 report" in str(checks[test]["detail"]), checks[test]
