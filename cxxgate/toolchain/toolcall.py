@@ -103,16 +103,16 @@ def tool_call(
     its program) runs over a read-only view of the build, and what it prints is its own,
     never read as a fault of the machine's. `tree` is the folder a compile through ccache
     sees at /src/project in place of the spec's tree (the census's marked copy of it).
-    `as_compiled`: a folder also shown at /src/project, with the compile cache folders and
-    without /proc, where compiles see the tree so (ccache.view() "neutral"): the census's
-    `-E` of a copy then answers `__has_include("/src/project/...")` as a compile does."""
+    `as_compiled`: a folder also shown at /src/project, and no /proc, where compiles see the
+    tree so (ccache.view() "neutral"): the census's `-E` of a copy then answers
+    `__has_include("/src/project/...")` as a compile does. Not the compile cache folders:
+    from the tree's own path `../../ccache/ccache.conf` would reach them (round 25)."""
     faults.check_executable(argv[0], COMPILER_ENV["PATH"])
     with layout.compiler_log.open("a") as log:
         log.write(f"{time.time():.3f} {spec.key} {phase} {Path(source).name}\n")
     proc = True
     if as_compiled is not None and ccache.view() == "neutral":
-        views, read, proc = (*views, (str(as_compiled), NEUTRAL_TREE)), [*read], False
-        read += ccache.shown(layout.root)
+        views, proc = (*views, (str(as_compiled), NEUTRAL_TREE)), False
     binds = (*spec.envelope.toolchain.binds, *views)  # its declared prefix; never guessed
     tree = tree or layout.tree(spec.tree_key)
     launch = None if views or inside else _launch(layout, spec, phase, argv, cwd, read, tree)

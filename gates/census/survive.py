@@ -147,8 +147,9 @@ def liveness(
     work = Path(tempfile.mkdtemp(prefix=f"{tree.name[:12]}-", dir=scratch))
     out: dict[str, FileLive] = {}
     try:
-        for n, (rel, spots) in enumerate(sorted(files.items())):
-            out[rel] = _one(layout, spec, base, tree, rel, spots, work / f"u{n}")
+        for rel, spots in sorted(files.items()):
+            # A folder of a name no copy could spell: each holds another file's copy.
+            out[rel] = _one(layout, spec, base, tree, rel, spots, work / secrets.token_hex(8))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
@@ -195,12 +196,15 @@ def contexts(
                 defs.append(f"#define {_marker(ftag, i)} {_expansion(ftag, i)}\n")
                 defs.append(f"#define {_marker(ftag, i, 'c')}\n")
                 defs.append(f"#define {_marker(ftag, i, 'e')} {_expansion(ftag, i, 'e')}\n")
-        (work / "h").mkdir()
-        header = work / "h" / "context.h"
+        # The header and each unit's output lie where no name the copy could spell reaches
+        # (`../../../h/context.h` was true here and false in a compile: round 25).
+        hidden = work / secrets.token_hex(8)
+        hidden.mkdir()
+        header = hidden / "context.h"
         header.write_text("".join(defs))
         base = toolcall.compile_argv(spec, copy)
         for k, unit in enumerate(units):
-            folder = work / f"u{k}"
+            folder = hidden / f"u{k}"
             folder.mkdir()
             argv = [*_capped(), *base, "-w", "-E", "-include", str(header)]
             argv += ["-x", "c++", str(copy / unit), "-o", "unit.i"]
@@ -270,9 +274,15 @@ def _one(
     # expansions from a second view with `__LINE__` (and the clock) as constants, so that
     # moving a witness is not changing it. Two views, not one: `#if __LINE__ == 0` around
     # a witness must not make it live for the census and dead for the build.
-    (work / "real.h").write_text("".join(markers))
-    (work / "neutral.h").write_text("".join(_NEUTRAL + markers))
-    step, text = _preprocess(layout, spec, base, tree, rel, work, copy.name, "real.h", deps=True)
+    # The headers and outputs lie in a folder of a name the patch cannot know: the copy's
+    # own folder is searched first by its quoted includes, and `__has_include("real.h")`
+    # there answered true where the compile, in the tree, answered false (round 25).
+    aside = work / secrets.token_hex(8)
+    aside.mkdir()
+    (aside / "real.h").write_text("".join(markers))
+    (aside / "neutral.h").write_text("".join(_NEUTRAL + markers))
+    real = aside / "real.h"
+    step, text = _preprocess(layout, spec, base, tree, rel, work, copy.name, real, deps=True)
     if text is None:
         first = diagnostics.first_error(diagnostics.parse(step, str(tree)))
         why = first.brief() if first else ("timed out" if step.timed_out else "failed")
@@ -282,10 +292,11 @@ def _one(
         cppsource.has_identifier(text, _expansion(tag, i)) for i in range(len(spots))
     ]
     regions = _regions(text, tree, rel, copy.name, f"cxxgate_{tag}_")
-    deps = _deps(work / "unit.d", tree, rel)
+    deps = _deps(aside / "unit.d", tree, rel)
     expansions: list[list[str] | None] = [None] * len(spots)
     if any(live):
-        _, fixed = _preprocess(layout, spec, base, tree, rel, work, copy.name, "neutral.h")
+        neutral = aside / "neutral.h"
+        _, fixed = _preprocess(layout, spec, base, tree, rel, work, copy.name, neutral)
         if fixed is not None:
             expansions = [_span(fixed, tag, i) if live[i] else None for i in range(len(spots))]
     return FileLive("", live, expansions, deps, regions)
@@ -299,17 +310,18 @@ def _preprocess(
     rel: str,
     work: Path,
     copy: str,
-    header: str,
+    header: Path,
     *,
     deps: bool = False,
 ) -> tuple[Step, bytes | None]:
-    """`g++ -E` of the marked copy with `header` forced in; its output, None on failure."""
-    result = work / f"{header}.i"
+    """`g++ -E` of the marked copy (in `work`) with `header` forced in; its output (beside
+    `header`), None on failure."""
+    result = header.with_name(f"{header.name}.i")
     argv = [*_capped(), *base, "-w", "-E", "-iquote", str((tree / rel).parent)]
     # __FILE__ in the copy reads as the original's tree path does (compile_argv maps trees).
     argv += [f"-fmacro-prefix-map={work}=/census"]
-    argv += ["-MD", "-MF", "unit.d"] if deps else []
-    argv += ["-include", header, "-x", "c++", copy, "-o", result.name]
+    argv += ["-MD", "-MF", str(header.with_name("unit.d"))] if deps else []
+    argv += ["-include", str(header), "-x", "c++", copy, "-o", str(result)]
     step = toolcall.tool_call(
         layout, spec, "compile", str(tree / rel), argv, work, read=[tree], as_compiled=tree
     )
