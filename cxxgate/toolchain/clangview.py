@@ -7,7 +7,7 @@ __has_include("/src/project/tests/check.hpp")`, or a host file such as /etc/pass
 showed libclang a comparison helper left alone and the compile one specialised to pass
 every check (cases/witness `guarded_specialised`). So the parse is given the compile's
 view through a virtual file system that holds nothing else (clang's `-ivfsoverlay`,
-`fallthrough: false`): the system's folders and files as every sandbox shows them
+`fallthrough: false`): the system's folders and files as a compile's sandbox shows them
 (cxxgate/host/sandbox.py `shown`, no /proc: the compile has none either), the devices
 bubblewrap's /dev holds, the toolchain's declared binds, the build folder's compile cache
 (ccache.shown), the tree at /src/project, and empty folders at /tmp and at the working
