@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cxxgate.cells import cmake, libcell, premain, preprocessed, reuse
+from cxxgate.cells import cmake, ctest, libcell, premain, preprocessed, reuse
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import toolcall
 from cxxgate.toolchain.cellspec import (
@@ -121,8 +121,10 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         )
         built = libcell.build(spec, layout, tree, out, objects, scanned)
         return done(*built, parts, scanned=scanned)
-    if spec.kind in PROJECT_KINDS:
+    if spec.kind == "cmake":
         return done(*cmake.build(spec, layout, tree, out))
+    if spec.kind in PROJECT_KINDS:  # a run of a cmake cell's tests
+        return done(*ctest.run_suite(spec, layout, out))
     if spec.tree_key != NO_TREE:
         earlier = reuse.lookup(layout, spec.spec_key, tree, key)
         if earlier is not None:

@@ -48,7 +48,7 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
-from cxxgate.cells import ctest, testfolders, testhelpers
+from cxxgate.cells import testfolders, testhelpers
 from cxxgate.cells.testframeworks import read_regular
 from cxxgate.host import sandbox
 from cxxgate.host.sandbox import NEUTRAL_BUILD, NEUTRAL_TREE
@@ -106,12 +106,6 @@ _PASS_THROUGH = ("-Wl,", "-Wa,", "-Wp,")  # options for the linker and assembler
 DISCOVERY = ("-DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST",)
 
 Built = tuple[CellStatus, str, list[Step], str | None]
-
-
-def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
-    if spec.kind in ("ctest", "crossed"):
-        return ctest.run_suite(spec, layout, out)
-    return _cmake(spec, layout, tree, out)
 
 
 def _test_folders(
@@ -219,7 +213,7 @@ def _binds(out: Path) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str
     return ((str(out / "trees" / "src"), NEUTRAL_TREE),), ((str(out / "build"), NEUTRAL_BUILD),)
 
 
-def _cmake(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
+def build(spec: CellSpec, layout: Layout, tree: Path, out: Path) -> Built:
     cmake = tool_path("cmake")
     if cmake is None or tool_path("ninja") is None:
         return "toolchain_missing", "cmake and ninja must be installed", [], None
@@ -458,7 +452,7 @@ def _through_ccache(
     The shared results are ccache's only storage (remote_only, a file storage: ccache's
     own cache folder has another layout and cannot be read as one). A trusted build stores
     its misses there; any other build's storage is `|read-only` and its sandbox sees the
-    folder read-only (_cmake), so it stores nothing: its objects are in its build folder,
+    folder read-only (build), so it stores nothing: its objects are in its build folder,
     and a private cache would only copy each of them once more. ccache's counters and
     temporary files go to the cell's own folder. A hit in the shared results is counted by
     ccache as a remote storage hit (_compiles reads it as a hit).

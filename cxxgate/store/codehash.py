@@ -6,6 +6,7 @@ of the task that produces it.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import sys
@@ -30,6 +31,58 @@ def of_modules(*names: str) -> str:
         path = PACKAGE.joinpath(*name.split(".")).with_suffix(".py")
         h.update(name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
+
+
+@cache
+def of_closure(*names: str) -> str:
+    """The named engine modules and every engine module they import, transitively (read
+    from their `import` statements, those inside functions too): a cell whose code is
+    one module's closure is keyed by exactly the code that can shape it, and a change
+    anywhere else (a gate's classification, the ctest run for a build) keeps its key."""
+    h = hashlib.sha256(EPOCH.encode())
+    for path in closure_files(*names):
+        h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def closure_files(*names: str) -> list[Path]:
+    """The files of_closure hashes, sorted."""
+    seen: set[Path] = set()
+    todo = [_module_path(f"cxxgate.{n}") for n in names]
+    while todo:
+        path = todo.pop()
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        todo += [_module_path(m) for m in _imports(path)]
+    return sorted(seen)
+
+
+def _imports(path: Path) -> list[str]:
+    """The dotted names a module's `import` statements name below `cxxgate` (`from
+    cxxgate.cells import ctest` names `cxxgate.cells` and `cxxgate.cells.ctest`)."""
+    found: list[str] = []
+    package = "cxxgate." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts[:-1])
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            found += [base, *(f"{base}.{a.name}" for a in node.names)]
+    return [n for n in found if n == "cxxgate" or n.startswith("cxxgate.")]
+
+
+def _module_path(dotted: str) -> Path | None:
+    """An engine module's file (a package's `__init__.py`); None for a name that is no
+    module (a function imported from one)."""
+    where = PACKAGE.joinpath(*dotted.split(".")[1:])
+    for path in (where.with_suffix(".py"), where / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
 
 
 @cache
