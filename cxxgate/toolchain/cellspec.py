@@ -126,8 +126,8 @@ class CellSpec:
     # its content (the case's tree and the patch's bytes), so a candidate whose patch is
     # the reference's has the reference's key, runs the reference's build commands and
     # is trusted as the reference is: trust follows the content, never the row's role.
-    # A ctest cell of such a build takes its test objects as what their compiles make
-    # (cxxgate/cells/verified.py).
+    # A ctest cell so marked (the base tree's: gates/tests/tests.py) takes its test objects
+    # as what their compiles make (cxxgate/cells/verified.py).
     trusted: bool = field(default=False, compare=False)
 
     @property

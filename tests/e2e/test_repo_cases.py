@@ -243,6 +243,29 @@ def test_only_the_case_trees_store_in_the_shared_cache(graded: Graded) -> None:
     assert own <= len(stored) <= 2 * own, stored
 
 
+def test_the_base_trees_test_units_are_not_compiled_again(graded: Graded) -> None:
+    """The harness compiles each test unit again to check that the build's object is what
+    its command makes (cxxgate/cells/ctest.py `_again`), but not in the base tree: its
+    build fills the compile cache every candidate's build reads, and its objects' digests
+    are kept for candidates' units that read the same bytes (cxxgate/cells/verified.py).
+    The reference's unit is not exempt: whether a compile makes the same bytes twice is
+    judged there (it is compiled again unless a tree with the same bytes was first).
+    Every unit is still checked."""
+    grade = graded.grade
+    rows = [f"{CASE}/reference", f"{CASE}/base"]
+    ref, base = ({k for k in cell_keys(grade, r) if _kind(grade, k) == "ctest"} for r in rows)
+    base -= ref  # the base row holds the reference's suite too
+    assert len(ref) == len(base) == 1, (ref, base)
+    lines = (grade.out / "compiler-calls.log").read_text().splitlines()
+    again = {ln.split()[1] for ln in lines if ln.split()[2:4] == ["inspect", "test_calc.cpp"]}
+    assert not base & again, (base, again)
+    for row in (*rows, f"{CASE}/good"):
+        for key in cell_keys(grade, row):
+            if _kind(grade, key) == "ctest":
+                checked = grade.out / "cells" / key[:2] / key / "objects.json"
+                assert json.loads(checked.read_text()) == {"tests/test_calc.cpp": ""}, row
+
+
 def _kind(grade: Grade, key: str) -> str:
     result = json.loads((grade.out / "cells" / key[:2] / key / "result.json").read_text())
     return str(result["kind"])
