@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import clang.cindex as ci
 
-from cxxgate.gates.ledger.ledger_ast import clang_args, qualified
+from cxxgate.gates.ledger.ledger_ast import clang_args, qualified, skipped_lines
 from cxxgate.gates.shared import cppsource
 from cxxgate.host.sandbox import NEUTRAL_TREE
 from cxxgate.toolchain import clangview
@@ -52,6 +52,8 @@ class Bound:
     # The variables a check reads, each keyed by its declaration (initialiser included) and
     # the statements of the check's function that name it: the fixture data it checks.
     data: dict[str, list[list[str]]] = field(default_factory=dict)
+    # Per unit parsed, per tree file: the lines libclang skipped, as runs [first, last].
+    skipped: dict[str, dict[str, list[list[int]]]] = field(default_factory=dict)
 
 
 def bind(
@@ -85,7 +87,9 @@ def _bind(root: Path, args: list[str], inventories: dict[str, FileInventory]) ->
         path = root / rel
         lang = [] if path.suffix in UNITS else ["-x", "c++"]
         try:
-            tu = index.parse(str(path), args=[*lang, *args])
+            # The detailed record keeps the blocks the preprocessor skipped.
+            options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
+            tu = index.parse(str(path), args=[*lang, *args], options=options)
         except ci.TranslationUnitLoadError as exc:
             out.detail = out.detail or f"libclang cannot parse {rel}: {exc}"
             unparsed.add(rel)
@@ -95,6 +99,12 @@ def _bind(root: Path, args: list[str], inventories: dict[str, FileInventory]) ->
             out.detail = out.detail or f"libclang cannot parse {rel}: {errors[0].spelling}"
             unparsed.add(rel)
             continue
+        skipped: dict[str, list[list[int]]] = defaultdict(list)
+        for name, first, last in skipped_lines(tu):
+            file = _relative(Path(name), root)
+            if file is not None:
+                skipped[file].append([first, last])
+        out.skipped[rel] = dict(skipped)
         reads: list[tuple[str, int, ci.Cursor, int]] = []  # (file, witness, var, function)
         writes: dict[tuple[str, int], set[str]] = defaultdict(set)  # (var, function) -> stmts
         for cursor, stmt, func in _walk(tu.cursor, root):

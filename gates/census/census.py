@@ -26,7 +26,9 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | expands it to other tokens (a witness macro redefined in any    |
 |                    | header the unit reads, a macro rewriting a name in its          |
 |                    | arguments), or a call it makes binds elsewhere (the comparison  |
-|                    | helper specialised or overloaded), or the linker binds it       |
+|                    | helper specialised or overloaded, or declared where the         |
+|                    | compiler keeps lines the census's parser skips: `#ifndef        |
+|                    | __clang__`), or the linker binds it                             |
 |                    | elsewhere (a strong definition replacing the test objects'      |
 |                    | inline copy; a runtime function such as `__assert_fail` defined |
 |                    | in the tree): gates/census/linked.py                           |
@@ -389,6 +391,13 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         )
     for file, message in _rewritten(ref.get("regions", {}), new.get("regions", {})):
         out.findings.append(("witness_redefined", Finding("witness_redefined", message, file, 1)))
+    for u in _unseen(ref.get("unseen", []), new.get("unseen", [])):
+        message = (
+            f"{u['text']!r} is compiled in {u['unit']} and skipped by the census's parser "
+            "(clang, not the compiler): what the witnesses bind to there is not known"
+        )
+        finding = Finding("witness_redefined", message, u["file"], u["line"])
+        out.findings.append(("witness_redefined", finding))
     for miss in new["misses"]:
         message = f"{miss['name']}: {miss['why']}; the census cannot key it"
         out.findings.append(
@@ -443,6 +452,17 @@ def _rewritten(
                 )
                 out.append((file, message))
     return out
+
+
+def _unseen(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lines the compile keeps and the census's parse skips (witness.unseen) that the
+    reference does not have, matched by file and text (a line that only moved is not new),
+    one per file and text."""
+    old = {(u["file"], u["text"]) for u in before}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for u in after:
+        out.setdefault((u["file"], u["text"]), u)
+    return [u for key, u in out.items() if key not in old]
 
 
 def _rename_functions(

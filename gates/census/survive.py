@@ -27,6 +27,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,9 @@ class FileLive:
     # Per tree file the unit read (itself included): a fingerprint of the code the
     # preprocessor made of that file's lines in this unit.
     regions: dict[str, str] = field(default_factory=dict)
+    # Per tree file: the lines the compiler's preprocessor kept (code, #define, #undef),
+    # as runs [first, last]; held against the lines the census's parser skipped.
+    kept: dict[str, list[list[int]]] = field(default_factory=dict)
 
 
 def envelope_params(env: Envelope) -> dict[str, Any]:
@@ -283,6 +287,10 @@ def _one(
     (aside / "neutral.h").write_text("".join(_NEUTRAL + markers))
     real = aside / "real.h"
     step, text = _preprocess(layout, spec, base, tree, rel, work, copy.name, real, deps=True)
+    kept: dict[str, list[list[int]]] = {}
+    if text is not None:
+        kept = _kept(text, tree, rel, copy.name)
+        text = _without_directives(text)
     if text is None:
         first = diagnostics.first_error(diagnostics.parse(step, str(tree)))
         why = first.brief() if first else ("timed out" if step.timed_out else "failed")
@@ -299,7 +307,7 @@ def _one(
         _, fixed = _preprocess(layout, spec, base, tree, rel, work, copy.name, neutral)
         if fixed is not None:
             expansions = [_span(fixed, tag, i) if live[i] else None for i in range(len(spots))]
-    return FileLive("", live, expansions, deps, regions)
+    return FileLive("", live, expansions, deps, regions, kept)
 
 
 def _preprocess(
@@ -320,7 +328,9 @@ def _preprocess(
     argv = [*_capped(), *base, "-w", "-E", "-iquote", str((tree / rel).parent)]
     # __FILE__ in the copy reads as the original's tree path does (compile_argv maps trees).
     argv += [f"-fmacro-prefix-map={work}=/census"]
-    argv += ["-MD", "-MF", str(header.with_name("unit.d"))] if deps else []
+    # With the dependencies (the liveness pass), -dD: the #define and #undef lines the
+    # preprocessor kept are in its output, where they are (_kept, _without_directives).
+    argv += ["-dD", "-MD", "-MF", str(header.with_name("unit.d"))] if deps else []
     argv += ["-include", str(header), "-x", "c++", copy, "-o", str(result)]
     step = toolcall.tool_call(
         layout, spec, "compile", str(tree / rel), argv, work, read=[tree], as_compiled=tree
@@ -354,14 +364,15 @@ def _spaceless(tok: str) -> str:
     return "".join(tok.split())
 
 
-def _linemarker(line: bytes) -> bytes | None:
-    """The file a `# <n> "<file>" ...` line of -E output names; None for other lines."""
+def _linemarker(line: bytes) -> tuple[bytes, int] | None:
+    """The file a `# <n> "<file>" ...` line of -E output names, and the line <n> the next
+    output line comes from; None for other lines."""
     parts = line.split(b" ", 2)
     if len(parts) < 3 or parts[0] != b"#" or not parts[1].isdigit():
         return None
     name = parts[2]
     end = name.find(b'"', 1)
-    return name[1:end] if name.startswith(b'"') and end > 0 else None
+    return (name[1:end], int(parts[1])) if name.startswith(b'"') and end > 0 else None
 
 
 def _code(text: bytes) -> bytes:
@@ -369,24 +380,63 @@ def _code(text: bytes) -> bytes:
     return b"\n".join(ln for ln in text.split(b"\n") if _linemarker(ln) is None)
 
 
-def _regions(text: bytes, tree: Path, rel: str, copy: str, prefix: str) -> dict[str, str]:
-    """What the preprocessor made of each tree file's lines in this unit, fingerprinted:
-    a header the patch left alone must read the same here as in the reference's unit (a
-    macro defined before it, `#define report(...) true`, rewrites the framework itself)."""
+# The lines -dD adds. Never the output of an expansion: the preprocessor prints a `#` an
+# expansion made after a blank, so that it cannot read as a directive.
+_DIRECTIVES = (b"#define ", b"#undef ")
+
+
+def _without_directives(text: bytes) -> bytes:
+    """-dD output as plain -E output reads: its #define and #undef lines left empty."""
+    return b"\n".join(b"" if ln.startswith(_DIRECTIVES) else ln for ln in text.split(b"\n"))
+
+
+def _lines(text: bytes, tree: Path, rel: str, copy: str) -> Iterator[tuple[str | None, int, bytes]]:
+    """Each line of -E output but the linemarkers, with the tree file (None: outside the
+    tree) and the line of it that it comes from."""
     root = tree.resolve()
-    chunks: dict[str, list[bytes]] = {}
     current: str | None = None
+    number = 0
     # A unit's -E output names each header at every return to it: resolve each name once.
     files: dict[bytes, str | None] = {copy.encode(): rel}
     for line in text.split(b"\n"):
-        name = _linemarker(line)
-        if name is not None:
+        marker = _linemarker(line)
+        if marker is not None:
+            name, number = marker
             if name not in files:
                 files[name] = _in_tree(Path(name.decode(errors="replace")), root)
             current = files[name]
             continue
-        if current is not None:
-            chunks.setdefault(current, []).append(line)
+        yield current, number, line
+        number += 1
+
+
+def _kept(text: bytes, tree: Path, rel: str, copy: str) -> dict[str, list[list[int]]]:
+    """Per tree file, the lines the preprocessor kept something of (-dD output: code, or a
+    #define or #undef), as runs [first, last]."""
+    lines: dict[str, list[int]] = {}
+    for file, number, line in _lines(text, tree, rel, copy):
+        if file is not None and line.strip():
+            lines.setdefault(file, []).append(number)
+    out: dict[str, list[list[int]]] = {}
+    for file, numbers in lines.items():
+        runs: list[list[int]] = []
+        for n in sorted(set(numbers)):
+            if runs and runs[-1][1] == n - 1:
+                runs[-1][1] = n
+            else:
+                runs.append([n, n])
+        out[file] = runs
+    return out
+
+
+def _regions(text: bytes, tree: Path, rel: str, copy: str, prefix: str) -> dict[str, str]:
+    """What the preprocessor made of each tree file's lines in this unit, fingerprinted:
+    a header the patch left alone must read the same here as in the reference's unit (a
+    macro defined before it, `#define report(...) true`, rewrites the framework itself)."""
+    chunks: dict[str, list[bytes]] = {}
+    for file, _, line in _lines(text, tree, rel, copy):
+        if file is not None:
+            chunks.setdefault(file, []).append(line)
     out = {}
     for file, lines in chunks.items():
         toks = cppsource.tokens(cppsource.parse(b"\n".join(lines)).root_node)

@@ -420,6 +420,7 @@ def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"files": files, "preprocess": {}, "toolchain_missing": ""}
     result["read"] = []
     result["regions"] = {}
+    result["kept"] = {}
     if env.toolchain.path is None:
         result["toolchain_missing"] = f"compiler {env.toolchain.command!r} is not installed"
     else:
@@ -445,6 +446,7 @@ def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
                         w.expansion = cppsource.fingerprint(xp)
                         w.expanded = cppsource.shown(xp)
                 fresh.update(d for d in live.deps if d not in inventories)
+                result["kept"][rel] = live.kept
                 result["regions"][rel] = {
                     f: {"sha": codehash.of_text((tree / f).read_bytes()), "fp": fp}
                     for f, fp in sorted(live.regions.items())
@@ -479,6 +481,30 @@ def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def unseen(
+    tree: Path,
+    kept: dict[str, dict[str, list[list[int]]]],
+    skipped: dict[str, dict[str, list[list[int]]]],
+) -> list[dict[str, Any]]:
+    """Tree lines the compiler's preprocessor kept in a unit (survive.py, -dD: code, a
+    #define, an #undef) and libclang skipped in the same unit (callees.py): code the
+    compile has and the census's parse never saw. libclang is clang, the compile g++: a
+    static overload of the comparison helper under `#ifndef __clang__`, or
+    `#if __GNUC__ >= 5` (clang says 4), is bound by every compile and by no parse."""
+    out: list[dict[str, Any]] = []
+    for unit, files in sorted(skipped.items()):
+        for file, runs in sorted(files.items()):
+            compiled = {n for a, b in kept.get(unit, {}).get(file, []) for n in range(a, b + 1)}
+            hidden = sorted(compiled & {n for a, b in runs for n in range(a, b + 1)})
+            if not hidden:
+                continue
+            text = (tree / file).read_text(errors="replace").splitlines()
+            for n in hidden:
+                line = " ".join(text[n - 1].split()) if 0 < n <= len(text) else ""
+                out.append({"unit": unit, "file": file, "line": n, "text": line})
+    return out
+
+
 def _bind_and_run(
     tree: Path,
     params: dict[str, Any],
@@ -490,6 +516,7 @@ def _bind_and_run(
     program, when it names one)."""
     bound = callees.bind(tree, params, inventories, env.toolchain.binds)
     result["bind"] = bound.detail
+    result["unseen"] = unseen(tree, result["kept"], bound.skipped)
     for rel, lists in bound.callees.items():
         for w, found in zip(inventories[rel].witnesses, lists, strict=True):
             w.callees = found

@@ -108,31 +108,39 @@ class _RangeList(ctypes.Structure):
     _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
 
 
-def skipped_ranges(tu: ci.TranslationUnit, tree: Path) -> list[dict[str, Any]]:
-    """Tree lines the preprocessor skipped (`#if 0`, `#ifdef NDEBUG` without NDEBUG,
-    `#ifndef __clang__`): the AST holds nothing of them. libclang's C API has them; its
-    Python binding does not."""
+def skipped_lines(tu: ci.TranslationUnit) -> list[tuple[str, int, int]]:
+    """(file as the parse names it, first line, last line) of each block the preprocessor
+    skipped (`#if 0`, `#ifdef NDEBUG` without NDEBUG, `#ifndef __clang__`): the AST holds
+    nothing of them. libclang's C API has them (a parse with the detailed processing
+    record); its Python binding does not."""
     lib = ci.conf.lib
     lib.clang_getAllSkippedRanges.restype = ctypes.POINTER(_RangeList)
     lib.clang_getAllSkippedRanges.argtypes = [ci.TranslationUnit]
     lib.clang_disposeSourceRangeList.argtypes = [ctypes.POINTER(_RangeList)]
     found = lib.clang_getAllSkippedRanges(tu)
-    out: list[dict[str, Any]] = []
+    out: list[tuple[str, int, int]] = []
     try:
         for i in range(found.contents.count):
             rng = found.contents.ranges[i]
             start, end = rng.start, rng.end
-            if start.file is None:
-                continue
-            path = Path(start.file.name).resolve()
-            if not path.is_relative_to(tree):
-                continue
-            lines = path.read_text(errors="replace").splitlines()[start.line - 1 : end.line]
-            text = "\n".join(" ".join(line.split()) for line in lines)
-            rel = path.relative_to(tree).as_posix()
-            out.append({"path": rel, "line": start.line, "end": end.line, "text": text})
+            if start.file is not None:
+                out.append((start.file.name, start.line, end.line))
     finally:
         lib.clang_disposeSourceRangeList(found)
+    return out
+
+
+def skipped_ranges(tu: ci.TranslationUnit, tree: Path) -> list[dict[str, Any]]:
+    """The tree's skipped blocks (skipped_lines), with their text."""
+    out: list[dict[str, Any]] = []
+    for name, first, last in skipped_lines(tu):
+        path = Path(name).resolve()
+        if not path.is_relative_to(tree):
+            continue
+        lines = path.read_text(errors="replace").splitlines()[first - 1 : last]
+        text = "\n".join(" ".join(line.split()) for line in lines)
+        rel = path.relative_to(tree).as_posix()
+        out.append({"path": rel, "line": first, "end": last, "text": text})
     return out
 
 

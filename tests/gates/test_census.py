@@ -45,6 +45,10 @@ REACHED = {
     "witness/guarded_overload": "witness_redefined",
     "witness/guarded_fabs": "witness_redefined",
     "witness/scratch_header": "witness_redefined",
+    "witness/compiler_branch": "witness_redefined",
+    "witness/gnuc_branch": "witness_redefined",
+    "witness/compiler_define": "witness_redefined",
+    "witness/system_link": "witness_redefined",
     "witness/framework_macro": "witness_redefined",
     "witness/sizeof": "witness_unexecuted",
     "witness/short_circuit": "witness_unexecuted",
@@ -85,6 +89,17 @@ def test_class_reached(shipped: Grade, row: str) -> None:
 
 def test_every_class_is_reached() -> None:
     assert set(REACHED.values()) == {*census.SEVERITY, "accept"}
+
+
+def test_code_only_the_compiler_kept_is_named(shipped: Grade) -> None:
+    """A line g++'s preprocessor kept (a #define too) that libclang skipped is named with
+    its file, line and text (witness.unseen); the reference has none."""
+    found = [f for f in _findings(shipped, "witness/compiler_define") if "parser" in f[3]]
+    assert [(r, p, line) for r, p, line, _ in found] == [
+        ("witness_redefined", "tests/stats_test.cpp", 13)
+    ], found
+    assert "'#define RELAXED eq' is compiled in tests/stats_test.cpp" in found[0][3], found
+    assert _result(shipped, "witness/reference")["findings"] == []
 
 
 def test_findings_carry_file_and_line(shipped: Grade) -> None:
