@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         f"instances={args.instances.resolve()}",
         f"repo={args.repo.resolve()}",
         f"cases={cases}",
+        # The run's own build folder, not the checkout's default: two runs from one
+        # checkout (two repositories at once) would wait on each other's import.
+        f"out={out}",
         *extra,
     )
     print(imported.stdout[-4000:], imported.stderr[-2000:], sep="")
