@@ -17,7 +17,9 @@ from dataclasses import dataclass
 # Tokens in the order the preprocessor would see them. A header name after `include`,
 # `include_next`, `import` or `__has_include(` is one token to g++ (`<R"x(>` opens no raw
 # string, `</*>` no comment), so it comes first. Numbers come before character literals so
-# a digit separator (1'000) never opens a literal that swallows the line.
+# a digit separator (1'000) never opens a literal that swallows the line. `$` is a letter
+# of a name to g++: `$R"(x"` is a name and a string, and a reading that took it for a raw
+# string hid the `#line` and `#pragma` lines after it (red team round 26).
 _BLANK = r"(?:[ \t]|/\*.*?\*/)*"
 _TOKENS = rf"""
     (?P<header>(?:\binclude(?:_next)?|\bimport|\b__has_include(?:_next)?{_BLANK}\(){_BLANK}
@@ -26,8 +28,8 @@ _TOKENS = rf"""
   | (?P<block_comment>/\*.*?(?:\*/|\Z))
   | (?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{{0,16}})\(.*?(?:\)(?P=delim)"|\Z))
   | (?P<string>(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"?)
-  | (?P<number>\.?\d(?:[eEpP][+-]|'\w|[\w.])*)
-  | (?P<ident>[A-Za-z_]\w*)
+  | (?P<number>\.?\d(?:[eEpP][+-]|'\w|[\w.$])*)
+  | (?P<ident>[A-Za-z_$][\w$]*)
   | (?P<char>'(?:\\.|[^'\\\n])*'?)
   | (?P<other>.)
 """

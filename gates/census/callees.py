@@ -23,6 +23,7 @@ them. Only the calls of the witness's own expansion are seen: a call the helper'
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 from collections import defaultdict
 from collections.abc import Iterator
@@ -52,8 +53,12 @@ class Bound:
     # The variables a check reads, each keyed by its declaration (initialiser included) and
     # the statements of the check's function that name it: the fixture data it checks.
     data: dict[str, list[list[str]]] = field(default_factory=dict)
-    # Per unit parsed, per tree file: the lines libclang skipped, as runs [first, last].
-    skipped: dict[str, dict[str, list[list[int]]]] = field(default_factory=dict)
+    # Per unit parsed, what libclang's preprocessor did with the tree (held against what
+    # the compiler's did: witness.unseen): `skipped`, per file, the blocks it skipped, as
+    # runs [first, last]; `reads`, the files it read; `directives`, per file, the lines of
+    # the #define and #undef it processed; `embedded`, per file, the lines of directives
+    # inside a macro's arguments (whose output the compiler prints on the macro's line).
+    view: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def bind(
@@ -68,10 +73,12 @@ def bind(
     `#include` in one unit). The parse sees the tree where the compile saw it
     (cxxgate/toolchain/clangview.py); `binds` are the toolchain's."""
     with clangview.parse_view(tree.resolve(), binds) as (root, flags):
-        return _bind(root, [*clang_args(params["clang"], root), *flags], inventories)
+        return _bind(root, tree, [*clang_args(params["clang"], root), *flags], inventories)
 
 
-def _bind(root: Path, args: list[str], inventories: dict[str, FileInventory]) -> Bound:
+def _bind(
+    root: Path, host: Path, args: list[str], inventories: dict[str, FileInventory]
+) -> Bound:
     out = Bound()
     index = ci.Index.create()
     spans = {
@@ -89,7 +96,9 @@ def _bind(root: Path, args: list[str], inventories: dict[str, FileInventory]) ->
         try:
             # The detailed record keeps the blocks the preprocessor skipped.
             options = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
-            tu = index.parse(str(path), args=[*lang, *args], options=options)
+            tu = index.parse(
+                str(path), args=[*lang, *args, "-Wembedded-directive"], options=options
+            )
         except ci.TranslationUnitLoadError as exc:
             out.detail = out.detail or f"libclang cannot parse {rel}: {exc}"
             unparsed.add(rel)
@@ -99,12 +108,7 @@ def _bind(root: Path, args: list[str], inventories: dict[str, FileInventory]) ->
             out.detail = out.detail or f"libclang cannot parse {rel}: {errors[0].spelling}"
             unparsed.add(rel)
             continue
-        skipped: dict[str, list[list[int]]] = defaultdict(list)
-        for name, first, last in skipped_lines(tu):
-            file = _relative(Path(name), root)
-            if file is not None:
-                skipped[file].append([first, last])
-        out.skipped[rel] = dict(skipped)
+        out.view[rel] = _view(tu, rel, root, host)
         reads: list[tuple[str, int, ci.Cursor, int]] = []  # (file, witness, var, function)
         writes: dict[tuple[str, int], set[str]] = defaultdict(set)  # (var, function) -> stmts
         for cursor, stmt, func in _walk(tu.cursor, root):
@@ -154,6 +158,51 @@ def _bind(root: Path, args: list[str], inventories: dict[str, FileInventory]) ->
         out.callees[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in sets]
         out.data[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in data[rel]]
     return out
+
+
+def _view(tu: ci.TranslationUnit, rel: str, root: Path, host: Path) -> dict[str, Any]:
+    """What libclang's preprocessor did with the tree in this unit (Bound.view); `root` is
+    the tree as the parse names it, `host` where it is."""
+    skipped: dict[str, list[list[int]]] = defaultdict(list)
+    for name, first, last in skipped_lines(tu):
+        file = _relative(Path(name), root)
+        if file is not None:
+            skipped[file].append([first, last])
+    names = {rel: str(root / rel)}
+    for inclusion in tu.get_includes():
+        file = _relative(Path(inclusion.include.name), root)
+        if file is not None:
+            names.setdefault(file, inclusion.include.name)
+    directives: dict[str, list[int]] = {}
+    for file, name in names.items():
+        extent = tu.get_extent(name, (0, (host / file).stat().st_size))
+        toks = list(tu.get_tokens(extent=extent))
+        column: dict[int, int] = {}  # line -> the column of its first token
+        for t in toks:
+            column.setdefault(t.location.line, t.location.column)
+        lines = {
+            b.location.line
+            for a, b in itertools.pairwise(toks)
+            if a.spelling == "#"
+            and b.spelling in {"define", "undef"}
+            and a.location.line == b.location.line
+            and a.location.column == column[a.location.line]
+            and not any(f <= a.location.line <= e for f, e in skipped.get(file, []))
+        }
+        if lines:
+            directives[file] = sorted(lines)
+    embedded: dict[str, list[int]] = defaultdict(list)
+    for d in tu.diagnostics:
+        where = d.location.file
+        file = None if where is None else _relative(Path(where.name), root)
+        if file is not None and d.option == "-Wembedded-directive":
+            embedded[file].append(d.location.line)
+    return {
+        "skipped": dict(skipped),
+        "reads": sorted(names),
+        "directives": directives,
+        "embedded": dict(embedded),
+    }
 
 
 FUNCTIONS = frozenset(

@@ -393,8 +393,8 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
         out.findings.append(("witness_redefined", Finding("witness_redefined", message, file, 1)))
     for u in _unseen(ref.get("unseen", []), new.get("unseen", [])):
         message = (
-            f"{u['text']!r} is compiled in {u['unit']} and skipped by the census's parser "
-            "(clang, not the compiler): what the witnesses bind to there is not known"
+            f"{u['text']!r} {u['why']} in {u['unit']} (the census parses as clang, the "
+            "build compiles with g++): what the witnesses bind to there is not known"
         )
         finding = Finding("witness_redefined", message, u["file"], u["line"])
         out.findings.append(("witness_redefined", finding))
@@ -458,10 +458,10 @@ def _unseen(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[d
     """Lines the compile keeps and the census's parse skips (witness.unseen) that the
     reference does not have, matched by file and text (a line that only moved is not new),
     one per file and text."""
-    old = {(u["file"], u["text"]) for u in before}
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    old = {(u["file"], u["text"], u.get("why", "")) for u in before}
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
     for u in after:
-        out.setdefault((u["file"], u["text"]), u)
+        out.setdefault((u["file"], u["text"], u.get("why", "")), u)
     return [u for key, u in out.items() if key not in old]
 
 

@@ -24,6 +24,7 @@ scratch folder).
 
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 import tempfile
@@ -365,19 +366,70 @@ def _spaceless(tok: str) -> str:
 
 
 def _linemarker(line: bytes) -> tuple[bytes, int] | None:
-    """The file a `# <n> "<file>" ...` line of -E output names, and the line <n> the next
-    output line comes from; None for other lines."""
+    """The file a `# <n> "<file>" ...` line of -E output names (GCC's escapes undone: a
+    `\\` in a file name is written doubled), and the line <n> the next output line comes
+    from; None for other lines."""
     parts = line.split(b" ", 2)
-    if len(parts) < 3 or parts[0] != b"#" or not parts[1].isdigit():
+    if len(parts) < 3 or parts[0] != b"#" or not parts[1].isdigit() or parts[2][:1] != b'"':
         return None
-    name = parts[2]
-    end = name.find(b'"', 1)
-    return (name[1:end], int(parts[1])) if name.startswith(b'"') and end > 0 else None
+    name, i = bytearray(), 1
+    while i < len(parts[2]) and parts[2][i : i + 1] != b'"':
+        ch = parts[2][i : i + 1]
+        if ch == b"\\" and parts[2][i + 1 : i + 2].isdigit():  # \ooo, a byte in octal
+            digits = re.match(rb"[0-7]{1,3}", parts[2][i + 1 :])
+            assert digits is not None
+            name.append(int(digits.group(), 8) & 0xFF)
+            i += 1 + len(digits.group())
+            continue
+        if ch == b"\\":
+            i += 1
+            ch = parts[2][i : i + 1]
+        name += ch
+        i += 1
+    return (bytes(name), int(parts[1])) if i < len(parts[2]) else None
+
+
+def _markers(text: bytes) -> Iterator[tuple[bytes, tuple[bytes, int] | None]]:
+    """Each line of -E output, with what it names when it is a linemarker. A line inside
+    a raw string literal is never one: a raw string may hold a line `# 1 "x"`, printed
+    as it is (red team round 26)."""
+    delimiter: bytes | None = None  # of the raw string the line starts in
+    for line in text.split(b"\n"):
+        starts_inside = delimiter is not None
+        delimiter = _raw_string_open(line, delimiter)
+        yield line, None if starts_inside else _linemarker(line)
+
+
+# A raw string's opening (prefix, `R"`, delimiter, `(`), a quoted string or character, or a
+# pp-number (its digit separators are not quotes), where a token may start.
+_LEXEME = re.compile(
+    rb"""(?<![A-Za-z0-9_$])(?:u8|u|U|L)?R"(?P<d>[^()\\ \t\n]{0,16})\("""
+    rb"""|"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?"""
+    rb"""|(?<![A-Za-z0-9_$])\.?[0-9](?:[eEpP][+-]|['A-Za-z0-9_.$])*"""
+)
+
+
+def _raw_string_open(line: bytes, delimiter: bytes | None) -> bytes | None:
+    """The delimiter of the raw string still open at the end of `line`, given the one
+    open at its start (None: none)."""
+    at = 0
+    while True:
+        if delimiter is not None:
+            close = line.find(b")" + delimiter + b'"', at)
+            if close < 0:
+                return delimiter
+            at, delimiter = close + len(delimiter) + 2, None
+        found = _LEXEME.search(line, at)
+        if found is None:
+            return None
+        at = found.end()
+        if found.group("d") is not None:
+            delimiter = found.group("d")
 
 
 def _code(text: bytes) -> bytes:
     """-E output without its linemarkers (where a span crosses lines)."""
-    return b"\n".join(ln for ln in text.split(b"\n") if _linemarker(ln) is None)
+    return b"\n".join(ln for ln, marker in _markers(text) if marker is None)
 
 
 # The lines -dD adds. Never the output of an expansion: the preprocessor prints a `#` an
@@ -398,8 +450,7 @@ def _lines(text: bytes, tree: Path, rel: str, copy: str) -> Iterator[tuple[str |
     number = 0
     # A unit's -E output names each header at every return to it: resolve each name once.
     files: dict[bytes, str | None] = {copy.encode(): rel}
-    for line in text.split(b"\n"):
-        marker = _linemarker(line)
+    for line, marker in _markers(text):
         if marker is not None:
             name, number = marker
             if name not in files:

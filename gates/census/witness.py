@@ -421,6 +421,7 @@ def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
     result["read"] = []
     result["regions"] = {}
     result["kept"] = {}
+    result["reads"] = {}
     if env.toolchain.path is None:
         result["toolchain_missing"] = f"compiler {env.toolchain.command!r} is not installed"
     else:
@@ -447,6 +448,7 @@ def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
                         w.expanded = cppsource.shown(xp)
                 fresh.update(d for d in live.deps if d not in inventories)
                 result["kept"][rel] = live.kept
+                result["reads"][rel] = live.deps
                 result["regions"][rel] = {
                     f: {"sha": codehash.of_text((tree / f).read_bytes()), "fp": fp}
                     for f, fp in sorted(live.regions.items())
@@ -484,24 +486,49 @@ def scan(tree: Path, params: dict[str, Any]) -> dict[str, Any]:
 def unseen(
     tree: Path,
     kept: dict[str, dict[str, list[list[int]]]],
-    skipped: dict[str, dict[str, list[list[int]]]],
+    reads: dict[str, list[str]],
+    view: dict[str, dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Tree lines the compiler's preprocessor kept in a unit (survive.py, -dD: code, a
-    #define, an #undef) and libclang skipped in the same unit (callees.py): code the
-    compile has and the census's parse never saw. libclang is clang, the compile g++: a
-    static overload of the comparison helper under `#ifndef __clang__`, or
-    `#if __GNUC__ >= 5` (clang says 4), is bound by every compile and by no parse."""
+    """Where the compiler's preprocessor and libclang's did otherwise with the tree in a
+    unit: code the compile has and the census's parse never saw, or the other way round.
+    libclang is clang, the compile g++: a static overload of the comparison helper under
+    `#ifndef __clang__`, or `#if __GNUC__ >= 5` (clang says 4), is bound by every compile
+    and by no parse. Per unit, against survive.py's `-E -dD` (`kept`: the lines it kept,
+    code, #define and #undef; `reads`: the files it read) and callees.py's `view`:
+
+    - a line g++ kept inside a block libclang skipped;
+    - a file only one of them read (`#include` of a name pasted from `__GNUC__`);
+    - a #define or #undef libclang processed and g++ did not (`#ifdef __clang__` around
+      `#define eq unused`);
+    - a directive inside a macro's arguments: the compiler prints what it kept there on
+      the macro's own line, so no line comparison can tell."""
     out: list[dict[str, Any]] = []
-    for unit, files in sorted(skipped.items()):
-        for file, runs in sorted(files.items()):
-            compiled = {n for a, b in kept.get(unit, {}).get(file, []) for n in range(a, b + 1)}
-            hidden = sorted(compiled & {n for a, b in runs for n in range(a, b + 1)})
-            if not hidden:
-                continue
-            text = (tree / file).read_text(errors="replace").splitlines()
-            for n in hidden:
-                line = " ".join(text[n - 1].split()) if 0 < n <= len(text) else ""
-                out.append({"unit": unit, "file": file, "line": n, "text": line})
+
+    def note(unit: str, file: str, n: int, why: str) -> None:
+        text = (tree / file).read_text(errors="replace").splitlines() if n else []
+        line = " ".join(text[n - 1].split()) if 0 < n <= len(text) else "(the whole file)"
+        out.append({"unit": unit, "file": file, "line": n, "text": line, "why": why})
+
+    for unit, parsed in sorted(view.items()):
+        compiled: dict[str, set[int]] = {
+            file: {n for a, b in runs for n in range(a, b + 1)}
+            for file, runs in kept.get(unit, {}).items()
+        }
+        for file, runs in sorted(parsed["skipped"].items()):
+            hidden = compiled.get(file, set()) & {n for a, b in runs for n in range(a, b + 1)}
+            for n in sorted(hidden):
+                note(unit, file, n, "is compiled, and skipped by the census's parser")
+        gcc, clang = {unit, *reads.get(unit, [])}, set(parsed["reads"])
+        for file in sorted(gcc - clang):
+            note(unit, file, 0, "is read by the compiler and not by the census's parser")
+        for file in sorted(clang - gcc):
+            note(unit, file, 0, "is read by the census's parser and not by the compiler")
+        for file, lines in sorted(parsed["directives"].items()):
+            for n in sorted(set(lines) - compiled.get(file, set())):
+                note(unit, file, n, "is a directive the census's parser took, not the compiler")
+        for file, lines in sorted(parsed["embedded"].items()):
+            for n in sorted(set(lines)):
+                note(unit, file, n, "is a directive inside a macro's arguments")
     return out
 
 
@@ -516,7 +543,7 @@ def _bind_and_run(
     program, when it names one)."""
     bound = callees.bind(tree, params, inventories, env.toolchain.binds)
     result["bind"] = bound.detail
-    result["unseen"] = unseen(tree, result["kept"], bound.skipped)
+    result["unseen"] = unseen(tree, result["kept"], result["reads"], bound.view)
     for rel, lists in bound.callees.items():
         for w, found in zip(inventories[rel].witnesses, lists, strict=True):
             w.callees = found

@@ -758,6 +758,11 @@ def test_header_names_and_raw_strings_in_the_source_text() -> None:
     assert pragmas.directives(honest.encode()) == []
     legacy = f'#define R\nconst char* s = R"y(";\n{FAKE_ENTRY}\n// )y"\n'
     assert [d.line for d in pragmas.directives(legacy.encode())] == [3]
+    # `$` is a letter of a name to g++: `$R"(x"` is a name and a string, no raw string
+    # (red team round 26 hid `#line` and `#pragma` lines after one, and after `a$R"(`).
+    for name in ("$R", "a$R", "$u8R"):
+        dollar = f'#define {name}\nconst char* t = {name}"(x";\n{pragma}#line 40\n// )"\n'
+        assert [d.line for d in pragmas.directives(dollar.encode())] == [3, 4], name
 
 
 REGION = (
