@@ -23,6 +23,7 @@ graded again. The seconds are then the sum of the batches' (run.json).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -71,6 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     work = (args.work or Path(tempfile.mkdtemp(prefix="cxxgate-realworld-"))).resolve()
     cases, out = work / "cases", work / "out"
     cases.mkdir(parents=True, exist_ok=True)
+    # One run per work folder: a second one would rewrite the batch library the first is
+    # grading (the grade's own lock comes later, after the import and the subset).
+    lock = (work / "realworld.lock").open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"{work}: another bench/realworld.py run uses this work folder", file=sys.stderr)
+        return 2
     extra = [f"options={args.options}"] if args.options else []
     extra += [f"data={args.data}"] if args.data else []
     imported = doit(
