@@ -24,7 +24,6 @@ scratch folder).
 
 from __future__ import annotations
 
-import re
 import secrets
 import shutil
 import tempfile
@@ -367,26 +366,32 @@ def _spaceless(tok: str) -> str:
 
 def _linemarker(line: bytes) -> tuple[bytes, int] | None:
     """The file a `# <n> "<file>" ...` line of -E output names (GCC's escapes undone: a
-    `\\` in a file name is written doubled), and the line <n> the next output line comes
-    from; None for other lines."""
+    backslash in a file name is written doubled, a byte it cannot print as `\\ooo`), and
+    the line <n> the next output line comes from; None for other lines."""
     parts = line.split(b" ", 2)
     if len(parts) < 3 or parts[0] != b"#" or not parts[1].isdigit() or parts[2][:1] != b'"':
         return None
-    name, i = bytearray(), 1
-    while i < len(parts[2]) and parts[2][i : i + 1] != b'"':
-        ch = parts[2][i : i + 1]
-        if ch == b"\\" and parts[2][i + 1 : i + 2].isdigit():  # \ooo, a byte in octal
-            digits = re.match(rb"[0-7]{1,3}", parts[2][i + 1 :])
-            assert digits is not None
-            name.append(int(digits.group(), 8) & 0xFF)
-            i += 1 + len(digits.group())
+    quoted, name, i = parts[2], bytearray(), 1
+    while i < len(quoted) and quoted[i] != _QUOTE:
+        if quoted[i] == _BACKSLASH and quoted[i + 1 : i + 2] in _OCTAL:
+            j = i + 1
+            while j < min(i + 4, len(quoted)) and quoted[j : j + 1] in _OCTAL:
+                j += 1
+            name.append(int(quoted[i + 1 : j], 8) & 0xFF)
+            i = j
             continue
-        if ch == b"\\":
-            i += 1
-            ch = parts[2][i : i + 1]
-        name += ch
+        i += 1 if quoted[i] == _BACKSLASH else 0
+        name += quoted[i : i + 1]
         i += 1
-    return (bytes(name), int(parts[1])) if i < len(parts[2]) else None
+    return (bytes(name), int(parts[1])) if i < len(quoted) else None
+
+
+_QUOTE, _APOSTROPHE, _BACKSLASH = ord('"'), ord("'"), ord("\\")
+_OCTAL = {bytes([c]) for c in b"01234567"}
+# Letters of a name to g++: `$`, and every byte of a UTF-8 letter (`éR"(` is a name and
+# a string, no raw string: red team round 27).
+_LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$")
+_RAW_PREFIXES = frozenset({b"R", b"u8R", b"uR", b"UR", b"LR"})
 
 
 def _markers(text: bytes) -> Iterator[tuple[bytes, tuple[bytes, int] | None]]:
@@ -400,31 +405,53 @@ def _markers(text: bytes) -> Iterator[tuple[bytes, tuple[bytes, int] | None]]:
         yield line, None if starts_inside else _linemarker(line)
 
 
-# A raw string's opening (prefix, `R"`, delimiter, `(`), a quoted string or character, or a
-# pp-number (its digit separators are not quotes), where a token may start.
-_LEXEME = re.compile(
-    rb"""(?<![A-Za-z0-9_$])(?:u8|u|U|L)?R"(?P<d>[^()\\ \t\n]{0,16})\("""
-    rb"""|"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?"""
-    rb"""|(?<![A-Za-z0-9_$])\.?[0-9](?:[eEpP][+-]|['A-Za-z0-9_.$])*"""
-)
-
-
 def _raw_string_open(line: bytes, delimiter: bytes | None) -> bytes | None:
     """The delimiter of the raw string still open at the end of `line`, given the one
-    open at its start (None: none)."""
-    at = 0
+    open at its start (None: none). Names, pp-numbers (a digit separator is no quote),
+    strings and characters are stepped over whole, as g++'s lexer reads them."""
+    i, n = 0, len(line)
     while True:
         if delimiter is not None:
-            close = line.find(b")" + delimiter + b'"', at)
+            close = line.find(b")" + delimiter + b'"', i)
             if close < 0:
                 return delimiter
-            at, delimiter = close + len(delimiter) + 2, None
-        found = _LEXEME.search(line, at)
-        if found is None:
-            return None
-        at = found.end()
-        if found.group("d") is not None:
-            delimiter = found.group("d")
+            i, delimiter = close + len(delimiter) + 2, None
+        while delimiter is None:
+            if i >= n:
+                return None
+            ch = line[i]
+            if ch in (_QUOTE, _APOSTROPHE):
+                i = _after_quoted(line, i)
+            elif ch in _LETTERS or ch >= 0x80:
+                start, number = i, line[i : i + 1].isdigit()
+                while i < n and (
+                    line[i] in _LETTERS
+                    or line[i] >= 0x80
+                    or (number and line[i] == _APOSTROPHE and i + 1 < n and line[i + 1] in _LETTERS)
+                    or (number and line[i] in b"+-." and line[i - 1] in b"eEpP.0123456789")
+                ):
+                    i += 1
+                opens = line.find(b"(", i + 1)
+                if line[start:i] in _RAW_PREFIXES and line[i : i + 1] == b'"' and opens >= 0:
+                    candidate = line[i + 1 : opens]
+                    if len(candidate) <= 16 and not any(c in b" ()\\\t\"" for c in candidate):
+                        delimiter, i = candidate, opens + 1
+            else:
+                i += 1
+
+
+def _after_quoted(line: bytes, i: int) -> int:
+    """Where the string or character literal opening at `i` ends (the line's end when it
+    does not close on it)."""
+    quote, j = line[i], i + 1
+    while j < len(line):
+        if line[j] == _BACKSLASH:
+            j += 2
+        elif line[j] == quote:
+            return j + 1
+        else:
+            j += 1
+    return len(line)
 
 
 def _code(text: bytes) -> bytes:
