@@ -908,3 +908,18 @@ def test_a_failing_program_is_suite_red(data_reference: tuple[Path, dict[str, ob
     new = _small_scan(root, "failing", DATA | bug)
     assert [c.klass for c in census._suite(ref, new)] == ["suite_red"]
     assert census._suite(ref, ref) == []
+
+
+def test_linemarkers_are_read_as_gcc_writes_them() -> None:
+    """survive.py's reader of -E output: a line inside a raw string is text, never a
+    linemarker (round 26), a name holding `$` or a UTF-8 letter before `R"(` opens no raw
+    string (rounds 26, 27), and GCC's escapes in a marker's file name are undone."""
+    from cxxgate.gates.census.survive import _markers
+
+    text = (
+        b'a = R"(\n# 1 "inside"\n)";\n# 5 "one.h"\n'
+        b'b = $R"(x";\n# 6 "two.h"\nc = \xc3\xa9R"(y";\n# 7 "three.h"\n'
+        b"n = 1'000; d = '\"';\n# 8 \"tests/a\\\\b.hpp\" 1\n"
+    )
+    found = [marker for _, marker in _markers(text) if marker is not None]
+    assert found == [(b"one.h", 5), (b"two.h", 6), (b"three.h", 7), (b"tests/a\\b.hpp", 8)]
