@@ -25,6 +25,10 @@ the gate compares their commands) and the candidate's library archives, and noth
   added: `library_bypassed` (gates/tests/suite.py). A link that fails says why, and the
   gate refuses it too (an honest patch whose test programs need a library file the
   reference's build does not make is refused: README, threat model).
+- A reference link the harness does not run (no compiler driver of the system: fmt's CUDA
+  test, device-linked by nvcc) cannot be made here. When no listed test can reach what it
+  makes (`excuse`), the program is `unused` and nothing rests on it; otherwise it is
+  refused as a link that fails.
 
 The reference's command names archives by path, so the archives of the tests' own (every
 member the reference compiled from a test source: a vendored GoogleTest, a test `main`
@@ -55,6 +59,10 @@ JSON = "crossed.json"
 SAME = "same"
 RELINKED = "relinked"
 REMADE = "remade"
+# The reference's link of a program no listed test runs is one the harness cannot run
+# (nvcc's device link of fmt's CUDA test): not linked, and nothing rests on it.
+UNUSED = "unused"
+NOT_RUN = "the reference's link command cannot be run here"
 # A system archiver (ar, gcc-ar, llvm-ar, any prefix or version) or its index maker.
 _ARCHIVER = re.compile(r"(?:[\w.]+-)*(?:ar|ranlib)(?:-[\d.]+)?")
 
@@ -156,7 +164,7 @@ def cross(
     program now stands in the copy in place of the build's), or why the link failed."""
     found = relink.link_argv(command, program, build_at)
     if isinstance(found, str):
-        return f"the reference's link command cannot be run here: {found}"
+        return f"{NOT_RUN}: {found}"
     argv, at, cd = found
     made = host / "program"
     made.unlink(missing_ok=True)
@@ -221,6 +229,49 @@ def pick(
     found = json.loads(listing)
     found["tests"] = [t for t in found.get("tests", []) if isinstance(t, dict) and again(t)]
     return json.dumps(found), sorted(str(t.get("name", "")) for t in found["tests"])
+
+
+def excuse(
+    found: dict[str, str],
+    links: dict[str, list[str]],
+    listing: str,
+    known: list[str],
+    named: list[str],
+    build_at: str,
+) -> dict[str, str]:
+    """`found` with UNUSED for each program whose reference link the harness cannot run
+    and that no listed test can reach: no listed test's command names it or anything whose
+    link or archive command mentions its name (followed on), none names no known test
+    program (what it runs is not known), and it is no shared library (any program may
+    load one). Every link and archive named here is the reference's: the patch shapes
+    none of it."""
+    folded = {n.casefold() for n in named}
+    tests = [
+        {posixpath.normpath(str(w)) for w in t.get("command") or [] if isinstance(w, str)}
+        for t in json.loads(listing).get("tests", [])
+        if isinstance(t, dict) and str(t.get("name", "")).casefold() in folded
+    ]
+    programs = {posixpath.join(build_at, p) for p in known}
+    blind = any(not words & programs for words in tests)
+
+    def reached(program: str) -> set[str]:
+        seen, todo = {program}, [program]
+        while todo:
+            name = posixpath.basename(todo.pop())
+            for made, words in links.items():
+                if made not in seen and any(name in w for w in words):
+                    seen.add(made)
+                    todo.append(made)
+        return seen
+
+    def unused(program: str) -> bool:
+        made = {posixpath.join(build_at, p) for p in reached(program)}
+        return not (blind or any(_shared(p) for p in made) or any(w & made for w in tests))
+
+    return {
+        p: UNUSED if said.startswith(NOT_RUN) and unused(p) else said
+        for p, said in found.items()
+    }
 
 
 def _shared(path: str) -> bool:

@@ -82,6 +82,9 @@ MACROS_JSON = "macros.json"  # source path -> {macro: definition}
 DEFINES_JSON = "defines.json"
 OBJECTS_JSON = "objects.json"  # source path -> "" (its compile makes its object) or why not
 COMMANDS_JSON = "commands.json"  # the test units' commands as Ninja runs them
+# What macros.json says of a unit no compiler driver of the system compiles (nvcc, a
+# script of the project's): the harness runs none but those, so nothing was read of it.
+UNDRIVEN = {"": "did not preprocess (no compiler driver of the system)"}
 # The build's graph as Ninja runs it: every compile (object -> source), every link and
 # archive command, and the GoogleTest symbols each compiled object names (see _graph).
 GRAPH_JSON = "graph.json"
@@ -660,9 +663,6 @@ def _crossed(
         for p in sorted(set(crossed.to_cross(mine, ref)) | uses)
     }
     run.remove_work(scratch)
-    if crossed.RELINKED not in found.values():
-        crossed.write(out / crossed.JSON, found, archives, [])
-        return None, steps
     # The tests as the reference's run saw them, at this run's paths (without a sandbox,
     # the copy's: there the swapped programs are).
     try:
@@ -672,6 +672,10 @@ def _crossed(
         return None, steps
     listing = listing.replace("<tree>", tree_at).replace("<build>", build_at)
     named = [t for t in _unit(spec, testframeworks.NAMED_UNIT).splitlines() if t]
+    found = crossed.excuse(found, links, listing, sorted(commands), named, build_at)
+    if crossed.RELINKED not in found.values():
+        crossed.write(out / crossed.JSON, found, archives, [])
+        return None, steps
     kept, tests = crossed.pick(listing, found, sorted(commands), named, build_at)
     crossed.write(out / crossed.JSON, found, archives, tests)
     return kept, steps
@@ -884,8 +888,8 @@ def _again(
         compiler = relink.compiler_on(entry_argv(entry))
         if stalled or compiler is None:
             why = f"{stalled} ran out of time" if stalled else "no compiler driver of the system"
-            macros[key], objects[key] = {"": f"did not preprocess ({why})"}, f"not compiled ({why})"
-            defines[key] = macros[key]
+            macros[key] = {"": f"did not preprocess ({why})"} if stalled else UNDRIVEN
+            objects[key], defines[key] = f"not compiled ({why})", macros[key]
             continue
         directory = str(entry.get("directory", build_at))
         at = f"{seen}/{i}"

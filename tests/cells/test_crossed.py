@@ -57,6 +57,45 @@ def test_the_tests_that_run_again_are_the_references_listed_ones_on_a_relinked_p
     assert names == ["Parse.Empty", "digits", "dotted", "scripted"]
 
 
+def test_a_link_the_harness_cannot_run_is_excused_only_where_no_listed_test_reaches_it() -> None:
+    """fmt's CUDA test: nvcc device-links cmake_device_link.o, g++ links it into
+    fmt-in-cuda-test, which no listed test runs. Reached by a listed test through any
+    link or archive, or a listed test runs what is not known, or it is a shared library:
+    refused as before."""
+    nvcc = f"{crossed.NOT_RUN}: it is linked by /usr/local/bin/nvcc, not a compiler driver"
+    links = {
+        "dlink.o": ["/usr/local/bin/nvcc", "-dlink", "cuda.cu.o", "-o", "dlink.o"],
+        "bin/cuda-test": ["/usr/bin/g++", "cuda.cu.o", "dlink.o", "-o", "bin/cuda-test"],
+        "bin/format-test": ["/usr/bin/g++", "format-test.o", "-o", "bin/format-test"],
+        "libhelp.a": ["/usr/bin/ar", "qc", "libhelp.a", "help.o", "dlink2.o"],
+        "bin/posix-test": ["/usr/bin/g++", "posix-test.o", "libhelp.a", "-o", "bin/posix-test"],
+    }
+    known = ["bin/cuda-test", "bin/format-test", "bin/posix-test", "dlink.o", "dlink2.o"]
+
+    def listing(*tests: tuple[str, str]) -> str:
+        said = [{"name": n, "command": [f"{BUILD}/{p}" if p.startswith("bin/") else p]}
+                for n, p in tests]  # fmt: skip
+        return json.dumps({"tests": said})
+
+    found = {"dlink.o": nvcc, "dlink2.o": nvcc, "bin/format-test": crossed.RELINKED}
+    plain = listing(("format-test", "bin/format-test"), ("cuda-test", "bin/cuda-test"))
+    named = ["format-test", "posix-test"]
+    said = crossed.excuse(found, links, plain, known, named, BUILD)
+    assert said == found | {"dlink.o": crossed.UNUSED, "dlink2.o": crossed.UNUSED}
+    # Listed: cuda-test runs what dlink.o went into.
+    said = crossed.excuse(found, links, plain, known, [*named, "cuda-test"], BUILD)
+    assert said["dlink.o"] == nvcc and said["dlink2.o"] == crossed.UNUSED
+    # Through an archive: posix-test links libhelp.a, which holds dlink2.o.
+    both = listing(("format-test", "bin/format-test"), ("posix-test", "bin/posix-test"))
+    said = crossed.excuse(found, links, both, known, named, BUILD)
+    assert said["dlink.o"] == crossed.UNUSED and said["dlink2.o"] == nvcc
+    # A listed test that runs no known program: anything may be run.
+    scripted = listing(("format-test", "bin/format-test"), ("posix-test", "/bin/sh"))
+    assert crossed.excuse(found, links, scripted, known, named, BUILD)["dlink.o"] == nvcc
+    shared = {"libcuda-help.so": nvcc}
+    assert crossed.excuse(shared, links, plain, known, named, BUILD) == shared
+
+
 def test_a_record_reads_back_and_a_missing_one_reads_as_nothing(tmp_path: Path) -> None:
     path = tmp_path / crossed.JSON
     crossed.write(path, {"t": crossed.RELINKED}, {"lib.a": crossed.SAME}, ["T"])

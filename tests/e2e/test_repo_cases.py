@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHIPPED, Grade, run_doit, run_grade
-from repos import FILES, PARSE_BODY, diff, git, new_repo
+from repos import FILES, PARSE_BODY, cmake_case, diff, git, new_repo, write
 
 from cxxgate.intake.repo import RepoSpec, base_tree
 from cxxgate.toolchain.projectflags import _kept
@@ -447,3 +447,57 @@ def test_one_ctest_test_per_program(tmp_path: Path) -> None:
     detail = {c["name"]: c["detail"] for c in json.loads(result.read_text())["checks"]}
     assert "2 GoogleTest cases" in detail["half-test"]
     assert "exit status only" in detail["plain-test"]
+
+
+def test_a_test_unit_no_system_driver_compiles(tmp_path: Path) -> None:
+    """fmt on a machine with nvcc: CMake finds it and builds the CUDA test, which no listed
+    test runs; the harness runs no compiler but the system's, so it reads nothing of that
+    unit on any side and cannot link its program as the reference does. Here a C tool
+    under test/, compiled and linked by a script of the project's. The fixed candidate is
+    accepted and the base tree fails its fail-to-pass test only (before: the base
+    baseline_red on `macros:test/c-tool.c`, every candidate framework_redefined and
+    library_bypassed)."""
+    files = dict(PER_PROGRAM)
+    files["CMakeLists.txt"] = (
+        'cmake_minimum_required(VERSION 3.16)\n'
+        'set(CMAKE_C_COMPILER "${CMAKE_CURRENT_SOURCE_DIR}/tools/cc")\n'
+        + textwrap.dedent(files["CMakeLists.txt"]).replace("half CXX", "half C CXX")
+        + "add_executable(c-tool test/c-tool.c)\nadd_test(NAME c-tool COMMAND c-tool)\n"
+    )  # fmt: skip
+    files["test/c-tool.c"] = "int main(void) { return 0; }\n"
+    files["tools/cc"] = '#!/bin/sh\nexec /usr/bin/gcc "$@"\n'
+    repo = tmp_path / "half.git"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, files)
+    (repo / "tools/cc").chmod(0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    source = (repo / "src/half.cpp").read_text()
+    fixed = source.replace("return n / 2;", "return n >= 0 ? n / 2 : -((1 - n) / 2);")
+    tests = (repo / "test/half-test.cpp").read_text()
+    odd = "TEST(Half, Negative) { EXPECT_EQ(half(-3), -2); }\n"
+    patches = {
+        "gold": diff(repo, "src/half.cpp", fixed),
+        "test": diff(repo, "test/half-test.cpp", tests + odd),
+        "floor": diff(repo, "src/half.cpp", source.replace("n / 2;", "(n - (n & 1)) / 2;")),
+    }
+    shutil.copy(SHIPPED / "envelopes.yaml", tmp_path)
+    cmake_case(
+        tmp_path / "cases" / "half", "half rounds towards minus infinity", repo, base,
+        patches, {"fail_to_pass": ["half-test"], "pass_to_pass": ["plain-test"]},
+        {"floor": "accept"},
+    )  # fmt: skip
+    grade = run_grade(tmp_path / "out", library=tmp_path / "cases")
+    assert grade.returncode == 0, grade.output[-3000:]
+    rows = grade.rows
+    assert rows["half/reference"]["class"] == "accept"
+    assert rows["half/floor"]["gates"]["tests"]["class"] == "accept"
+    assert rows["half/base"]["gates"]["tests"]["class"] == "f2p_fail:half-test"
+    commands = json.loads(next((grade.out / "cells").glob("*/*/commands.json")).read_text())
+    tool = [e for e in commands["commands"] if str(e["file"]).endswith("c-tool.c")]
+    assert tool and "tools/cc" in str(tool[0].get("command", tool[0].get("arguments")))
+    records = [json.loads(p.read_text()) for p in (grade.out / "cells").glob("*/*/crossed.json")]
+    said = {p: s for record in records for p, s in record["programs"].items()}
+    assert said.get("c-tool") == "unused", said

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cxxgate.cells import ctest
 from cxxgate.gates.tests import testreports, testunits
 
 pytestmark = pytest.mark.skipif(
@@ -317,6 +318,31 @@ def test_a_unit_compiled_twice_is_matched_against_each_of_the_references_compile
         assert testunits.new_defines(tmp_path / f"{name}.json", tmp_path / "ref.json") == {}, name
     said = testunits.new_defines(tmp_path / "new.json", tmp_path / "ref.json")
     assert said == {"test/util.cc": ["FMT_HEADER_ONLY", "NDEBUG", "X"]}
+
+
+def test_a_unit_the_reference_compiles_by_a_driver_the_harness_does_not_run(
+    tmp_path: Path,
+) -> None:
+    """fmt's CUDA test unit, compiled by nvcc on a machine that has it: nothing is read of
+    it on either side, which is no framework redefined (fmt-1390's base tree was refused
+    for it, baseline_red). A unit the reference's driver does compile and the candidate's
+    does not still is one."""
+    gtest = {"TEST": "GTEST_TEST", "EXPECT_EQ": "EXPECT_PRED_FORMAT2"}
+    ref = {"test/cuda.cu": dict(ctest.UNDRIVEN), "test/a.cc": gtest}
+    units = {
+        "ref": ref,
+        "same": ref,
+        "undriven": {"test/cuda.cu": dict(ctest.UNDRIVEN), "test/a.cc": dict(ctest.UNDRIVEN)},
+        "stalled": {"test/cuda.cu": {"": "did not preprocess (test/b.cc ran out of time)"},
+                    "test/a.cc": gtest},
+    }  # fmt: skip
+    for name, found in units.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(found))
+    assert testunits.redefined(tmp_path / "same.json", tmp_path / "ref.json") == {}
+    said = testunits.redefined(tmp_path / "undriven.json", tmp_path / "ref.json")
+    assert said == {"test/a.cc": [f"(the unit {ctest.UNDRIVEN['']})"]}
+    said = testunits.redefined(tmp_path / "stalled.json", tmp_path / "ref.json")
+    assert list(said) == ["test/cuda.cu"]
 
 
 def test_a_test_unit_reading_a_new_file_of_the_tests_folders() -> None:
