@@ -14,6 +14,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from cxxgate.util.lines import newlines
+
 # Tokens in the order the preprocessor would see them. A header name after `include`,
 # `include_next`, `import` or `__has_include(` is one token to g++ (`<R"x(>` opens no raw
 # string, `</*>` no comment), so it comes first. Numbers come before character literals so
@@ -99,8 +101,7 @@ def directives(source: bytes) -> list[Directive]:
 
 def _scan(text: str, token: re.Pattern[str] = _TOKEN, *, markers: bool = False) -> list[Directive]:
     """Directives in the text; only typed line markers if `markers`."""
-    text = text.replace("\r\n", "\n")
-    logical, starts = _splice(text)
+    logical, starts = _splice(newlines(text))
     cleaned = _strip(logical, token)
     written = logical.split("\n")
     found = []

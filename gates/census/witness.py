@@ -28,6 +28,7 @@ from cxxgate.gates.census.witness_data import FileInventory, Macro, Miss, Witnes
 from cxxgate.gates.shared import cppsource
 from cxxgate.store import codehash
 from cxxgate.toolchain.envelope import Envelope
+from cxxgate.util.lines import physical_lines
 
 TEST_DEFINITIONS = frozenset({"TEST", "TEST_F", "TEST_P", "TYPED_TEST", "TYPED_TEST_P"})
 TEST_CALLS = frozenset({"TEST_CASE", "TEST_CASE_METHOD", "SECTION"})
@@ -505,7 +506,7 @@ def unseen(
     out: list[dict[str, Any]] = []
 
     def note(unit: str, file: str, n: int, why: str) -> None:
-        text = (tree / file).read_text(errors="replace").splitlines() if n else []
+        text = physical_lines((tree / file).read_text(errors="replace")) if n else []
         line = " ".join(text[n - 1].split()) if 0 < n <= len(text) else "(the whole file)"
         out.append({"unit": unit, "file": file, "line": n, "text": line, "why": why})
 

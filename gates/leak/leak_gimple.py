@@ -35,6 +35,7 @@ from cxxgate.gates.shared import cppsource
 from cxxgate.host.sandbox import NEUTRAL_TREE
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain.cellspec import CellResult
+from cxxgate.util.lines import physical_lines
 
 GIMPLE_FLAGS = ("-O2", "-fdump-tree-gimple-lineno", "-fdump-tree-optimized-lineno")
 DUMPS = ("gimple", "optimized")  # the dumps' suffixes: before and after g++'s optimisers
@@ -261,7 +262,7 @@ def _simple_name(symbol: str) -> str:
 def _declared(path: Path, name: str) -> int:
     """The first line of the unit that spells `name` (a data symbol's place), else 1."""
     try:
-        lines = path.read_text(errors="replace").splitlines()
+        lines = physical_lines(path.read_text(errors="replace"))
     except OSError:
         return 1
     word = re.compile(rf"\b{re.escape(name)}\b")

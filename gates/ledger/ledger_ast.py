@@ -29,6 +29,7 @@ from typing import Any
 import clang.cindex as ci
 
 from cxxgate.gates.ledger import ledger_flow, ledger_rules
+from cxxgate.util.lines import physical_lines
 
 MUTEX_TYPES = frozenset(
     {
@@ -137,7 +138,7 @@ def skipped_ranges(tu: ci.TranslationUnit, tree: Path) -> list[dict[str, Any]]:
         path = Path(name).resolve()
         if not path.is_relative_to(tree):
             continue
-        lines = path.read_text(errors="replace").splitlines()[first - 1 : last]
+        lines = physical_lines(path.read_text(errors="replace"))[first - 1 : last]
         text = "\n".join(" ".join(line.split()) for line in lines)
         rel = path.relative_to(tree).as_posix()
         out.append({"path": rel, "line": first, "end": last, "text": text})

@@ -13,6 +13,7 @@ from cxxgate.cells import libcell
 from cxxgate.intake import patchtext
 from cxxgate.intake.tree import copy_tree, guard, materialise
 from cxxgate.store.layout import Layout
+from cxxgate.util.lines import physical_lines
 
 WRITABLE = ["include/lib.hpp", "src/**"]
 HEADER_EDIT = b"""\
@@ -764,6 +765,18 @@ def test_header_names_and_raw_strings_in_the_source_text() -> None:
         dollar = f'#define {name}\nconst char* t = {name}"(x";\n{pragma}#line 40\n// )"\n'
         assert [d.line for d in pragmas.directives(dollar.encode())] == [3, 4], name
 
+
+
+def test_a_lone_cr_ends_a_line_as_it_does_for_the_compilers() -> None:
+    """g++ and clang end a line at a lone CR: a `#line` or `#pragma` after one is a
+    directive, numbered as the compilers number it (red team round 27 hid them from a
+    reading that split at `\\n` only). A form feed ends no line."""
+    from cxxgate.intake import pragmas
+
+    text = b'int a;\r#pragma GCC diagnostic ignored "-Wall"\rint b;\r\n#line 40\n\f#line 50\n'
+    found = [(d.line, d.text) for d in pragmas.directives(text)]
+    assert found == [(2, '#pragma GCC diagnostic ignored ""'), (4, "#line 40"), (5, "#line 50")]
+    assert physical_lines("a\rb\r\nc\n\fd\x85e\n") == ["a", "b", "c", "\fd\x85e"]
 
 REGION = (
     '#include "lib.hpp"\n#pragma GCC diagnostic push\n'
