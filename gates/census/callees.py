@@ -59,6 +59,12 @@ class Bound:
     # the #define and #undef it processed; `embedded`, per file, the lines of directives
     # inside a macro's arguments (whose output the compiler prints on the macro's line).
     view: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per unit parsed, per function of the tree it defines (by mangled name), the
+    # functions its calls bind to (`bound`, mangled) and those of them the tree declares
+    # (`tree`), calls in its lambdas included, and whether it holds a range-for (whose
+    # begin/end calls libclang does not show): held against what g++ compiled
+    # (bindings.py).
+    calls: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
 
 def bind(
@@ -111,10 +117,13 @@ def _bind(
         out.view[rel] = _view(tu, rel, root, host)
         reads: list[tuple[str, int, ci.Cursor, int]] = []  # (file, witness, var, function)
         writes: dict[tuple[str, int], set[str]] = defaultdict(set)  # (var, function) -> stmts
-        for cursor, stmt, func in _walk(tu.cursor, root):
+        calls: dict[str, dict[str, Any]] = {}
+        for cursor, stmt, func, named in _walk(tu.cursor, root):
             loc = cursor.location
             if loc.file is None:
                 continue
+            if named:
+                _note_call(calls.setdefault(named, {"bound": set(), "tree": set()}), cursor, root)
             file = _relative(Path(loc.file.name), root)
             if cursor.kind == ci.CursorKind.DECL_REF_EXPR:
                 var = cursor.referenced
@@ -154,6 +163,11 @@ def _bind(
                 writes.get((var.get_usr(), func), set()) | writes.get((var.get_usr(), 0), set())
             )
             data[file][i].add(f"data {var.spelling} #{cppsource.fingerprint(said)}")
+        if Path(rel).suffix in UNITS:
+            out.calls[rel] = {
+                f: {k: sorted(v) if isinstance(v, set) else v for k, v in said.items()}
+                for f, said in calls.items()
+            }
     for rel, sets in found.items():
         out.callees[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in sets]
         out.data[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in data[rel]]
@@ -211,6 +225,7 @@ FUNCTIONS = frozenset(
         ci.CursorKind.CXX_METHOD,
         ci.CursorKind.CONSTRUCTOR,
         ci.CursorKind.DESTRUCTOR,
+        ci.CursorKind.CONVERSION_FUNCTION,
         ci.CursorKind.FUNCTION_TEMPLATE,
         ci.CursorKind.LAMBDA_EXPR,
     }
@@ -233,25 +248,81 @@ _OUTER = frozenset(
 )
 
 
-def _walk(top: ci.Cursor, root: Path) -> Iterator[tuple[ci.Cursor, ci.Cursor | None, int]]:
+Walked = tuple[ci.Cursor, ci.Cursor | None, int, str]
+
+
+def _walk(top: ci.Cursor, root: Path) -> Iterator[Walked]:
     """Each cursor of the tree's own code, with the statement holding it (a child of a
-    block, or of a file or namespace scope) and the function holding it (its cursor's
-    hash; 0 at file scope). A declaration at file or namespace scope that lies outside the
-    tree (the standard library, the framework's headers) is not entered: nothing a witness
-    binds to is decided inside it, and walking it is most of a unit's cursors.
+    block, or of a file or namespace scope), the function holding it (its cursor's hash; 0
+    at file scope) and the mangled name of the function definition g++ emits its code in
+    (_emitted: a lambda's is its enclosing function's; "" inside a template or at file
+    scope). A declaration at file or namespace scope that lies outside the tree (the
+    standard library, the framework's headers) is not entered: nothing a witness binds to
+    is decided inside it, and walking it is most of a unit's cursors.
     Iterative: expressions nest deep."""
-    stack: list[tuple[ci.Cursor, ci.Cursor | None, int]] = [(top, None, 0)]
+    stack: list[Walked] = [(top, None, 0, "")]
     while stack:
-        cursor, stmt, func = stack.pop()
-        yield cursor, stmt, func
+        cursor, stmt, func, named = stack.pop()
+        yield cursor, stmt, func, named
         inner = cursor.hash if cursor.kind in FUNCTIONS else func
+        if cursor.kind in FUNCTIONS and cursor.kind != ci.CursorKind.LAMBDA_EXPR:
+            named = _emitted(cursor)
+        elif cursor.kind in _TEMPLATES:
+            named = ""
         block = cursor.kind in SCOPES
         outer = cursor.kind in _OUTER
         for child in reversed(list(cursor.get_children())):
             where = child.location.file if outer else None
             if where is not None and _relative(Path(where.name), root) is None:
                 continue
-            stack.append((child, child if block else stmt, inner))
+            stack.append((child, child if block else stmt, inner, named))
+
+
+_TEMPLATES = frozenset(
+    {
+        ci.CursorKind.CLASS_TEMPLATE,
+        ci.CursorKind.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION,
+        ci.CursorKind.FUNCTION_TEMPLATE,
+    }
+)
+
+
+def _emitted(function: ci.Cursor) -> str:
+    """The mangled name of a function definition that is not a template's, else ""."""
+    if function.kind == ci.CursorKind.FUNCTION_TEMPLATE or not function.is_definition():
+        return ""
+    parent = function.semantic_parent
+    while parent is not None and parent.kind not in _OUTER:
+        if parent.kind in _TEMPLATES:
+            return ""
+        parent = parent.semantic_parent
+    return str(function.mangled_name or "")
+
+
+_REFERENCES = frozenset(
+    {ci.CursorKind.CALL_EXPR, ci.CursorKind.DECL_REF_EXPR, ci.CursorKind.MEMBER_REF_EXPR}
+)
+
+
+def _note_call(said: dict[str, Any], cursor: ci.Cursor, root: Path) -> None:
+    """What a call or a name binds to (or a range-for) in its function's record
+    (Bound.calls): every function and variable with a linkage name, and the functions
+    the tree declares that it calls."""
+    if cursor.kind == ci.CursorKind.CXX_FOR_RANGE_STMT:
+        said["for_range"] = True
+    if cursor.kind not in _REFERENCES:
+        return
+    target = cursor.referenced
+    name = str(target.mangled_name or "") if target is not None else ""
+    if name:
+        said["bound"].add(name)
+        # A constructor call may compile to nothing (an implicit trivial one).
+        if (
+            cursor.kind == ci.CursorKind.CALL_EXPR
+            and target.kind != ci.CursorKind.CONSTRUCTOR
+            and _in_tree(target, root) is not None
+        ):
+            said["tree"].add(name)
 
 
 def _key(target: ci.Cursor, in_arguments: bool, root: Path) -> str | None:

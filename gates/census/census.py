@@ -28,7 +28,9 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | arguments), or a call it makes binds elsewhere (the comparison  |
 |                    | helper specialised or overloaded, or declared where the         |
 |                    | compiler keeps lines the census's parser skips: `#ifndef        |
-|                    | __clang__`), or the linker binds it                             |
+|                    | __clang__`), or g++'s code refers to a tree function the        |
+|                    | census's parser bound nowhere in that function, or never calls  |
+|                    | one it bound (gates/census/bindings.py), or the linker binds it |
 |                    | elsewhere (a strong definition replacing the test objects'      |
 |                    | inline copy; a runtime function such as `__assert_fail` defined |
 |                    | in the tree): gates/census/linked.py                           |
@@ -75,7 +77,7 @@ from cxxgate.api import (
     Strict,
     codehash,
 )
-from cxxgate.gates.census import executed, linked, survive, witness
+from cxxgate.gates.census import bindings, executed, linked, survive, witness
 from cxxgate.gates.census.callees import UNPARSED
 from cxxgate.gates.census.witness_data import Witness
 from cxxgate.gates.ledger import ledger
@@ -189,6 +191,9 @@ def classify(ctx: Context, plan: Plan, outputs: Outputs) -> GateResult:
     checks += _execution(ref.data, new.data)
     for symbol, file, why in linked.rebound(ref.data.get("link", {}), new.data.get("link", {})):
         checks.append(Check(f"link {file} {symbol}", False, "witness_redefined", why))
+    for d in bindings.new_in(ref.data.get("bindings", []), new.data.get("bindings", [])):
+        name = f"binding {d['unit']} {d['function']} {d['target']}"
+        checks.append(Check(name, False, "witness_redefined", bindings.message(d)))
     checks += _suite(ref.data, new.data)
     for file, detail in sorted(new.data["preprocess"].items()):
         if detail:

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cxxgate.gates.census import linked, survive
+from cxxgate.gates.census import bindings, linked, survive
 from cxxgate.gates.shared import cppsource
 from cxxgate.host.process import Caps
+from cxxgate.host.sandbox import NEUTRAL_TREE
 from cxxgate.runs.run import RunSpec, execute_built
 from cxxgate.store import codehash
 from cxxgate.store.layout import Layout
@@ -49,6 +50,9 @@ class Ran:
     detail: str  # how the build and the run went ("" when both did)
     ran: dict[str, list[bool | None]] = field(default_factory=dict)  # per file, per witness
     link: dict[str, Any] = field(default_factory=dict)  # what the linker bound (linked.py)
+    # Where g++'s code and libclang's parse disagree on what a tree function refers to
+    # (bindings.py), with the unit.
+    bindings: list[dict[str, Any]] = field(default_factory=list)
     exit: str = ""  # how the program ended ("" when it exited 0)
 
 
@@ -61,8 +65,14 @@ def recordable(w: Witness) -> bool:
 
 
 def run(
-    tree: Path, params: dict[str, Any], env: Envelope, inventories: dict[str, FileInventory]
+    tree: Path,
+    params: dict[str, Any],
+    env: Envelope,
+    inventories: dict[str, FileInventory],
+    calls: dict[str, dict[str, dict[str, Any]]],
 ) -> Ran:
+    """The census program built and run; `calls` are libclang's bindings per unit
+    (callees.Bound.calls), held against what g++ compiled (bindings.py)."""
     program = params["program"]
     tests = set(cppsource.select(tree, program["units"]))
     units = sorted(tests | set(_sources(tree, program)))
@@ -121,7 +131,7 @@ def run(
         for n, rel in enumerate(units):
             folder = work / f"u{n}"
             folder.mkdir()
-            argv = [*base, "-w", "-c", "-include", str(header)]
+            argv = [*base, *bindings.FLAGS, "-w", "-c", "-include", str(header)]
             argv += ["-x", "c++", str(copy / rel), "-o", "unit.o"]
             # Compiled where the build's compiles see the tree (at /src/project under
             # bubblewrap with ccache): a unit that asks which it is in runs here as there.
@@ -159,6 +169,12 @@ def run(
             out.detail = f"the test program does not link: {why}"
             return _none(out, inventories)
         out.link = linked.facts(by_file, tests, work / "tests")
+        seen_at = (str(copy), str(tree), NEUTRAL_TREE)
+        out.bindings = [
+            {"unit": rel, **d}
+            for rel, obj in sorted(by_file.items())
+            for d in bindings.compare(obj, calls.get(rel, {}), seen_at)
+        ]
         seen, how = _execute(work / "tests", program, layout, secret, tree.name)
         out.detail = out.exit = how
         for rel, inv in inventories.items():

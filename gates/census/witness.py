@@ -554,9 +554,10 @@ def _bind_and_run(
     if params.get("program") is None:
         result["execution"] = "no test program: execution not proven"
         return
-    ran = executed.run(tree, params, env, inventories)
+    ran = executed.run(tree, params, env, inventories, bound.calls)
     result["execution"] = ran.detail
     result["link"] = ran.link
+    result["bindings"] = ran.bindings
     result["exit"] = ran.exit if ran.link else "not run"
     for rel, flags in ran.ran.items():
         for w, flag in zip(inventories[rel].witnesses, flags, strict=True):

@@ -929,3 +929,68 @@ def test_linemarkers_are_read_as_gcc_writes_them() -> None:
     )
     found = [marker for _, marker in _markers(text) if marker is not None]
     assert found == [(b"one.h", 5), (b"two.h", 6), (b"three.h", 7), (b"tests/a\\b.hpp", 8)]
+
+
+BINDING_UNIT = """\
+#include <vector>
+namespace check {
+template <class A, class B> bool eq(const A& a, const B& b) { return a == b; }
+#ifdef TWIN
+static bool eq(const long&, const int&) { return true; }
+#endif
+#ifdef INLINED
+template <> inline __attribute__((always_inline)) bool eq(const long&, const int&) { return true; }
+#endif
+}
+struct Bag { int* begin(); int* end(); ~Bag(); };
+long half(long n);
+void body() {
+  check::eq(half(4), 2);
+  auto twice = [] { return check::eq(1, 1); };
+  twice();
+  Bag bag;
+  for (int x : bag) check::eq(x, 0);
+}
+"""
+
+
+def _binding(tmp_path: Path, *defines: str) -> list[dict[str, object]]:
+    """bindings.compare on g++'s object of BINDING_UNIT (with `defines`) against what
+    libclang binds in it without them: the census's parse is a clang's, blind to what the
+    defines turn on."""
+    from cxxgate.gates.census import bindings, callees
+
+    unit = tmp_path / "unit.cpp"
+    unit.write_text(BINDING_UNIT)
+    obj = tmp_path / f"unit{len(defines)}.o"
+    argv = ["g++", "-std=c++20", "-O0", *bindings.FLAGS, *defines, "-c", str(unit), "-o", str(obj)]
+    subprocess.run(argv, check=True)
+    import clang.cindex as ci
+
+    tu = ci.Index.create().parse(str(unit), args=["-x", "c++", "-std=c++20"])
+    said: dict[str, dict[str, object]] = {}
+    for cursor, _, _, named in callees._walk(tu.cursor, tmp_path):
+        if named:
+            record = said.setdefault(named, {"bound": set(), "tree": set()})
+            callees._note_call(record, cursor, tmp_path)
+    return bindings.compare(obj, said, (str(tmp_path),))
+
+
+def test_what_g_plus_plus_binds_that_libclang_did_not_is_named(tmp_path: Path) -> None:
+    """The census's parse and g++'s object of the same unit: honest code (a lambda, a
+    range-for over a tree type, its destructor) agrees; an overload only g++ sees is a
+    call libclang bound nowhere there, and an always_inline specialisation only g++ sees
+    leaves libclang's binding uncalled."""
+    from cxxgate.gates.census import bindings
+
+    assert _binding(tmp_path) == []
+    twin = {(d["target"], d["why"]): d for d in _binding(tmp_path, "-DTWIN")}
+    assert set(twin) == {
+        ("_ZN5checkL2eqERKlRKi", bindings.EXTRA),  # what g++ calls instead
+        ("_ZN5check2eqIliEEbRKT_RKT0_", bindings.MISSING),  # what libclang bound
+    }
+    assert twin["_ZN5checkL2eqERKlRKi", bindings.EXTRA]["names"] == ["body", "eq"]
+    inlined = _binding(tmp_path, "-DINLINED")
+    assert [(d["target"], d["why"]) for d in inlined] == [
+        ("_ZN5check2eqIliEEbRKT_RKT0_", bindings.MISSING)
+    ]

@@ -1,0 +1,305 @@
+"""What g++ bound each tree function's calls to, against what libclang bound them to.
+
+The census reads witnesses with libclang (callees.py), a clang; the test program is built
+by g++. Every preprocessor trick that shows the two compilers different code (a static
+overload of the comparison helper under `#ifndef __clang__`, a `%:define` digraph, a
+`#pragma pop_macro` only clang takes, a parameter only clang sees, a header GCC's
+`#pragma once` skips) and every language difference with no preprocessor in it (a
+`__GNUC__` test in a `constexpr` steering `enable_if`) ends the same way: g++'s code calls
+a function libclang's parse does not bind there. So this reads g++'s own word: each unit
+of the census program is compiled with `-ffunction-sections -fdata-sections`, so each
+function's code lies in a section of its own and every function or variable it refers to
+is named by a relocation (a local one by its own section), and held against libclang's
+bindings in the same function:
+
+- `extra`: g++'s code refers to something libclang bound nowhere in that function, and
+  g++'s debug information declares it in the tree (or does not declare it at all);
+- `missing`: libclang bound a tree function there, and g++'s code never refers to it (an
+  `always_inline` twin took its place).
+
+What a function's lambdas and local classes compile to (`_ZZ<function>E...`) is its own.
+Destructors and a range-for's begin/end/increment/compare, which libclang's cursors never
+show, are not `extra`; nor are the compiler's own names (vtables, typeinfo, guard
+variables). Each finding is keyed by function, target and direction: the reference's own
+(two compilers that mangle a case otherwise) are not the patch's (census.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+from elftools.elf.sections import SymbolTableSection
+
+from cxxgate.util.elfread import ELF_ERRORS
+
+FLAGS = ("-ffunction-sections", "-fdata-sections", "-g")
+EXTRA = "is referred to by the compiled code, and bound by the census's parser nowhere in it"
+MISSING = "is bound by the census's parser, and never referred to by the compiled code"
+# Sections of one function's or variable's own (-ffunction-sections, -fdata-sections, and
+# the cold, hot and start-up parts GCC may split a function into).
+_OWN = (".text.unlikely.", ".text.hot.", ".text.startup.", ".text.exit.", ".text.",
+        ".data.rel.ro.local.", ".data.rel.ro.", ".data.rel.local.", ".data.rel.", ".data.",
+        ".bss.", ".rodata.", ".tdata.", ".tbss.")  # fmt: skip
+# Call relocations per machine, where a reference to an undefined symbol must be a call
+# to be a function's (an undefined symbol's type is not known: `__dso_handle` is data).
+_CALLS = {"EM_X86_64": {4}, "EM_AARCH64": {282, 283}}  # PLT32; JUMP26, CALL26
+# The compiler's own names: vtables, VTTs, typeinfo and its names, guard variables,
+# reference temporaries, thread-local init and wrapper functions.
+_SPECIAL = ("_ZTV", "_ZTT", "_ZTI", "_ZTS", "_ZGV", "_ZGR", "_ZTH", "_ZTW")
+# What a range-for calls that libclang does not show.
+_RANGE_FOR = frozenset({"begin", "end", "operator++", "operator!=", "operator==", "operator*"})
+# The runtime's, which the compiler calls for code no cursor spells (exceptions, stack
+# protection, unwinding).
+_RUNTIME = ("__cxa_", "_Unwind_", "__stack_chk_", "__gxx_personality")
+
+
+class Compiled:
+    """One object's functions (by the name of their own section) and what each refers to;
+    `canon` names every symbol defined here by its section's name (a constructor's C1
+    alias is its C2 code's; a lambda's code is its own section's)."""
+
+    def __init__(self) -> None:
+        self.refs: dict[str, set[str]] = defaultdict(set)
+        self.canon: dict[str, str] = {}
+
+    def name(self, symbol: str) -> str:
+        return self.canon.get(symbol, symbol)
+
+
+def referenced(obj: Path) -> Compiled:
+    """Per function defined in the object, every function and variable its code refers
+    to, with what its lambdas and local classes refer to; nothing for an object that
+    cannot be read."""
+    out = Compiled()
+    try:
+        with obj.open("rb") as fh:
+            elf = ELFFile(fh)
+            symtab = elf.get_section_by_name(".symtab")
+            if not isinstance(symtab, SymbolTableSection):
+                return out
+            owner = {i: _own_name(sec.name) for i, sec in enumerate(elf.iter_sections())}
+            for i, sec in enumerate(elf.iter_sections()):
+                if owner[i] and sec.name.startswith(".text"):
+                    out.refs.setdefault(owner[i], set())  # a function that refers to nothing
+            for sym in symtab.iter_symbols():
+                where = sym["st_shndx"]
+                if sym.name and isinstance(where, int) and owner.get(where):
+                    out.canon.setdefault(sym.name, owner[where])
+            calls = _CALLS.get(elf["e_machine"])
+            for section in elf.iter_sections():
+                if not isinstance(section, RelocationSection):
+                    continue
+                target = section.name.removeprefix(".rela").removeprefix(".rel")
+                function = _own_name(target) if target.startswith(".text") else ""
+                if not function:
+                    continue
+                for rel in section.iter_relocations():
+                    sym = symtab.get_symbol(rel["r_info_sym"])
+                    if sym["st_info"]["type"] == "STT_SECTION":
+                        name = owner.get(sym["st_shndx"], "") if isinstance(
+                            sym["st_shndx"], int) else ""  # fmt: skip
+                    elif (
+                        sym["st_shndx"] == "SHN_UNDEF"
+                        and calls is not None
+                        and rel["r_info_type"] not in calls
+                    ):
+                        continue
+                    else:
+                        name = out.name(sym.name)
+                    if name and name != function:
+                        out.refs[function].add(name)
+    except ELF_ERRORS:
+        return Compiled()
+    _fold_locals(out.refs)
+    return out
+
+
+def _own_name(section: str) -> str:
+    """The mangled name a section of one function or variable is named for, else ""."""
+    for prefix in _OWN:
+        if section.startswith(prefix):
+            name = section.removeprefix(prefix).partition(".")[0]  # `.constprop.0`: a clone
+            return name if name.startswith("_Z") or name == "main" else ""
+    return ""
+
+
+def _fold_locals(refs: dict[str, set[str]]) -> None:
+    """Each function's references with those of its local entities (`_ZZ<enc>E...`: its
+    lambdas' call operators, its local classes' members) folded in; a local entity of the
+    function is the function's own, not a reference."""
+    for name in [n for n in refs if n.startswith("_ZZ")]:
+        host = next((f for f in refs if name.startswith(f"_ZZ{f[2:]}E")), None)
+        if host is not None and host != name:
+            refs[host] |= refs[name]
+    for function in refs:
+        local = f"_ZZ{function[2:]}E"
+        refs[function] = {r for r in refs[function] if not r.startswith(local)}
+
+
+def declared(obj: Path) -> dict[str, tuple[str, str, int]]:
+    """Per mangled name, g++'s debug information on where it is declared: (file as the
+    compile named it, unqualified name, line); {} without debug information."""
+    out: dict[str, tuple[str, str, int]] = {}
+    try:
+        with obj.open("rb") as fh:
+            elf = ELFFile(fh)
+            if not elf.has_dwarf_info():
+                return out
+            dwarf = elf.get_dwarf_info()
+            for cu in dwarf.iter_CUs():
+                files = _file_names(dwarf, cu)
+                for die in cu.iter_DIEs():
+                    if die.tag not in ("DW_TAG_subprogram", "DW_TAG_variable"):
+                        continue
+                    link, name, file, line = _described(die)
+                    if link and file is not None:
+                        out.setdefault(link, (files.get(file, "?"), name, line))
+    except ELF_ERRORS:
+        return {}
+    return out
+
+
+def _described(die: Any) -> tuple[str, str, int | None, int]:
+    """A DIE's linkage name, name, declaring file index and line, through the
+    declaration it specifies or the abstract instance it is of."""
+    link, name, file, line = "", "", None, 0
+    for _ in range(4):
+        at = die.attributes
+        if not link and ("DW_AT_linkage_name" in at or "DW_AT_MIPS_linkage_name" in at):
+            raw = (at.get("DW_AT_linkage_name") or at["DW_AT_MIPS_linkage_name"]).value
+            link = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        if not name and "DW_AT_name" in at:
+            raw = at["DW_AT_name"].value
+            name = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        if file is None and "DW_AT_decl_file" in at:
+            file, line = int(at["DW_AT_decl_file"].value), int(at.get("DW_AT_decl_line").value
+                                                                 if "DW_AT_decl_line" in at
+                                                                 else 0)  # fmt: skip
+        origin = next((a for a in ("DW_AT_specification", "DW_AT_abstract_origin") if a in at), "")
+        if not origin:
+            break
+        die = die.get_DIE_from_attribute(origin)
+    return link, name, file, line
+
+
+def _file_names(dwarf: Any, cu: Any) -> dict[int, str]:
+    """The compile unit's file table: DW_AT_decl_file index -> path (DWARF 5 counts from
+    0, earlier versions from 1)."""
+    program = dwarf.line_program_for_CU(cu)
+    if program is None:
+        return {}
+    version = program.header["version"]
+    dirs = [d.decode(errors="replace") if isinstance(d, bytes) else str(d)
+            for d in program["include_directory"]]  # fmt: skip
+    out: dict[int, str] = {}
+    for i, entry in enumerate(program["file_entry"]):
+        name = entry.name.decode(errors="replace") if isinstance(entry.name, bytes) else entry.name
+        d = entry.dir_index if version >= 5 else entry.dir_index - 1
+        if not name.startswith("/") and 0 <= d < len(dirs):
+            name = f"{dirs[d]}/{name}"
+        out[i if version >= 5 else i + 1] = name
+    return out
+
+
+def compare(
+    obj: Path, parsed: dict[str, dict[str, Any]], tree_at: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Where g++'s object of a unit and libclang's parse of it (callees.Bound.calls)
+    disagree on what a tree function refers to; `tree_at` are the tree's paths as the
+    compile saw it."""
+    compiled = referenced(obj)
+    out: list[dict[str, Any]] = []
+    where: dict[str, tuple[str, str, int]] | None = None
+    for function, said in sorted(parsed.items()):
+        refs = compiled.refs.get(compiled.name(function))
+        if refs is None:
+            continue  # not emitted (an inline function nothing calls)
+        bound = {compiled.name(b) for b in said["bound"]}
+        local = f"_ZZ{function[2:]}E"  # its lambdas: folded into it
+        for target in sorted(
+            t for t in said["tree"] if compiled.name(t) not in refs and not t.startswith(local)
+        ):
+            out.append({"function": function, "target": target, "why": MISSING, "at": ""})
+        extra = sorted(r for r in refs - bound if not r.startswith(_SPECIAL + _RUNTIME))
+        if not extra:
+            continue
+        where = declared(obj) if where is None else where
+        for target in extra:
+            file, name, line = _lookup(where, target)
+            if file and not file.startswith(tree_at):
+                continue  # declared outside the tree: a patch cannot make it
+            if name.startswith("~") or (not name and _destructor(target)):
+                continue  # destructors: no cursor shows their calls
+            if said.get("for_range") and name in _RANGE_FOR:
+                continue
+            at = f"{_tree_relative(file, tree_at)}:{line}" if file else ""
+            out.append({"function": function, "target": target, "why": EXTRA, "at": at})
+    if out:
+        where = declared(obj) if where is None else where
+        for d in out:
+            d["names"] = [_lookup(where, d[k])[1] or _last_name(d[k])
+                          for k in ("function", "target")]  # fmt: skip
+    return out
+
+
+def _last_name(mangled: str) -> str:
+    """The last source name of a mangled name (`_ZN5checkL2eqERKlRKi` -> `eq`), for a
+    function the debug information names without its linkage name (GCC leaves it out for
+    internal linkage); "" where the name holds none."""
+    i, found = 2 + (mangled[2:3] == "N"), ""
+    while i < len(mangled) and mangled[i] in "LrVK":
+        i += 1
+    while i < len(mangled) and mangled[i].isdigit():
+        j = i
+        while j < len(mangled) and mangled[j].isdigit():
+            j += 1
+        size = int(mangled[i:j])
+        found, i = mangled[j : j + size], j + size
+        while i < len(mangled) and mangled[i] in "L":
+            i += 1
+    return found
+
+
+def message(d: dict[str, Any]) -> str:
+    """A disagreement, for a reader: the unit, the function, what it refers to."""
+    names = d.get("names") or ["", ""]
+    function = f"{names[0]} ({d['function']})" if names[0] else d["function"]
+    target = f"{names[1]} ({d['target']})" if names[1] else d["target"]
+    at = f", declared at {d['at']}," if d.get("at") else ""
+    return f"{d.get('unit', '?')}: in {function}, {target}{at} {d['why']}"
+
+
+def _lookup(where: dict[str, tuple[str, str, int]], name: str) -> tuple[str, str, int]:
+    """What the debug information says of `name`; a constructor or destructor called by
+    its complete-object or base-object name is declared under GCC's unified one (C4, D4)."""
+    if name in where:
+        return where[name]
+    for marker, unified in (("C1E", "C4E"), ("C2E", "C4E"), ("D0E", "D4E"), ("D1E", "D4E"),
+                            ("D2E", "D4E")):  # fmt: skip
+        if marker in name and name.replace(marker, unified, 1) in where:
+            return where[name.replace(marker, unified, 1)]
+    return "", "", 0
+
+
+def _destructor(name: str) -> bool:
+    """A destructor's mangled name, for one the debug information does not describe: its
+    marker ends the name, before the empty parameter list."""
+    return name.endswith(("D0Ev", "D1Ev", "D2Ev"))
+
+
+def _tree_relative(file: str, tree_at: tuple[str, ...]) -> str:
+    for root in tree_at:
+        if file.startswith(f"{root}/"):
+            return file.removeprefix(f"{root}/")
+    return file
+
+
+def new_in(ref: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The patched tree's disagreements the reference does not have (by function, target
+    and direction: a test moved to another unit is the same function)."""
+    old = {(d["function"], d["target"], d["why"]) for d in ref}
+    return [d for d in new if (d["function"], d["target"], d["why"]) not in old]
