@@ -5,23 +5,27 @@ by g++. Every preprocessor trick that shows the two compilers different code (a 
 overload of the comparison helper under `#ifndef __clang__`, a `%:define` digraph, a
 `#pragma pop_macro` only clang takes, a parameter only clang sees, a header GCC's
 `#pragma once` skips) and every language difference with no preprocessor in it (a
-`__GNUC__` test in a `constexpr` steering `enable_if`) ends the same way: g++'s code calls
-a function libclang's parse does not bind there. So this reads g++'s own word: each unit
-of the census program is compiled with `-ffunction-sections -fdata-sections`, so each
-function's code lies in a section of its own and every function or variable it refers to
-is named by a relocation (a local one by its own section), and held against libclang's
-bindings in the same function:
+`__GNUC__` test in a `constexpr` steering `enable_if`) ends the same way: g++'s code
+binds what libclang's parse did not bind there. So this reads g++'s own word: each unit of
+the census program is compiled with `-ffunction-sections -fdata-sections -g -fno-inline`,
+so each function's code lies in a section of its own, every function or variable it
+refers to is named by a relocation (a local one by its own section), and what GCC still
+inlined (`always_inline`) is named by the debug information. Held against libclang's
+bindings in the same function, a tree function is refused where g++'s code
 
-- `extra`: g++'s code refers to something libclang bound nowhere in that function, and
-  g++'s debug information declares it in the tree (or does not declare it at all);
-- `missing`: libclang bound a tree function there, and g++'s code never refers to it (an
-  `always_inline` twin took its place).
+- refers to something libclang bound nowhere in it (`EXTRA`), which g++'s debug
+  information declares in the tree, or does not describe;
+- or refers to what libclang bound under the same name, declared elsewhere (`ELSEWHERE`:
+  an explicit specialisation of the comparison helper only g++ sees has the implicit
+  instantiation's mangled name).
 
 What a function's lambdas and local classes compile to (`_ZZ<function>E...`) is its own.
 Destructors and a range-for's begin/end/increment/compare, which libclang's cursors never
-show, are not `extra`; nor are the compiler's own names (vtables, typeinfo, guard
-variables). Each finding is keyed by function, target and direction: the reference's own
-(two compilers that mangle a case otherwise) are not the patch's (census.py).
+show, are not `EXTRA`; nor are the compiler's own names (vtables, typeinfo, guard
+variables) and the runtime's. A function with no one mangled name in libclang's parse (a
+template's, a typed test's body) is not compared. Each finding is keyed by function,
+target and what differs: the reference's own (two compilers that mangle or place a case
+otherwise) are not the patch's (census.py).
 """
 
 from __future__ import annotations
@@ -36,9 +40,15 @@ from elftools.elf.sections import SymbolTableSection
 
 from cxxgate.util.elfread import ELF_ERRORS
 
-FLAGS = ("-ffunction-sections", "-fdata-sections", "-g")
+# GCC inlines an always_inline function even at -O0, leaving no call and, at -O0, no
+# record of it in the debug information: the census program's compile makes every such
+# function an ordinary one (however spelt: `__attribute__((always_inline))`, `[[gnu::
+# __always_inline__]]`, glibc's `__always_inline`), and no fortified wrapper needs it.
+FLAGS = ("-ffunction-sections", "-fdata-sections", "-g", "-fno-inline",
+         "-D__always_inline__=__noinline__", "-Dalways_inline=noinline",
+         "-U_FORTIFY_SOURCE")  # fmt: skip
 EXTRA = "is referred to by the compiled code, and bound by the census's parser nowhere in it"
-MISSING = "is bound by the census's parser, and never referred to by the compiled code"
+ELSEWHERE = "is the compiled code's; the census's parser bound the one declared at"
 # Sections of one function's or variable's own (-ffunction-sections, -fdata-sections, and
 # the cold, hot and start-up parts GCC may split a function into).
 _OWN = (".text.unlikely.", ".text.hot.", ".text.startup.", ".text.exit.", ".text.",
@@ -140,27 +150,85 @@ def _fold_locals(refs: dict[str, set[str]]) -> None:
         refs[function] = {r for r in refs[function] if not r.startswith(local)}
 
 
-def declared(obj: Path) -> dict[str, tuple[str, str, int]]:
-    """Per mangled name, g++'s debug information on where it is declared: (file as the
-    compile named it, unqualified name, line); {} without debug information."""
-    out: dict[str, tuple[str, str, int]] = {}
+class Debug:
+    """What g++'s debug information says: per linkage name, where it is declared (file as
+    the compile named it, unqualified name, line); per function (by its section's name),
+    what g++ inlined into it: (linkage name or "", name, file, line) of each."""
+
+    def __init__(self) -> None:
+        self.where: dict[str, tuple[str, str, int]] = {}
+        self.inlined: dict[str, set[tuple[str, str, str, int]]] = defaultdict(set)
+
+
+def debug(obj: Path, compiled: Compiled) -> Debug:
+    """The object's DWARF read (nothing without it, or for what cannot be read)."""
+    out = Debug()
     try:
         with obj.open("rb") as fh:
             elf = ELFFile(fh)
             if not elf.has_dwarf_info():
                 return out
+            pc = _code_of(elf, compiled)
             dwarf = elf.get_dwarf_info()
             for cu in dwarf.iter_CUs():
                 files = _file_names(dwarf, cu)
                 for die in cu.iter_DIEs():
-                    if die.tag not in ("DW_TAG_subprogram", "DW_TAG_variable"):
-                        continue
-                    link, name, file, line = _described(die)
-                    if link and file is not None:
-                        out.setdefault(link, (files.get(file, "?"), name, line))
+                    if die.tag in ("DW_TAG_subprogram", "DW_TAG_variable"):
+                        link, name, file, line = _described(die)
+                        low = die.attributes.get("DW_AT_low_pc")
+                        if not link and low is not None:  # internal linkage: by its code
+                            link = pc.get(low.offset, "")
+                        if link and file is not None and (
+                            "DW_AT_low_pc" in die.attributes or link not in out.where
+                        ):  # a definition's place over a declaration's: libclang's choice
+                            out.where[link] = (files.get(file, "?"), name, line)
+                    elif die.tag == "DW_TAG_inlined_subroutine":
+                        host = _host(die, pc, compiled)
+                        if "DW_AT_abstract_origin" in die.attributes and host:
+                            origin = die.get_DIE_from_attribute("DW_AT_abstract_origin")
+                            link, name, file, line = _described(origin)
+                            said = files.get(file, "?") if file is not None else ""
+                            out.inlined[host].add((link, name, said, line))
     except ELF_ERRORS:
-        return {}
+        return Debug()
     return out
+
+
+def _code_of(elf: ELFFile, compiled: Compiled) -> dict[int, str]:
+    """Per offset in .debug_info that a relocation fills (a DW_AT_low_pc), the function
+    whose code it points at: how a DIE of a function GCC names with no linkage name
+    (internal linkage) is tied to its section."""
+    out: dict[int, str] = {}
+    for section in elf.iter_sections():
+        if not isinstance(section, RelocationSection) or not section.name.endswith(".debug_info"):
+            continue
+        symtab = elf.get_section(section["sh_link"])
+        if not isinstance(symtab, SymbolTableSection):
+            continue
+        for rel in section.iter_relocations():
+            sym = symtab.get_symbol(rel["r_info_sym"])
+            where = sym["st_shndx"]
+            if sym["st_info"]["type"] == "STT_SECTION" and isinstance(where, int):
+                name = _own_name(elf.get_section(where).name)
+            else:
+                name = compiled.name(sym.name)
+            if name:
+                out[rel["r_offset"]] = name
+    return out
+
+
+def _host(die: Any, pc: dict[int, str], compiled: Compiled) -> str:
+    """The function (by its section's name) whose code an inlined subroutine lies in."""
+    parent = die.get_parent()
+    while parent is not None and parent.tag != "DW_TAG_subprogram":
+        parent = parent.get_parent()
+    if parent is None:
+        return ""
+    link = _described(parent)[0]
+    if link:
+        return compiled.name(link)
+    low = parent.attributes.get("DW_AT_low_pc")
+    return pc.get(low.offset, "") if low is not None else ""
 
 
 def _described(die: Any) -> tuple[str, str, int | None, int]:
@@ -212,56 +280,66 @@ def compare(
     disagree on what a tree function refers to; `tree_at` are the tree's paths as the
     compile saw it."""
     compiled = referenced(obj)
+    info = debug(obj, compiled)
     out: list[dict[str, Any]] = []
-    where: dict[str, tuple[str, str, int]] | None = None
     for function, said in sorted(parsed.items()):
-        refs = compiled.refs.get(compiled.name(function))
+        host = compiled.name(function)
+        refs = compiled.refs.get(host)
         if refs is None:
             continue  # not emitted (an inline function nothing calls)
-        bound = {compiled.name(b) for b in said["bound"]}
-        local = f"_ZZ{function[2:]}E"  # its lambdas: folded into it
-        for target in sorted(
-            t for t in said["tree"] if compiled.name(t) not in refs and not t.startswith(local)
-        ):
-            out.append({"function": function, "target": target, "why": MISSING, "at": ""})
-        extra = sorted(r for r in refs - bound if not r.startswith(_SPECIAL + _RUNTIME))
-        if not extra:
-            continue
-        where = declared(obj) if where is None else where
-        for target in extra:
-            file, name, line = _lookup(where, target)
+        bound: dict[str, str] = {compiled.name(b): at for b, at in said["bound"].items()}
+        internal = {_last_name(b)[0] for b in said["bound"] if _last_name(b)[1]}
+        seen: dict[str, tuple[str, str, int]] = {
+            r: _lookup(info.where, r) for r in refs if not r.startswith(_SPECIAL + _RUNTIME)
+        }
+        for link, name, file, line in sorted(info.inlined.get(host, set())):
+            # What GCC inlined leaves no call (an always_inline twin only g++ sees). One
+            # with internal linkage has no linkage name: held against libclang's
+            # internal-linkage bindings by name.
+            if link:
+                seen[compiled.name(link)] = (file, name, line)
+            elif name not in internal:
+                seen[f"{name} (inlined)"] = (file, name, line)
+        for target, (file, name, line) in sorted(seen.items()):
             if file and not file.startswith(tree_at):
                 continue  # declared outside the tree: a patch cannot make it
-            if name.startswith("~") or (not name and _destructor(target)):
-                continue  # destructors: no cursor shows their calls
-            if said.get("for_range") and name in _RANGE_FOR:
-                continue
             at = f"{_tree_relative(file, tree_at)}:{line}" if file else ""
-            out.append({"function": function, "target": target, "why": EXTRA, "at": at})
-    if out:
-        where = declared(obj) if where is None else where
-        for d in out:
-            d["names"] = [_lookup(where, d[k])[1] or _last_name(d[k])
-                          for k in ("function", "target")]  # fmt: skip
+            if target in bound:
+                # The same name, declared elsewhere: an explicit specialisation only g++
+                # sees has the implicit instantiation's mangled name.
+                if not (at and bound[target] and at != bound[target]):
+                    continue
+                why = f"{ELSEWHERE} {bound[target]}"
+            elif name.startswith("~") or (not name and _destructor(target)):
+                continue  # destructors: no cursor shows their calls
+            elif said.get("for_range") and name in _RANGE_FOR:
+                continue
+            else:
+                why = EXTRA
+            names = [_lookup(info.where, function)[1] or _last_name(function)[0],
+                     name or _last_name(target)[0]]  # fmt: skip
+            out.append({"function": function, "target": target, "why": why, "at": at,
+                        "names": names})  # fmt: skip
     return out
 
 
-def _last_name(mangled: str) -> str:
-    """The last source name of a mangled name (`_ZN5checkL2eqERKlRKi` -> `eq`), for a
-    function the debug information names without its linkage name (GCC leaves it out for
-    internal linkage); "" where the name holds none."""
-    i, found = 2 + (mangled[2:3] == "N"), ""
-    while i < len(mangled) and mangled[i] in "LrVK":
+def _last_name(mangled: str) -> tuple[str, bool]:
+    """The last source name of a mangled name (`_ZN5checkL2eqERKlRKi` -> `eq`), and
+    whether an `L` (internal linkage) marks it; ("", False) where the name holds none."""
+    i, found, internal = 2 + (mangled[2:3] == "N"), "", False
+    while i < len(mangled) and mangled[i] in "rVK":
         i += 1
-    while i < len(mangled) and mangled[i].isdigit():
+    while i < len(mangled) and (mangled[i].isdigit() or mangled[i] == "L"):
+        marked = mangled[i] == "L"
+        i += marked
         j = i
         while j < len(mangled) and mangled[j].isdigit():
             j += 1
+        if j == i:
+            break
         size = int(mangled[i:j])
-        found, i = mangled[j : j + size], j + size
-        while i < len(mangled) and mangled[i] in "L":
-            i += 1
-    return found
+        found, internal, i = mangled[j : j + size], marked, j + size
+    return found, internal
 
 
 def message(d: dict[str, Any]) -> str:

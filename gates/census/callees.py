@@ -59,10 +59,10 @@ class Bound:
     # the #define and #undef it processed; `embedded`, per file, the lines of directives
     # inside a macro's arguments (whose output the compiler prints on the macro's line).
     view: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Per unit parsed, per function of the tree it defines (by mangled name), the
-    # functions its calls bind to (`bound`, mangled) and those of them the tree declares
-    # (`tree`), calls in its lambdas included, and whether it holds a range-for (whose
-    # begin/end calls libclang does not show): held against what g++ compiled
+    # Per unit parsed, per function of the tree it defines (by mangled name), what its
+    # calls and names bind to (`bound`: mangled name -> where its declaration lies in the
+    # tree, "file:line", or ""), its lambdas' included, and whether it holds a range-for
+    # (whose begin/end calls libclang does not show): held against what g++ compiled
     # (bindings.py).
     calls: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
@@ -123,7 +123,7 @@ def _bind(
             if loc.file is None:
                 continue
             if named:
-                _note_call(calls.setdefault(named, {"bound": set(), "tree": set()}), cursor, root)
+                _note_call(calls.setdefault(named, {"bound": {}}), cursor, root)
             file = _relative(Path(loc.file.name), root)
             if cursor.kind == ci.CursorKind.DECL_REF_EXPR:
                 var = cursor.referenced
@@ -164,10 +164,7 @@ def _bind(
             )
             data[file][i].add(f"data {var.spelling} #{cppsource.fingerprint(said)}")
         if Path(rel).suffix in UNITS:
-            out.calls[rel] = {
-                f: {k: sorted(v) if isinstance(v, set) else v for k, v in said.items()}
-                for f, said in calls.items()
-            }
+            out.calls[rel] = calls
     for rel, sets in found.items():
         out.callees[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in sets]
         out.data[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in data[rel]]
@@ -306,23 +303,19 @@ _REFERENCES = frozenset(
 
 def _note_call(said: dict[str, Any], cursor: ci.Cursor, root: Path) -> None:
     """What a call or a name binds to (or a range-for) in its function's record
-    (Bound.calls): every function and variable with a linkage name, and the functions
-    the tree declares that it calls."""
+    (Bound.calls): every function and variable with a linkage name, with where the
+    declaration bound lies in the tree (its definition where the unit has one: what g++'s
+    debug information names), "" outside it."""
     if cursor.kind == ci.CursorKind.CXX_FOR_RANGE_STMT:
         said["for_range"] = True
     if cursor.kind not in _REFERENCES:
         return
     target = cursor.referenced
     name = str(target.mangled_name or "") if target is not None else ""
-    if name:
-        said["bound"].add(name)
-        # A constructor call may compile to nothing (an implicit trivial one).
-        if (
-            cursor.kind == ci.CursorKind.CALL_EXPR
-            and target.kind != ci.CursorKind.CONSTRUCTOR
-            and _in_tree(target, root) is not None
-        ):
-            said["tree"].add(name)
+    if name and name not in said["bound"]:
+        decl = target.get_definition() or target.canonical
+        file = _in_tree(decl, root)
+        said["bound"][name] = f"{file}:{decl.location.line}" if file else ""
 
 
 def _key(target: ci.Cursor, in_arguments: bool, root: Path) -> str | None:

@@ -29,8 +29,9 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | helper specialised or overloaded, or declared where the         |
 |                    | compiler keeps lines the census's parser skips: `#ifndef        |
 |                    | __clang__`), or g++'s code refers to a tree function the        |
-|                    | census's parser bound nowhere in that function, or never calls  |
-|                    | one it bound (gates/census/bindings.py), or the linker binds it |
+|                    | census's parser bound nowhere in that function, or to one of    |
+|                    | the same name declared elsewhere (gates/census/bindings.py), or |
+|                    | the linker binds it                                             |
 |                    | elsewhere (a strong definition replacing the test objects'      |
 |                    | inline copy; a runtime function such as `__assert_fail` defined |
 |                    | in the tree): gates/census/linked.py                           |
