@@ -5,31 +5,36 @@ by g++. Every preprocessor trick that shows the two compilers different code (a 
 overload of the comparison helper under `#ifndef __clang__`, a `%:define` digraph, a
 `#pragma pop_macro` only clang takes, a parameter only clang sees, a header GCC's
 `#pragma once` skips) and every language difference with no preprocessor in it (a
-`__GNUC__` test in a `constexpr` steering `enable_if`) ends the same way: g++'s code
-binds what libclang's parse did not bind there. So this reads g++'s own word: each unit of
-the census program is compiled with `-ffunction-sections -fdata-sections -g -fno-inline`,
-so each function's code lies in a section of its own, every function or variable it
-refers to is named by a relocation (a local one by its own section), and what GCC still
-inlined (`always_inline`) is named by the debug information. Held against libclang's
-bindings in the same function, a tree function is refused where g++'s code
+`requires(__GNUC__ >= 5)` overload, a `__GNUC__` test steering `enable_if`) ends the same
+way: g++'s code binds what libclang's parse did not bind there. So this reads g++'s own
+word: each unit of the census program is compiled with `-ffunction-sections
+-fdata-sections -g -fno-inline` and `always_inline` made ordinary, so each function's
+code lies in a section of its own, every function or variable it refers to is named by a
+relocation (a local one by its own section), and g++'s debug information says where each
+is declared. Per unit:
 
-- refers to something libclang bound nowhere in it (`EXTRA`), which g++'s debug
-  information declares in the tree, or does not describe;
-- or refers to what libclang bound under the same name, declared elsewhere (`ELSEWHERE`:
-  an explicit specialisation of the comparison helper only g++ sees has the implicit
-  instantiation's mangled name).
+- per tree function libclang parsed (by mangled name, or, where clang and GCC name it
+  otherwise, by where it is defined; a template's function against each instantiation g++
+  compiled of it), g++'s code must not refer to what libclang bound nowhere in it
+  (`EXTRA`), nor to what libclang bound under the same name but declared elsewhere
+  (`ELSEWHERE`: an explicit specialisation, or a constrained overload GCC 12 mangles
+  alike); one that holds checks must have code (`NO_CODE`);
+- whatever g++ compiled from the tree or refers to there must be something libclang's
+  parse declared or bound (`UNSEEN`: by name, or by the place g++ says it is declared);
+- no function's code may lie in a section not named for it (`UNOWNED`: a `section`
+  attribute, top-level asm), where what it refers to cannot be told apart.
 
-What a function's lambdas and local classes compile to (`_ZZ<function>E...`) is its own.
-Destructors and a range-for's begin/end/increment/compare, which libclang's cursors never
-show, are not `EXTRA`; nor are the compiler's own names (vtables, typeinfo, guard
-variables) and the runtime's. A function with no one mangled name in libclang's parse (a
-template's, a typed test's body) is not compared. Each finding is keyed by function,
-target and what differs: the reference's own (two compilers that mangle or place a case
-otherwise) are not the patch's (census.py).
+A function's lambdas and local classes (`_ZZ<function>E...`) are its own. Destructors, a
+range-for's begin/end/increment/compare, and in a template the names it resolves per
+instantiation and operators are not `EXTRA` (libclang's cursors do not show what they
+bind); nor are the compiler's and the runtime's own names unless the tree declares them.
+Each finding is keyed by function, target and what differs: the reference's own (two
+compilers that mangle or place a case otherwise) are not the patch's (census.py).
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -38,6 +43,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
+from cxxgate.gates.census.callees import TEMPLATE
 from cxxgate.util.elfread import ELF_ERRORS
 
 # GCC inlines an always_inline function even at -O0, leaving no call and, at -O0, no
@@ -48,6 +54,9 @@ FLAGS = ("-ffunction-sections", "-fdata-sections", "-g", "-fno-inline",
          "-D__always_inline__=__noinline__", "-Dalways_inline=noinline",
          "-U_FORTIFY_SOURCE")  # fmt: skip
 EXTRA = "is referred to by the compiled code, and bound by the census's parser nowhere in it"
+NO_CODE = "holds checks, and the compiled code has no function of that name or place"
+UNSEEN = "is compiled from the tree, and the census's parser never declared or bound it"
+UNOWNED = "is compiled into a section not its own, where what it refers to cannot be told"
 ELSEWHERE = "is the compiled code's; the census's parser bound the one declared at"
 # Sections of one function's or variable's own (-ffunction-sections, -fdata-sections, and
 # the cold, hot and start-up parts GCC may split a function into).
@@ -75,6 +84,10 @@ class Compiled:
     def __init__(self) -> None:
         self.refs: dict[str, set[str]] = defaultdict(set)
         self.canon: dict[str, str] = {}
+        self.defined: set[str] = set()  # every function and variable defined here
+        # Functions whose code lies in a section not named for them (a `section`
+        # attribute, top-level asm): what they refer to cannot be told apart.
+        self.unowned: set[str] = set()
 
     def name(self, symbol: str) -> str:
         return self.canon.get(symbol, symbol)
@@ -97,8 +110,15 @@ def referenced(obj: Path) -> Compiled:
                     out.refs.setdefault(owner[i], set())  # a function that refers to nothing
             for sym in symtab.iter_symbols():
                 where = sym["st_shndx"]
-                if sym.name and isinstance(where, int) and owner.get(where):
+                kind = sym["st_info"]["type"]
+                if not sym.name or not isinstance(where, int):
+                    continue
+                if owner.get(where):
                     out.canon.setdefault(sym.name, owner[where])
+                if kind in ("STT_FUNC", "STT_OBJECT", "STT_GNU_IFUNC", "STT_TLS"):
+                    out.defined.add(out.name(sym.name))
+                if kind in ("STT_FUNC", "STT_GNU_IFUNC") and not owner.get(where):
+                    out.unowned.add(sym.name)
             calls = _CALLS.get(elf["e_machine"])
             for section in elf.iter_sections():
                 if not isinstance(section, RelocationSection):
@@ -129,11 +149,13 @@ def referenced(obj: Path) -> Compiled:
 
 
 def _own_name(section: str) -> str:
-    """The mangled name a section of one function or variable is named for, else ""."""
+    """The name a section of one function or variable is named for, else "". A code
+    section's is any name (`extern "C"`, an asm label); a data section's a mangled one
+    (`.rodata.str1.1` holds string literals)."""
     for prefix in _OWN:
         if section.startswith(prefix):
             name = section.removeprefix(prefix).partition(".")[0]  # `.constprop.0`: a clone
-            return name if name.startswith("_Z") or name == "main" else ""
+            return name if prefix.startswith(".text") or name.startswith("_Z") else ""
     return ""
 
 
@@ -255,71 +277,173 @@ def _described(die: Any) -> tuple[str, str, int | None, int]:
 
 
 def _file_names(dwarf: Any, cu: Any) -> dict[int, str]:
-    """The compile unit's file table: DW_AT_decl_file index -> path (DWARF 5 counts from
-    0, earlier versions from 1)."""
+    """The compile unit's file table: DW_AT_decl_file index -> absolute, normalised path
+    (DWARF 5 counts from 0, earlier versions from 1). Normalised: `#include
+    "/src/./project/x.hpp"` names a tree file however it is spelt."""
     program = dwarf.line_program_for_CU(cu)
     if program is None:
         return {}
+    top = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
+    comp = _text(top.value) if top is not None else "/"
     version = program.header["version"]
-    dirs = [d.decode(errors="replace") if isinstance(d, bytes) else str(d)
-            for d in program["include_directory"]]  # fmt: skip
+    dirs = [_text(d) for d in program["include_directory"]]
     out: dict[int, str] = {}
     for i, entry in enumerate(program["file_entry"]):
-        name = entry.name.decode(errors="replace") if isinstance(entry.name, bytes) else entry.name
         d = entry.dir_index if version >= 5 else entry.dir_index - 1
-        if not name.startswith("/") and 0 <= d < len(dirs):
-            name = f"{dirs[d]}/{name}"
+        folder = dirs[d] if 0 <= d < len(dirs) else ""
+        name = posixpath.normpath(posixpath.join(comp, folder, _text(entry.name)))
         out[i if version >= 5 else i + 1] = name
     return out
 
 
+def _text(raw: Any) -> str:
+    return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+
+
 def compare(
-    obj: Path, parsed: dict[str, dict[str, Any]], tree_at: tuple[str, ...]
+    obj: Path,
+    parsed: dict[str, dict[str, Any]],
+    declared: dict[str, list[str]],
+    tree_at: tuple[str, ...],
 ) -> list[dict[str, Any]]:
-    """Where g++'s object of a unit and libclang's parse of it (callees.Bound.calls)
-    disagree on what a tree function refers to; `tree_at` are the tree's paths as the
-    compile saw it."""
+    """Where g++'s object of a unit and libclang's parse of it (callees.Bound.calls and
+    .declared) disagree on what a tree function refers to, or on what the tree declares;
+    `tree_at` are the tree's paths as the compile saw it."""
     compiled = referenced(obj)
     info = debug(obj, compiled)
+    out = _per_function(compiled, info, parsed, tree_at)
+    out += _unit(compiled, info, declared, tree_at)
+    return out
+
+
+def _unit(
+    compiled: Compiled, info: Debug, declared: dict[str, list[str]], tree_at: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """What g++ compiled from the tree that libclang's parse of the unit never declared or
+    bound (by linkage name, or by the place g++ says it is declared: a template's
+    instantiations, a class's implicit members), wherever it lies (a template's
+    instantiation, a function in a section of its own choosing); and every function whose
+    code lies in a section not named for it."""
+    names = {_external(n) for n in declared.get("names", [])}
+    places = set(declared.get("at", []))
+    used = set(compiled.defined).union(*compiled.refs.values()) if compiled.refs else set()
     out: list[dict[str, Any]] = []
+    for target in sorted(used):
+        file, name, line = _lookup(info.where, target)
+        if not file or not file.startswith(tree_at) or _external(target) in names:
+            continue  # not described (the runtime's, a builtin), outside the tree, or seen
+        at = f"{_tree_relative(file, tree_at)}:{line}"
+        if at in places or target.startswith(tuple(f"_ZZ{n[2:]}E" for n in names)):
+            continue
+        out.append({"function": "(unit)", "target": target, "why": UNSEEN, "at": at,
+                    "names": ["", name or _last_name(target)[0]]})  # fmt: skip
+    for target in sorted(compiled.unowned):
+        out.append({"function": "(unit)", "target": target, "why": UNOWNED, "at": "",
+                    "names": ["", _last_name(target)[0]]})  # fmt: skip
+    return out
+
+
+def _external(mangled: str) -> str:
+    """A mangled name without its internal-linkage marks: clang marks a static function
+    template's instantiation `_ZL...`, GCC `_Z...` (where it lies is compared instead)."""
+    if not mangled.startswith("_Z"):
+        return mangled
+    head, rest = mangled[:2], mangled[2:]
+    out = []
+    for i, ch in enumerate(rest):
+        if ch == "L" and i + 1 < len(rest) and rest[i + 1].isdigit() and (
+            i == 0 or rest[i - 1] in "N0123456789" or rest[i - 1].isalpha()
+        ):
+            continue
+        out.append(ch)
+    return head + "".join(out)
+
+
+def _per_function(
+    compiled: Compiled, info: Debug, parsed: dict[str, dict[str, Any]], tree_at: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Per tree function libclang parsed, what g++'s code of it refers to that libclang
+    bound nowhere in it, or bound to a declaration elsewhere; a template's function is
+    held against each instantiation g++ compiled of it (by where it is defined)."""
+    out: list[dict[str, Any]] = []
+    # Where g++ says each function it compiled is defined: clang and GCC name some alike
+    # nowhere (a static function in an `extern "C"` block: `_ZL10Stats_Meanv`, `Stats_Mean`),
+    # and a template's instantiations are found by their template's place.
+    placed: dict[str, set[str]] = defaultdict(set)
+    for link, (file, _, line) in info.where.items():
+        if compiled.name(link) in compiled.refs and file.startswith(tree_at):
+            placed[f"{_tree_relative(file, tree_at)}:{line}"].add(compiled.name(link))
     for function, said in sorted(parsed.items()):
-        host = compiled.name(function)
-        refs = compiled.refs.get(host)
-        if refs is None:
-            continue  # not emitted (an inline function nothing calls)
-        bound: dict[str, str] = {compiled.name(b): at for b, at in said["bound"].items()}
-        internal = {_last_name(b)[0] for b in said["bound"] if _last_name(b)[1]}
-        seen: dict[str, tuple[str, str, int]] = {
-            r: _lookup(info.where, r) for r in refs if not r.startswith(_SPECIAL + _RUNTIME)
-        }
-        for link, name, file, line in sorted(info.inlined.get(host, set())):
-            # What GCC inlined leaves no call (an always_inline twin only g++ sees). One
-            # with internal linkage has no linkage name: held against libclang's
-            # internal-linkage bindings by name.
-            if link:
-                seen[compiled.name(link)] = (file, name, line)
-            elif name not in internal:
-                seen[f"{name} (inlined)"] = (file, name, line)
-        for target, (file, name, line) in sorted(seen.items()):
-            if file and not file.startswith(tree_at):
-                continue  # declared outside the tree: a patch cannot make it
-            at = f"{_tree_relative(file, tree_at)}:{line}" if file else ""
-            if target in bound:
-                # The same name, declared elsewhere: an explicit specialisation only g++
-                # sees has the implicit instantiation's mangled name.
-                if not (at and bound[target] and at != bound[target]):
-                    continue
-                why = f"{ELSEWHERE} {bound[target]}"
-            elif name.startswith("~") or (not name and _destructor(target)):
-                continue  # destructors: no cursor shows their calls
-            elif said.get("for_range") and name in _RANGE_FOR:
-                continue
-            else:
-                why = EXTRA
-            names = [_lookup(info.where, function)[1] or _last_name(function)[0],
-                     name or _last_name(target)[0]]  # fmt: skip
-            out.append({"function": function, "target": target, "why": why, "at": at,
+        template = function.startswith(TEMPLATE)
+        if template:
+            hosts = sorted(placed.get(function.removeprefix(TEMPLATE), set()))
+        elif compiled.name(function) in compiled.refs:
+            hosts = [compiled.name(function)]
+        else:
+            hosts = sorted(placed.get(said.get("at", ""), set()))[:1]
+        if not hosts and said.get("checks") and not template:
+            # It holds checks, so it is compiled: fail closed.
+            at, names = said.get("at", ""), [_last_name(function)[0], ""]
+            out.append({"function": function, "target": "", "why": NO_CODE, "at": at,
                         "names": names})  # fmt: skip
+        for host in hosts:
+            out += _function(compiled, info, function, host, said, tree_at)
+    return out
+
+
+def _function(
+    compiled: Compiled,
+    info: Debug,
+    function: str,
+    host: str,
+    said: dict[str, Any],
+    tree_at: tuple[str, ...],
+) -> list[dict[str, Any]]:
+    """One function's disagreements: g++'s code `host` against libclang's `said`."""
+    out: list[dict[str, Any]] = []
+    bound: dict[str, str] = {compiled.name(b): at for b, at in said["bound"].items()}
+    bound |= {_external(b): at for b, at in bound.items()}
+    internal = {_last_name(b)[0] for b in said["bound"] if _last_name(b)[1]}
+    dependent = set(said.get("dependent", []))
+    seen = {r: _lookup(info.where, r) for r in compiled.refs.get(host, set())}
+    seen = {
+        r: said_of
+        for r, said_of in seen.items()
+        if not r.startswith(_SPECIAL + _RUNTIME) or said_of[0].startswith(tree_at)
+    }  # the compiler's and the runtime's own names, unless the tree declares one
+    for link, name, file, line in sorted(info.inlined.get(host, set())):
+        # What GCC inlined leaves no call (an always_inline twin only g++ sees). One with
+        # internal linkage has no linkage name: held against libclang's internal-linkage
+        # bindings by name.
+        if link:
+            seen[compiled.name(link)] = (file, name, line)
+        elif name not in internal:
+            seen[f"{name} (inlined)"] = (file, name, line)
+    for target, (file, name, line) in sorted(seen.items()):
+        if file and not file.startswith(tree_at):
+            continue  # declared outside the tree: a patch cannot make it
+        at = f"{_tree_relative(file, tree_at)}:{line}" if file else ""
+        target = _external(target) if _external(target) in bound else target
+        if target in bound:
+            # The same name, declared elsewhere: an explicit specialisation only g++ sees
+            # has the implicit instantiation's mangled name.
+            if not (at and bound[target] and at != bound[target]):
+                continue
+            why = f"{ELSEWHERE} {bound[target]}"
+        elif name.startswith("~") or (not name and _destructor(target)):
+            continue  # destructors: no cursor shows their calls
+        elif said.get("for_range") and name in _RANGE_FOR:
+            continue
+        elif function.startswith(TEMPLATE) and (
+            name.partition("<")[0] in dependent or name.startswith("operator")
+        ):
+            continue  # a name the template resolves per instantiation, or an operator
+        else:
+            why = EXTRA
+        names = [_lookup(info.where, host)[1] or _last_name(host)[0],
+                 name or _last_name(target)[0]]  # fmt: skip
+        out.append({"function": function, "target": target, "why": why, "at": at,
+                    "names": names})  # fmt: skip
     return out
 
 
@@ -348,6 +472,8 @@ def message(d: dict[str, Any]) -> str:
     function = f"{names[0]} ({d['function']})" if names[0] else d["function"]
     target = f"{names[1]} ({d['target']})" if names[1] else d["target"]
     at = f", declared at {d['at']}," if d.get("at") else ""
+    if not d["target"]:
+        return f"{d.get('unit', '?')}: {function}{at} {d['why']}"
     return f"{d.get('unit', '?')}: in {function}, {target}{at} {d['why']}"
 
 

@@ -65,6 +65,11 @@ class Bound:
     # (whose begin/end calls libclang does not show): held against what g++ compiled
     # (bindings.py).
     calls: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # Per unit parsed, what its parse declared in the tree: the linkage names (with every
+    # name a function of it binds) and the places ("file:line") of its functions,
+    # templates, variables, classes and lambdas (bindings.py: what g++ compiled from the
+    # tree must be among them).
+    declared: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 def bind(
@@ -118,12 +123,19 @@ def _bind(
         reads: list[tuple[str, int, ci.Cursor, int]] = []  # (file, witness, var, function)
         writes: dict[tuple[str, int], set[str]] = defaultdict(set)  # (var, function) -> stmts
         calls: dict[str, dict[str, Any]] = {}
+        seen: dict[str, set[str]] = {"names": set(), "at": set()}  # the unit's declarations
         for cursor, stmt, func, named in _walk(tu.cursor, root):
             loc = cursor.location
             if loc.file is None:
                 continue
             if named:
                 _note_call(calls.setdefault(named, {"bound": {}}), cursor, root)
+            if cursor.kind in FUNCTIONS and cursor.kind != ci.CursorKind.LAMBDA_EXPR:
+                emitted, place = _emitted(cursor, root), _relative(Path(loc.file.name), root)
+                if emitted and place is not None:  # where its code is, to g++'s debug info
+                    calls.setdefault(emitted, {"bound": {}})["at"] = f"{place}:{loc.line}"
+            if cursor.kind in _DECLARATIONS:
+                _note_declaration(seen, cursor, root)
             file = _relative(Path(loc.file.name), root)
             if cursor.kind == ci.CursorKind.DECL_REF_EXPR:
                 var = cursor.referenced
@@ -149,6 +161,8 @@ def _bind(
             if i is None or target is None:
                 continue
             w = inventories[file].witnesses[i]
+            if named:
+                calls[named]["checks"] = True  # g++ must have its code (bindings.py)
             spelled = _spelling(cursor, root)
             # Written in the witness's arguments: spelt there, not in a macro's body (the
             # expansion location of both is the witness's macro name).
@@ -164,7 +178,13 @@ def _bind(
             )
             data[file][i].add(f"data {var.spelling} #{cppsource.fingerprint(said)}")
         if Path(rel).suffix in UNITS:
-            out.calls[rel] = calls
+            for record in calls.values():
+                seen["names"].update(record["bound"])
+            out.calls[rel] = {
+                f: {k: sorted(v) if isinstance(v, set) else v for k, v in record.items()}
+                for f, record in calls.items()
+            }
+            out.declared[rel] = {k: sorted(v) for k, v in seen.items()}
     for rel, sets in found.items():
         out.callees[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in sets]
         out.data[rel] = [[UNPARSED] if rel in unparsed else sorted(k) for k in data[rel]]
@@ -263,9 +283,7 @@ def _walk(top: ci.Cursor, root: Path) -> Iterator[Walked]:
         yield cursor, stmt, func, named
         inner = cursor.hash if cursor.kind in FUNCTIONS else func
         if cursor.kind in FUNCTIONS and cursor.kind != ci.CursorKind.LAMBDA_EXPR:
-            named = _emitted(cursor)
-        elif cursor.kind in _TEMPLATES:
-            named = ""
+            named = _emitted(cursor, root)
         block = cursor.kind in SCOPES
         outer = cursor.kind in _OUTER
         for child in reversed(list(cursor.get_children())):
@@ -284,16 +302,49 @@ _TEMPLATES = frozenset(
 )
 
 
-def _emitted(function: ci.Cursor) -> str:
-    """The mangled name of a function definition that is not a template's, else ""."""
-    if function.kind == ci.CursorKind.FUNCTION_TEMPLATE or not function.is_definition():
+TEMPLATE = "@"  # the key of a template's function: "@file:line", where its code is defined
+
+
+def _emitted(function: ci.Cursor, root: Path) -> str:
+    """The mangled name of a function definition; a template's (a function template, a
+    member of a class template: no one mangled name) is TEMPLATE and where it lies, which
+    g++'s debug information gives each of its instantiations; "" for a declaration."""
+    if not function.is_definition():
         return ""
+    templated = function.kind == ci.CursorKind.FUNCTION_TEMPLATE
     parent = function.semantic_parent
-    while parent is not None and parent.kind not in _OUTER:
-        if parent.kind in _TEMPLATES:
-            return ""
+    while not templated and parent is not None and parent.kind not in _OUTER:
+        templated = parent.kind in _TEMPLATES
         parent = parent.semantic_parent
-    return str(function.mangled_name or "")
+    if not templated:
+        return str(function.mangled_name or "")
+    where = function.location
+    file = _relative(Path(where.file.name), root) if where.file is not None else None
+    return f"{TEMPLATE}{file}:{where.line}" if file is not None else ""
+
+
+_DECLARATIONS = frozenset(
+    {
+        *FUNCTIONS,
+        ci.CursorKind.VAR_DECL,
+        ci.CursorKind.CLASS_DECL,
+        ci.CursorKind.STRUCT_DECL,
+        ci.CursorKind.UNION_DECL,
+        ci.CursorKind.CLASS_TEMPLATE,
+        ci.CursorKind.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION,
+    }
+)
+
+
+def _note_declaration(seen: dict[str, set[str]], cursor: ci.Cursor, root: Path) -> None:
+    file = _relative(Path(cursor.location.file.name), root)
+    if file is None:
+        return
+    seen["at"].add(f"{file}:{cursor.location.line}")
+    if cursor.kind != ci.CursorKind.LAMBDA_EXPR:
+        name = str(cursor.mangled_name or "")
+        if name:
+            seen["names"].add(name)
 
 
 _REFERENCES = frozenset(
@@ -308,10 +359,14 @@ def _note_call(said: dict[str, Any], cursor: ci.Cursor, root: Path) -> None:
     debug information names), "" outside it."""
     if cursor.kind == ci.CursorKind.CXX_FOR_RANGE_STMT:
         said["for_range"] = True
-    if cursor.kind not in _REFERENCES:
+    if cursor.kind not in _REFERENCES and cursor.kind != ci.CursorKind.OVERLOADED_DECL_REF:
         return
     target = cursor.referenced
-    name = str(target.mangled_name or "") if target is not None else ""
+    if target is None or cursor.kind == ci.CursorKind.OVERLOADED_DECL_REF:
+        # A name a template resolves per instantiation: what g++ binds it to is not told.
+        said.setdefault("dependent", set()).add(cursor.spelling)
+        return
+    name = str(target.mangled_name or "")
     if name and name not in said["bound"]:
         decl = target.get_definition() or target.canonical
         file = _in_tree(decl, root)

@@ -70,9 +70,11 @@ def run(
     env: Envelope,
     inventories: dict[str, FileInventory],
     calls: dict[str, dict[str, dict[str, Any]]],
+    declared: dict[str, dict[str, list[str]]],
 ) -> Ran:
-    """The census program built and run; `calls` are libclang's bindings per unit
-    (callees.Bound.calls), held against what g++ compiled (bindings.py)."""
+    """The census program built and run; `calls` and `declared` are libclang's bindings
+    and declarations per unit (callees.Bound), held against what g++ compiled
+    (bindings.py)."""
     program = params["program"]
     tests = set(cppsource.select(tree, program["units"]))
     units = sorted(tests | set(_sources(tree, program)))
@@ -173,7 +175,7 @@ def run(
         out.bindings = [
             {"unit": rel, **d}
             for rel, obj in sorted(by_file.items())
-            for d in bindings.compare(obj, calls.get(rel, {}), seen_at)
+            for d in bindings.compare(obj, calls.get(rel, {}), declared.get(rel, {}), seen_at)
         ]
         seen, how = _execute(work / "tests", program, layout, secret, tree.name)
         out.detail = out.exit = how

@@ -554,7 +554,7 @@ def _bind_and_run(
     if params.get("program") is None:
         result["execution"] = "no test program: execution not proven"
         return
-    ran = executed.run(tree, params, env, inventories, bound.calls)
+    ran = executed.run(tree, params, env, inventories, bound.calls, bound.declared)
     result["execution"] = ran.detail
     result["link"] = ran.link
     result["bindings"] = ran.bindings
