@@ -108,6 +108,7 @@ def referenced(obj: Path) -> Compiled:
             for i, sec in enumerate(elf.iter_sections()):
                 if owner[i] and sec.name.startswith(".text"):
                     out.refs.setdefault(owner[i], set())  # a function that refers to nothing
+            starts: dict[int, set[str]] = defaultdict(set)  # section -> functions at 0
             for sym in symtab.iter_symbols():
                 where = sym["st_shndx"]
                 kind = sym["st_info"]["type"]
@@ -117,8 +118,14 @@ def referenced(obj: Path) -> Compiled:
                     out.canon.setdefault(sym.name, owner[where])
                 if kind in ("STT_FUNC", "STT_OBJECT", "STT_GNU_IFUNC", "STT_TLS"):
                     out.defined.add(out.name(sym.name))
-                if kind in ("STT_FUNC", "STT_GNU_IFUNC") and not owner.get(where):
-                    out.unowned.add(sym.name)
+                if kind in ("STT_FUNC", "STT_GNU_IFUNC"):
+                    if sym["st_value"] == 0:
+                        starts[where].add(sym.name)
+                    else:  # a section shared: a call within it needs no relocation
+                        out.unowned.add(sym.name)
+            for where, names in starts.items():
+                if owner.get(where) not in {n.partition(".")[0] for n in names}:  # not its own
+                    out.unowned |= names
             calls = _CALLS.get(elf["e_machine"])
             for section in elf.iter_sections():
                 if not isinstance(section, RelocationSection):

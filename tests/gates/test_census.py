@@ -947,6 +947,9 @@ template <> bool eq(const long&, const int&) { return true; }
 }
 struct Bag { int* begin(); int* end(); ~Bag(); };
 long half(long n);
+#ifdef SECTIONED
+[[gnu::section(".text.shared")]]
+#endif
 void body() {
   check::eq(half(4), 2);
   auto twice = [] { return check::eq(1, 1); };
@@ -1008,3 +1011,7 @@ def test_what_g_plus_plus_binds_that_libclang_did_not_is_named(tmp_path: Path) -
         # own choosing).
         unseen = [d["target"] for d in found if d["why"] == bindings.UNSEEN]
         assert unseen == ([] if define == "-DSPECIALISED" else [target]), define
+    # A function in a section not named for it: a call to another function placed there
+    # would need no relocation.
+    sectioned = _binding(tmp_path, "-DSECTIONED")
+    assert ("_Z4bodyv", bindings.UNOWNED) in [(d["target"], d["why"]) for d in sectioned]
