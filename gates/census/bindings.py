@@ -18,7 +18,8 @@ is declared. Per unit:
   compiled of it), g++'s code must not refer to what libclang bound nowhere in it
   (`EXTRA`), nor to what libclang bound under the same name but declared elsewhere
   (`ELSEWHERE`: an explicit specialisation, or a constrained overload GCC 12 mangles
-  alike); one that holds checks must have code (`NO_CODE`);
+  alike); a function found by neither name nor place is not compared (g++ did not emit
+  it: a member of a local class nobody calls, whose checks never run);
 - whatever g++ compiled from the tree or refers to there must be something libclang's
   parse declared or bound (`UNSEEN`: by name, or by the place g++ says it is declared);
 - no function's code may lie in a section not named for it (`UNOWNED`: a `section`
@@ -54,7 +55,6 @@ FLAGS = ("-ffunction-sections", "-fdata-sections", "-g", "-fno-inline",
          "-D__always_inline__=__noinline__", "-Dalways_inline=noinline",
          "-U_FORTIFY_SOURCE")  # fmt: skip
 EXTRA = "is referred to by the compiled code, and bound by the census's parser nowhere in it"
-NO_CODE = "holds checks, and the compiled code has no function of that name or place"
 UNSEEN = "is compiled from the tree, and the census's parser never declared or bound it"
 UNOWNED = "is compiled into a section not its own, where what it refers to cannot be told"
 ELSEWHERE = "is the compiled code's; the census's parser bound the one declared at"
@@ -388,12 +388,7 @@ def _per_function(
             hosts = [compiled.name(function)]
         else:
             hosts = sorted(placed.get(said.get("at", ""), set()))[:1]
-        if not hosts and said.get("checks") and not template:
-            # It holds checks, so it is compiled: fail closed.
-            at, names = said.get("at", ""), [_last_name(function)[0], ""]
-            out.append({"function": function, "target": "", "why": NO_CODE, "at": at,
-                        "names": names})  # fmt: skip
-        for host in hosts:
+        for host in hosts:  # none: not emitted (a member of a local class nobody calls)
             out += _function(compiled, info, function, host, said, tree_at)
     return out
 

@@ -59,10 +59,12 @@ class Bound:
     # the #define and #undef it processed; `embedded`, per file, the lines of directives
     # inside a macro's arguments (whose output the compiler prints on the macro's line).
     view: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Per unit parsed, per function of the tree it defines (by mangled name), what its
-    # calls and names bind to (`bound`: mangled name -> where its declaration lies in the
-    # tree, "file:line", or ""), its lambdas' included, and whether it holds a range-for
-    # (whose begin/end calls libclang does not show): held against what g++ compiled
+    # Per unit parsed, per function of the tree it defines (by mangled name; a template's
+    # by TEMPLATE and its place), what its calls and names bind to (`bound`: mangled name
+    # -> where its declaration lies in the tree, "file:line", or ""), its lambdas'
+    # included; where it is defined (`at`); whether it holds a range-for (`for_range`:
+    # libclang does not show its begin/end calls); the names a
+    # template resolves per instantiation (`dependent`). Held against what g++ compiled
     # (bindings.py).
     calls: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # Per unit parsed, what its parse declared in the tree: the linkage names (with every
@@ -161,8 +163,6 @@ def _bind(
             if i is None or target is None:
                 continue
             w = inventories[file].witnesses[i]
-            if named:
-                calls[named]["checks"] = True  # g++ must have its code (bindings.py)
             spelled = _spelling(cursor, root)
             # Written in the witness's arguments: spelt there, not in a macro's body (the
             # expansion location of both is the witness's macro name).
