@@ -266,16 +266,14 @@ def _described(die: Any) -> tuple[str, str, int | None, int]:
     link, name, file, line = "", "", None, 0
     for _ in range(4):
         at = die.attributes
-        if not link and ("DW_AT_linkage_name" in at or "DW_AT_MIPS_linkage_name" in at):
-            raw = (at.get("DW_AT_linkage_name") or at["DW_AT_MIPS_linkage_name"]).value
-            link = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        linkage = at.get("DW_AT_linkage_name") or at.get("DW_AT_MIPS_linkage_name")
+        if not link and linkage is not None:
+            link = _text(linkage.value)
         if not name and "DW_AT_name" in at:
-            raw = at["DW_AT_name"].value
-            name = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+            name = _text(at["DW_AT_name"].value)
         if file is None and "DW_AT_decl_file" in at:
-            file, line = int(at["DW_AT_decl_file"].value), int(at.get("DW_AT_decl_line").value
-                                                                 if "DW_AT_decl_line" in at
-                                                                 else 0)  # fmt: skip
+            file = int(at["DW_AT_decl_file"].value)
+            line = int(at["DW_AT_decl_line"].value) if "DW_AT_decl_line" in at else 0
         origin = next((a for a in ("DW_AT_specification", "DW_AT_abstract_origin") if a in at), "")
         if not origin:
             break
@@ -405,7 +403,7 @@ def _function(
     out: list[dict[str, Any]] = []
     bound: dict[str, str] = {compiled.name(b): at for b, at in said["bound"].items()}
     bound |= {_external(b): at for b, at in bound.items()}
-    internal = {_last_name(b)[0] for b in said["bound"] if _last_name(b)[1]}
+    internal = {name for name, marked in map(_last_name, said["bound"]) if marked}
     dependent = set(said.get("dependent", []))
     seen = {r: _lookup(info.where, r) for r in compiled.refs.get(host, set())}
     seen = {
