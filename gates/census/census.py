@@ -43,7 +43,8 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | reads did (a variable's initialiser, an assignment before it)   |
 | suite_red          | the test program exited 0 for the reference and not for the     |
 |                    | patch: a check failed (or the program crashed) although every   |
-|                    | witness ran                                                     |
+|                    | witness ran; or its main did not return 0 where the reference's |
+|                    | did (an `_Exit(0)` inside main, or after it returned 1)         |
 | accept             | every witness of the reference is there, live, unchanged, and   |
 |                    | ran where the reference's ran                                   |
 
@@ -554,10 +555,23 @@ def _suite(ref: dict[str, Any], new: dict[str, Any]) -> list[Check]:
     """The census program is the tests, built and run: where the reference's exited 0 and
     the patched one did not, a check failed (or the program crashed) after every witness
     ran. The census proves the witnesses ran; that they held is said here too, so a case
-    whose only gate is the census does not accept a patch its own tests reject."""
-    if ref.get("exit", "not run") != "" or new.get("exit", "not run") in ("", "not run"):
+    whose only gate is the census does not accept a patch its own tests reject. Where the
+    reference's main returned 0, the patched one's must too: an exit 0 from inside main
+    (library code ending the process once the last witness recorded itself) or after it
+    (a destructor's `_Exit(0)` once main returned 1) is no pass (executed.py)."""
+    exit = new.get("exit", "not run")
+    if ref.get("exit", "not run") != "" or exit == "not run":
         return []
-    why = f"patched: {new['exit']}; the reference's exited 0"
+    if exit:
+        why = f"patched: {exit}; the reference's exited 0"
+    elif ref.get("returned") and not new.get("returned"):
+        why = (
+            "patched: the test program exited 0, but its main did not return 0 (the "
+            "process ended inside main, or code run after main rewrote its status); the "
+            "reference's main returned 0"
+        )
+    else:
+        return []
     return [Check("test program", False, "suite_red", why)]
 
 

@@ -17,6 +17,15 @@ made for this build, written on a witness's first execution (a crash later keeps
 before). The recorder's name carries a random tag, and the program is linked stripped: the
 candidate's code, compiled into the same program, can name neither. The build and the run
 go through cxxgate/toolchain/toolcall.py and cxxgate/runs/run.py.
+
+The exit status alone is not the program's word: a destructor or an `atexit` handler can
+`_Exit(0)` after main returned 1, and library code can end the process inside main once
+the last witness recorded itself (round 28). So the program is linked with the harness
+entry (templates/entry/entry.cpp) wrapped around whatever `main` it has, its own unit's
+or a library's (`-Wl,--wrap=main`: the entry's `main` is renamed `__wrap_main`, its call
+`__real_main`), and the run says whether main returned, and returned 0, before the process
+ended (`returned`). The objects are held to the entry's rules first (no code of theirs may
+run before its hook reads the nonce: cxxgate/cells/premain.py).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cxxgate.cells import premain
 from cxxgate.gates.census import bindings, linked, survive
 from cxxgate.gates.shared import cppsource
 from cxxgate.host.process import Caps
@@ -36,7 +46,7 @@ from cxxgate.runs.run import RunSpec, execute_built
 from cxxgate.store import codehash
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import diagnostics, toolcall
-from cxxgate.toolchain.cellspec import CellSpec
+from cxxgate.toolchain.cellspec import ENTRY_SOURCE, ENTRY_SYMBOL, CellSpec
 from cxxgate.toolchain.envelope import Envelope
 
 if TYPE_CHECKING:
@@ -54,6 +64,7 @@ class Ran:
     # (bindings.py), with the unit.
     bindings: list[dict[str, Any]] = field(default_factory=list)
     exit: str = ""  # how the program ended ("" when it exited 0)
+    returned: bool = False  # main returned 0 and the process exited with it (the entry)
 
 
 def recordable(w: Witness) -> bool:
@@ -154,13 +165,25 @@ def run(
                 return _none(out, inventories)
             objects.append(f"u{n}/unit.o")
             by_file[rel] = folder / "unit.o"
+        # The units hold the recorder's calls (harness names): not `tree_code_only`.
+        refused = [
+            p for o in by_file.values() for p in premain.object_problems(o, tree_code_only=False)
+        ]
+        if refused:
+            out.detail = f"the test program is refused: {'; '.join(refused)}"
+            return _none(out, inventories)
+        entry = _entry(layout, spec, base, work)
+        if isinstance(entry, str):
+            out.detail = f"the harness entry does not build: {entry}"
+            return _none(out, inventories)
         (work / "recorder.cpp").write_text(_recorder(hit, secret, len(ids), tag))
         shutil.copyfile(REPORT_UNIT, work / "report.cpp")
         # The report writer under a name of this build's (a candidate could call the
         # template's extern "C" name): only the recorder knows it.
         renamed = [f"-Dcxxgate_report_{f}=cxxgate_{tag}_{f}" for f in ("line", "open")]
-        argv = [*base, "-w", *renamed, *objects, "recorder.cpp", "report.cpp"]
-        argv += [*env.link_flags, "-s"]
+        # The entry first: its `.preinit_array` hook is the first code to run.
+        argv = [*base, "-w", *renamed, entry.name, *objects, "recorder.cpp", "report.cpp"]
+        argv += [*env.link_flags, "-Wl,--wrap=main", "-s"]
         argv += ["-o", "tests"]
         step = toolcall.tool_call(
             layout, spec, "link", "census test program", argv, work, read=[copy]
@@ -170,6 +193,10 @@ def run(
             why = first.brief() if first else ("timed out" if step.timed_out else "failed")
             out.detail = f"the test program does not link: {why}"
             return _none(out, inventories)
+        refused = premain.program_problems(work / "tests")
+        if refused:
+            out.detail = f"the test program is refused: {'; '.join(refused)}"
+            return _none(out, inventories)
         out.link = linked.facts(by_file, tests, work / "tests")
         seen_at = (str(copy), str(tree), NEUTRAL_TREE)
         out.bindings = [
@@ -177,7 +204,7 @@ def run(
             for rel, obj in sorted(by_file.items())
             for d in bindings.compare(obj, calls.get(rel, {}), declared.get(rel, {}), seen_at)
         ]
-        seen, how = _execute(work / "tests", program, layout, secret, tree.name)
+        seen, how, out.returned = _execute(work / "tests", program, layout, secret, tree.name)
         out.detail = out.exit = how
         for rel, inv in inventories.items():
             out.ran[rel] = [
@@ -199,10 +226,33 @@ def _sources(tree: Path, program: dict[str, Any]) -> list[str]:
     return [Path(p).relative_to(tree).as_posix() for p in found]
 
 
+def _entry(layout: Layout, spec: CellSpec, base: list[str], work: Path) -> Path | str:
+    """The harness entry's object, its `main` renamed `__wrap_main` and its call
+    `__real_main`, so `-Wl,--wrap=main` puts it in front of whichever `main` the program
+    links; or why it did not build."""
+    objcopy = shutil.which("objcopy")
+    if objcopy is None:
+        return "objcopy (binutils) is not installed"
+    source = work / "entry.cpp"
+    shutil.copyfile(ENTRY_SOURCE, source)
+    made = work / "entry.o"
+    argv = [*base, "-w", "-c", str(source), "-o", str(made)]
+    step = toolcall.tool_call(layout, spec, "compile", "harness entry", argv, work, read=[])
+    if step.timed_out or step.exit != 0:
+        return "timed out" if step.timed_out else step.output.strip()[-300:] or "failed"
+    rename = [objcopy, "--redefine-sym", "main=__wrap_main"]
+    rename += ["--redefine-sym", f"{ENTRY_SYMBOL}=__real_main", str(made)]
+    step = toolcall.tool_call(layout, spec, "link", "harness entry", rename, work, read=[])
+    if step.exit != 0:
+        return f"objcopy: {step.output.strip()[-300:]}"
+    return made
+
+
 def _execute(
     binary: Path, program: dict[str, Any], layout: Layout, secret: str, tree_key: str
-) -> tuple[set[int], str]:
-    """The ids the run recorded, and how it ended ("" when it exited 0)."""
+) -> tuple[set[int], str, bool]:
+    """The ids the run recorded, how it ended ("" when it exited 0), and whether main
+    returned 0 and the process ended with that status (the entry's word)."""
     caps = Caps(program["memory_mib"], program["file_mib"], program["processes"], False)
     spec = RunSpec(
         cell_key=f"census-{tree_key}-{secret[:8]}",
@@ -222,10 +272,10 @@ def _execute(
                 seen.add(int(value))
     shutil.rmtree(layout.run(spec.key), ignore_errors=True)  # a fresh secret each build
     if sample.status != "exited":
-        return seen, f"the test program ended: {sample.status} {sample.detail}".strip()
+        return seen, f"the test program ended: {sample.status} {sample.detail}".strip(), False
     if sample.exit != 0:
-        return seen, f"the test program exited {sample.exit}"
-    return seen, ""
+        return seen, f"the test program exited {sample.exit}", False
+    return seen, "", bool(sample.returned)
 
 
 def _recorder(hit: str, secret: str, count: int, tag: str) -> str:

@@ -559,6 +559,7 @@ def _bind_and_run(
     result["link"] = ran.link
     result["bindings"] = ran.bindings
     result["exit"] = ran.exit if ran.link else "not run"
+    result["returned"] = ran.returned
     for rel, flags in ran.ran.items():
         for w, flag in zip(inventories[rel].witnesses, flags, strict=True):
             w.ran = flag

@@ -68,6 +68,8 @@ REACHED = {
     "witness/split_test": "accept",
     "witness/param_rename": "accept",
     "witness/bug_only": "suite_red",
+    "witness/exit_dtor": "suite_red",
+    "witness/exit_inside": "suite_red",
     "witness/rename_grow": "accept",
 }
 
@@ -914,6 +916,49 @@ def test_a_failing_program_is_suite_red(data_reference: tuple[Path, dict[str, ob
     new = _small_scan(root, "failing", DATA | bug)
     assert [c.klass for c in census._suite(ref, new)] == ["suite_red"]
     assert census._suite(ref, ref) == []
+    assert ref["returned"] is True
+
+
+# The same bug, the exit status forged (round 28): by a static destructor after main
+# returned 1, and inside main once every witness recorded itself (twice(4) is the last
+# check's call).
+FORGED_EXITS = {
+    "destructor": "#include <cstdlib>\nstruct Q { ~Q() { std::_Exit(0); } } q;\n",
+    "inside_main": "#include <cstdlib>\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(FORGED_EXITS))
+def test_an_exit_status_forged_around_main_is_suite_red(
+    data_reference: tuple[Path, dict[str, object]], how: str
+) -> None:
+    root, ref = data_reference
+    body = "2 * x + (x == 5)"
+    if how == "inside_main":
+        body = "x == 4 ? (std::_Exit(0), 0) : 2 * x + (x == 3)"
+    lib = FORGED_EXITS[how] + LIB.replace("2 * x", body).replace("#pragma once\n", "")
+    new = _small_scan(root, f"forged_{how}", DATA | {"include/lib.hpp": "#pragma once\n" + lib})
+    assert new["exit"] == "" and new["returned"] is False  # exit 0, but not main's
+    assert all(w["ran"] is not False for w in new["witnesses"])  # type: ignore[union-attr]
+    checks = census._suite(ref, new)
+    assert [c.klass for c in checks] == ["suite_red"]
+    assert "main did not return 0" in checks[0].detail
+
+
+def test_code_before_the_entry_refuses_the_program(
+    data_reference: tuple[Path, dict[str, object]],
+) -> None:
+    """A `.preinit_array` hook in a test unit would run before the entry takes its nonce:
+    the program is refused and no witness can be shown to run."""
+    root, _ = data_reference
+    hook = "static void early(int, char**, char**) {}\n"
+    hook += (
+        '[[gnu::used, gnu::section(".preinit_array")]] void (*hook)(int, char**, char**) = early;\n'
+    )
+    new = _small_scan(root, "preinit", DATA | {"t.cpp": DATA_TESTS + hook})
+    assert str(new["execution"]).startswith("the test program is refused: ")
+    assert ".preinit_array" in str(new["execution"])
+    assert all(w["ran"] is None for w in new["witnesses"])  # type: ignore[union-attr]
 
 
 def test_linemarkers_are_read_as_gcc_writes_them() -> None:
