@@ -337,11 +337,11 @@ class Sample:
 
 def execute_built(binary: Path, spec: RunSpec, layout: Layout) -> Sample:
     """One run of a binary a scan built (not a cell's product: the census's marked test
-    program, linked with the harness entry), with the same sandbox, caps, report channel
-    and proof of return as every other run. Its evidence lies in `layout.run(spec.key)`."""
+    program), with the same sandbox, caps and report channel as every other run. Its
+    evidence lies in `layout.run(spec.key)`."""
     out = layout.run(spec.key)
     out.mkdir(parents=True, exist_ok=True)
-    return _execute_one(binary, spec, out, "", None, entry=True)
+    return _execute_one(binary, spec, out, "", None)
 
 
 def _execute_one(

@@ -47,13 +47,15 @@ from elftools.elf.sections import SymbolTableSection
 from cxxgate.gates.census.callees import TEMPLATE
 from cxxgate.util.elfread import ELF_ERRORS
 
+# Each function's and variable's code in a section of its own, described, never inlined.
+FLAGS = ("-ffunction-sections", "-fdata-sections", "-g", "-fno-inline", "-U_FORTIFY_SOURCE")
 # GCC inlines an always_inline function even at -O0, leaving no call and, at -O0, no
-# record of it in the debug information: the census program's compile makes every such
+# record of it in the debug information: the objects bindings reads make every such
 # function an ordinary one (however spelt: `__attribute__((always_inline))`, `[[gnu::
 # __always_inline__]]`, glibc's `__always_inline`), and no fortified wrapper needs it.
-FLAGS = ("-ffunction-sections", "-fdata-sections", "-g", "-fno-inline",
-         "-D__always_inline__=__noinline__", "-Dalways_inline=noinline",
-         "-U_FORTIFY_SOURCE")  # fmt: skip
+# libstdc++'s extern templates hold always_inline members (`std::allocator<char>::
+# allocate`) no library defines out of line: executed.py links an instantiation of them.
+UNINLINED = ("-D__always_inline__=__noinline__", "-Dalways_inline=noinline")
 EXTRA = "is referred to by the compiled code, and bound by the census's parser nowhere in it"
 UNSEEN = "is compiled from the tree, and the census's parser never declared or bound it"
 UNOWNED = "is compiled into a section not its own, where what it refers to cannot be told"
@@ -207,8 +209,10 @@ def debug(obj: Path, compiled: Compiled) -> Debug:
                         low = die.attributes.get("DW_AT_low_pc")
                         if not link and low is not None:  # internal linkage: by its code
                             link = pc.get(low.offset, "")
-                        if link and file is not None and (
-                            "DW_AT_low_pc" in die.attributes or link not in out.where
+                        if (
+                            link
+                            and file is not None
+                            and ("DW_AT_low_pc" in die.attributes or link not in out.where)
                         ):  # a definition's place over a declaration's: libclang's choice
                             out.where[link] = (files.get(file, "?"), name, line)
                     elif die.tag == "DW_TAG_inlined_subroutine":
@@ -349,19 +353,45 @@ def _unit(
 
 
 def _external(mangled: str) -> str:
-    """A mangled name without its internal-linkage marks: clang marks a static function
-    template's instantiation `_ZL...`, GCC `_Z...` (where it lies is compared instead)."""
+    """A mangled name without its internal-linkage marks and ABI tags: clang marks a static
+    function template's instantiation `_ZL...`, GCC `_Z...`; clang tags a variable of type
+    std::string `B5cxx11`, GCC does not (where it lies is compared instead)."""
     if not mangled.startswith("_Z"):
         return mangled
     head, rest = mangled[:2], mangled[2:]
     out = []
     for i, ch in enumerate(rest):
-        if ch == "L" and i + 1 < len(rest) and rest[i + 1].isdigit() and (
-            i == 0 or rest[i - 1] in "N0123456789" or rest[i - 1].isalpha()
+        if (
+            ch == "L"
+            and i + 1 < len(rest)
+            and rest[i + 1].isdigit()
+            and (i == 0 or rest[i - 1] in "N0123456789" or rest[i - 1].isalpha())
         ):
             continue
         out.append(ch)
-    return head + "".join(out)
+    return head + _untagged("".join(out))
+
+
+def _untagged(rest: str) -> str:
+    """`rest` without the ABI tags (`B<length><tag>`) that follow its source names."""
+    out, i, named = [], 0, False  # named: a source name ended right before i
+    while i < len(rest):
+        j = i
+        while j < len(rest) and rest[j].isdigit():
+            j += 1
+        if j == i or (i > 0 and rest[i - 1].isdigit() and not named):
+            out.append(rest[i])
+            i, named = i + 1, False
+            continue
+        end = j + int(rest[i:j])
+        out.append(rest[i:end])
+        i, named = end, True
+        while i < len(rest) and rest[i] == "B" and rest[i + 1 : i + 2].isdigit():
+            k = i + 1
+            while k < len(rest) and rest[k].isdigit():
+                k += 1
+            i = k + int(rest[i + 1 : k])
+    return "".join(out)
 
 
 def _per_function(

@@ -43,8 +43,8 @@ envelope (survive.py), bound by libclang (callees.py) and run in the case's test
 |                    | reads did (a variable's initialiser, an assignment before it)   |
 | suite_red          | the test program exited 0 for the reference and not for the     |
 |                    | patch: a check failed (or the program crashed) although every   |
-|                    | witness ran; or its main did not return 0 where the reference's |
-|                    | did (an `_Exit(0)` inside main, or after it returned 1)         |
+|                    | witness ran; or its main did not return 0, once, where the      |
+|                    | reference's did (`_Exit(0)` inside main or after it returned 1) |
 | accept             | every witness of the reference is there, live, unchanged, and   |
 |                    | ran where the reference's ran                                   |
 
@@ -556,18 +556,16 @@ def _suite(ref: dict[str, Any], new: dict[str, Any]) -> list[Check]:
     the patched one did not, a check failed (or the program crashed) after every witness
     ran. The census proves the witnesses ran; that they held is said here too, so a case
     whose only gate is the census does not accept a patch its own tests reject. Where the
-    reference's main returned 0, the patched one's must too: an exit 0 from inside main
-    (library code ending the process once the last witness recorded itself) or after it
-    (a destructor's `_Exit(0)` once main returned 1) is no pass (executed.py)."""
+    reference's main returned 0, the patched one's must too, once (executed.py): an exit 0
+    from inside main, after it returned 1, or from a second run of it is no pass."""
     exit = new.get("exit", "not run")
     if ref.get("exit", "not run") != "" or exit == "not run":
         return []
     if exit:
         why = f"patched: {exit}; the reference's exited 0"
-    elif ref.get("returned") and not new.get("returned"):
+    elif ref.get("main") == "returned 0" and new.get("main") != "returned 0":
         why = (
-            "patched: the test program exited 0, but its main did not return 0 (the "
-            "process ended inside main, or code run after main rewrote its status); the "
+            f"patched: the test program exited 0, but its main {new.get('main')}; the "
             "reference's main returned 0"
         )
     else:

@@ -18,14 +18,17 @@ before). The recorder's name carries a random tag, and the program is linked str
 candidate's code, compiled into the same program, can name neither. The build and the run
 go through cxxgate/toolchain/toolcall.py and cxxgate/runs/run.py.
 
-The exit status alone is not the program's word: a destructor or an `atexit` handler can
-`_Exit(0)` after main returned 1, and library code can end the process inside main once
-the last witness recorded itself (round 28). So the program is linked with the harness
-entry (templates/entry/entry.cpp) wrapped around whatever `main` it has, its own unit's
-or a library's (`-Wl,--wrap=main`: the entry's `main` is renamed `__wrap_main`, its call
-`__real_main`), and the run says whether main returned, and returned 0, before the process
-ended (`returned`). The objects are held to the entry's rules first (no code of theirs may
-run before its hook reads the nonce: cxxgate/cells/premain.py).
+The exit status alone is not the tests' word (round 28, 29): a destructor or an `atexit`
+handler can `_Exit(0)` after main returned 1, library code can end the process inside main
+once the last witness recorded itself, call main once more before the tests register, or
+run a test's checks in a forked child or after main returned. So the recorder wraps
+whatever `main` the program links, its unit's or a library's (`-Wl,--wrap=main`): it
+records only while main runs, in main's own process (a raw `getpid`, no C library call a
+candidate could define), and writes through the same channel, after main returned,
+`main <status>` (or `again` when main is entered twice). `main` says how main ended:
+`returned N`, `did not return`, `entered twice`. The objects are held to the harness
+entry's rules first (cxxgate/cells/premain.py: no `.preinit_array` hook, IFUNC or early
+constructor, which would run before the report channel's hook takes its nonce).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from cxxgate.runs.run import RunSpec, execute_built
 from cxxgate.store import codehash
 from cxxgate.store.layout import Layout
 from cxxgate.toolchain import diagnostics, toolcall
-from cxxgate.toolchain.cellspec import ENTRY_SOURCE, ENTRY_SYMBOL, CellSpec
+from cxxgate.toolchain.cellspec import CellSpec
 from cxxgate.toolchain.envelope import Envelope
 
 if TYPE_CHECKING:
@@ -64,7 +67,7 @@ class Ran:
     # (bindings.py), with the unit.
     bindings: list[dict[str, Any]] = field(default_factory=list)
     exit: str = ""  # how the program ended ("" when it exited 0)
-    returned: bool = False  # main returned 0 and the process exited with it (the entry)
+    main: str = "not run"  # how its main ended, as the recorder saw it (see the module doc)
 
 
 def recordable(w: Witness) -> bool:
@@ -139,32 +142,16 @@ def run(
         header = work / "h" / "cxxgate.run.h"
         header.write_text("".join(defs))
         base = toolcall.compile_argv(spec, copy)
-        objects: list[str] = []
-        by_file: dict[str, Path] = {}
-        for n, rel in enumerate(units):
-            folder = work / f"u{n}"
-            folder.mkdir()
-            argv = [*base, *bindings.FLAGS, "-w", "-c", "-include", str(header)]
-            argv += ["-x", "c++", str(copy / rel), "-o", "unit.o"]
-            # Compiled where the build's compiles see the tree (at /src/project under
-            # bubblewrap with ccache): a unit that asks which it is in runs here as there.
-            step = toolcall.tool_call(
-                layout,
-                spec,
-                "compile",
-                str(tree / rel),
-                argv,
-                folder,
-                read=[copy, header.parent],
-                tree=copy,
-            )
-            if step.timed_out or step.exit != 0:
-                first = diagnostics.first_error(diagnostics.parse(step, str(copy)))
-                why = first.brief() if first else ("timed out" if step.timed_out else "failed")
-                out.detail = f"the test program does not build: {rel}: {why}"
-                return _none(out, inventories)
-            objects.append(f"u{n}/unit.o")
-            by_file[rel] = folder / "unit.o"
+        read = [copy, header.parent]
+        # Every always_inline function made an ordinary one (bindings.UNINLINED): what
+        # bindings reads is what runs.
+        built = _compile(
+            layout, spec, tree, units, [*base, *bindings.FLAGS, *bindings.UNINLINED], read
+        )
+        if isinstance(built, str):
+            out.detail = built
+            return _none(out, inventories)
+        by_file = built
         # The units hold the recorder's calls (harness names): not `tree_code_only`.
         refused = [
             p for o in by_file.values() for p in premain.object_problems(o, tree_code_only=False)
@@ -172,19 +159,18 @@ def run(
         if refused:
             out.detail = f"the test program is refused: {'; '.join(refused)}"
             return _none(out, inventories)
-        entry = _entry(layout, spec, base, work)
-        if isinstance(entry, str):
-            out.detail = f"the harness entry does not build: {entry}"
+        supplement = _allocators(layout, spec, env, work)
+        if isinstance(supplement, str):
+            out.detail = f"the harness's allocator unit does not build: {supplement}"
             return _none(out, inventories)
         (work / "recorder.cpp").write_text(_recorder(hit, secret, len(ids), tag))
         shutil.copyfile(REPORT_UNIT, work / "report.cpp")
         # The report writer under a name of this build's (a candidate could call the
         # template's extern "C" name): only the recorder knows it.
         renamed = [f"-Dcxxgate_report_{f}=cxxgate_{tag}_{f}" for f in ("line", "open")]
-        # The entry first: its `.preinit_array` hook is the first code to run.
-        argv = [*base, "-w", *renamed, entry.name, *objects, "recorder.cpp", "report.cpp"]
-        argv += [*env.link_flags, "-Wl,--wrap=main", "-s"]
-        argv += ["-o", "tests"]
+        objects = [o.relative_to(work).as_posix() for o in by_file.values()]
+        argv = [*base, "-w", *renamed, *objects, supplement.name, "recorder.cpp", "report.cpp"]
+        argv += [*env.link_flags, "-Wl,--wrap=main", "-s", "-o", "tests"]
         step = toolcall.tool_call(
             layout, spec, "link", "census test program", argv, work, read=[copy]
         )
@@ -193,10 +179,6 @@ def run(
             why = first.brief() if first else ("timed out" if step.timed_out else "failed")
             out.detail = f"the test program does not link: {why}"
             return _none(out, inventories)
-        refused = premain.program_problems(work / "tests")
-        if refused:
-            out.detail = f"the test program is refused: {'; '.join(refused)}"
-            return _none(out, inventories)
         out.link = linked.facts(by_file, tests, work / "tests")
         seen_at = (str(copy), str(tree), NEUTRAL_TREE)
         out.bindings = [
@@ -204,7 +186,7 @@ def run(
             for rel, obj in sorted(by_file.items())
             for d in bindings.compare(obj, calls.get(rel, {}), declared.get(rel, {}), seen_at)
         ]
-        seen, how, out.returned = _execute(work / "tests", program, layout, secret, tree.name)
+        seen, how, out.main = _execute(work / "tests", program, layout, secret, tree.name)
         out.detail = out.exit = how
         for rel, inv in inventories.items():
             out.ran[rel] = [
@@ -226,33 +208,70 @@ def _sources(tree: Path, program: dict[str, Any]) -> list[str]:
     return [Path(p).relative_to(tree).as_posix() for p in found]
 
 
-def _entry(layout: Layout, spec: CellSpec, base: list[str], work: Path) -> Path | str:
-    """The harness entry's object, its `main` renamed `__wrap_main` and its call
-    `__real_main`, so `-Wl,--wrap=main` puts it in front of whichever `main` the program
-    links; or why it did not build."""
-    objcopy = shutil.which("objcopy")
-    if objcopy is None:
-        return "objcopy (binutils) is not installed"
-    source = work / "entry.cpp"
-    shutil.copyfile(ENTRY_SOURCE, source)
-    made = work / "entry.o"
-    argv = [*base, "-w", "-c", str(source), "-o", str(made)]
-    step = toolcall.tool_call(layout, spec, "compile", "harness entry", argv, work, read=[])
+def _compile(
+    layout: Layout,
+    spec: CellSpec,
+    tree: Path,
+    units: list[str],
+    argv: list[str],
+    read: list[Path],
+) -> dict[str, Path] | str:
+    """Each unit's object by tree file, compiled from the marked copy (`read[0]`) with the
+    recorder's header (`read[1]`); or why the program does not build."""
+    copy, header = read[0], read[1] / "cxxgate.run.h"
+    work = copy.parent.parent
+    made: dict[str, Path] = {}
+    for n, rel in enumerate(units):
+        folder = work / f"u{n}"
+        folder.mkdir()
+        unit = [*argv, "-w", "-c", "-include", str(header), "-x", "c++", str(copy / rel)]
+        # Compiled where the build's compiles see the tree (at /src/project under
+        # bubblewrap with ccache): a unit that asks which it is in runs here as there.
+        step = toolcall.tool_call(
+            layout,
+            spec,
+            "compile",
+            str(tree / rel),
+            [*unit, "-o", "unit.o"],
+            folder,
+            read=read,
+            tree=copy,
+        )
+        if step.timed_out or step.exit != 0:
+            first = diagnostics.first_error(diagnostics.parse(step, str(copy)))
+            why = first.brief() if first else ("timed out" if step.timed_out else "failed")
+            return f"the test program does not build: {rel}: {why}"
+        made[rel] = folder / "unit.o"
+    return made
+
+
+# libstdc++ declares these extern templates and defines their always_inline members
+# (allocate, deallocate) nowhere out of line: made ordinary, they must be instantiated here.
+ALLOCATORS = """// cxxgate census: the allocators' members, out of line (generated).
+#include <memory>
+template class std::allocator<char>;
+template class std::allocator<wchar_t>;
+"""
+
+
+def _allocators(layout: Layout, spec: CellSpec, env: Envelope, work: Path) -> Path | str:
+    """The allocator unit's object, compiled as the units are but without the tree's
+    include folders (no tree header can stand in for <memory>); or why it did not build."""
+    assert env.toolchain.path is not None
+    (work / "allocators.cpp").write_text(ALLOCATORS)
+    argv = [env.toolchain.path, f"-std={env.std}", *env.flags, *bindings.UNINLINED, "-w"]
+    argv += ["-c", "allocators.cpp", "-o", "allocators.o"]
+    step = toolcall.tool_call(layout, spec, "compile", "census allocators", argv, work, read=[])
     if step.timed_out or step.exit != 0:
         return "timed out" if step.timed_out else step.output.strip()[-300:] or "failed"
-    rename = [objcopy, "--redefine-sym", "main=__wrap_main"]
-    rename += ["--redefine-sym", f"{ENTRY_SYMBOL}=__real_main", str(made)]
-    step = toolcall.tool_call(layout, spec, "link", "harness entry", rename, work, read=[])
-    if step.exit != 0:
-        return f"objcopy: {step.output.strip()[-300:]}"
-    return made
+    return work / "allocators.o"
 
 
 def _execute(
     binary: Path, program: dict[str, Any], layout: Layout, secret: str, tree_key: str
-) -> tuple[set[int], str, bool]:
-    """The ids the run recorded, how it ended ("" when it exited 0), and whether main
-    returned 0 and the process ended with that status (the entry's word)."""
+) -> tuple[set[int], str, str]:
+    """The ids the run recorded, how it ended ("" when it exited 0), and how its main
+    ended (`returned N`, `did not return`, `entered twice`)."""
     caps = Caps(program["memory_mib"], program["file_mib"], program["processes"], False)
     spec = RunSpec(
         cell_key=f"census-{tree_key}-{secret[:8]}",
@@ -265,49 +284,106 @@ def _execute(
     )
     sample = execute_built(binary, spec, layout)
     seen: set[int] = set()
+    returns: list[str] = []
+    again = False
     if sample.report_path:
         for line in Path(sample.report_path).read_text(errors="replace").splitlines():
             head, _, value = line.partition(" ")
-            if head == secret and value.isdigit():
+            word, _, status = value.partition(" ")
+            if head != secret:
+                continue
+            if value.isdigit():
                 seen.add(int(value))
+            elif word == "main" and status.lstrip("-").isdigit():
+                returns.append(status)
+            elif value == "again":
+                again = True
     shutil.rmtree(layout.run(spec.key), ignore_errors=True)  # a fresh secret each build
+    main = "entered twice" if again or len(returns) > 1 else "did not return"
+    if not again and len(returns) == 1:
+        main = f"returned {returns[0]}"
     if sample.status != "exited":
-        return seen, f"the test program ended: {sample.status} {sample.detail}".strip(), False
+        return seen, f"the test program ended: {sample.status} {sample.detail}".strip(), main
     if sample.exit != 0:
-        return seen, f"the test program exited {sample.exit}", False
-    return seen, "", bool(sample.returned)
+        return seen, f"the test program exited {sample.exit}", main
+    return seen, "", main
 
 
 def _recorder(hit: str, secret: str, count: int, tag: str) -> str:
-    """The recording unit: one report line per witness, on its first execution. The secret
-    is kept masked (no string of it in the program's memory until a line is written)."""
+    """The recording unit: one report line per witness, on its first execution while main
+    runs in main's own process, and `main <status>` once main returned (`again` when it is
+    entered twice). The secret is kept masked (no string of it in the program's memory
+    until a line is written)."""
     mask = secrets.token_bytes(len(secret))
     masked = ", ".join(str(ord(c) ^ m) for c, m in zip(secret, mask, strict=True))
     keys = ", ".join(str(m) for m in mask)
     return f"""// cxxgate census: records which witnesses ran (generated, one per build).
 extern "C" void cxxgate_{tag}_line(const char* text, unsigned long size);
+extern "C" int __real_main(int argc, char** argv, char** envp);
 namespace {{
 unsigned char seen[{max(count, 1)}];
 const unsigned char masked[] = {{{masked}}};
 const unsigned char keys[] = {{{keys}}};
-}}  // namespace
-void {hit}(unsigned long id) noexcept {{
-  if (id >= sizeof seen || seen[id]) return;
-  seen[id] = 1;
-  char line[96];
+bool entered = false;
+bool in_main = false;
+long main_pid = 0;
+
+// getpid as a system call: the tree may define the C library's names.
+long own_pid() {{
+  long pid;
+#if defined(__x86_64__)
+  asm volatile("syscall" : "=a"(pid) : "a"(39L) : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+  register long x8 asm("x8") = 172;
+  register long x0 asm("x0");
+  asm volatile("svc 0" : "=r"(x0) : "r"(x8) : "memory");
+  pid = x0;
+#else
+#error "cxxgate census: no direct system call for this architecture"
+#endif
+  return pid;
+}}
+
+void emit(const char* word, long number, bool with_number) {{
+  char line[128];
   unsigned long n = 0;
   for (unsigned long i = 0; i < sizeof masked; ++i) {{
     line[n++] = static_cast<char>(masked[i] ^ keys[i]);
   }}
   line[n++] = ' ';
-  char digits[24];
-  int k = 0;
-  do {{
-    digits[k++] = static_cast<char>('0' + id % 10);
-    id /= 10;
-  }} while (id != 0);
-  while (k > 0) line[n++] = digits[--k];
+  for (const char* w = word; *w != 0; ++w) line[n++] = *w;
+  if (with_number) {{
+    if (*word != 0) line[n++] = ' ';
+    unsigned long value = static_cast<unsigned long>(number < 0 ? -number : number);
+    if (number < 0) line[n++] = '-';
+    char digits[24];
+    int k = 0;
+    do {{
+      digits[k++] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    }} while (value != 0);
+    while (k > 0) line[n++] = digits[--k];
+  }}
   cxxgate_{tag}_line(line, n);
   for (unsigned long i = 0; i < sizeof masked; ++i) line[i] = 0;
+}}
+}}  // namespace
+
+void {hit}(unsigned long id) noexcept {{
+  if (!in_main || own_pid() != main_pid) return;
+  if (id >= sizeof seen || seen[id]) return;
+  seen[id] = 1;
+  emit("", static_cast<long>(id), true);
+}}
+
+extern "C" int __wrap_main(int argc, char** argv, char** envp) {{
+  if (entered) emit("again", 0, false);
+  entered = true;
+  main_pid = own_pid();
+  in_main = true;
+  const int status = __real_main(argc, argv, envp);
+  in_main = false;
+  if (own_pid() == main_pid) emit("main", status, true);
+  return status;
 }}
 """

@@ -16,16 +16,20 @@ Facts per tree (the gate compares the reference's with the patched tree's):
   library does);
 - `weak_in_tests`: the symbols test objects define weakly (an inline copy a strong
   definition elsewhere would override);
-- `odd_copies`: what test objects hold weakly and a library object defines weakly too,
-  by hand (`__attribute__((weak))`) or as an inline copy whose bytes and relocations are
-  not the test objects' (an ODR-violating `inline bool check::near` in a source: the
-  linker keeps whichever copy it meets first);
+- `odd_copies`: what test objects hold weakly and a library object, or another test
+  object, defines weakly too, by hand (`__attribute__((weak))`) or as an inline copy
+  whose bytes and relocations are not the test objects' (an ODR-violating `inline bool
+  check::near` in a source or a test unit: the linker keeps whichever copy it meets
+  first);
 - `defined`: every global symbol a tree object defines (strong or weak), with its file;
+- `instances`: those defined only by COMDAT instances the compiler made (a library
+  template's member `std::string::size` the tree's code instantiates at -O0);
 - `imports` / `exports`: the binary's undefined and defined dynamic symbols.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -135,20 +139,37 @@ def facts(objects: dict[str, Path], tests: set[str], binary: Path) -> dict[str, 
             return f"{kind}:{strong[name]}"
         return "comdat" if name in weak else "outside"
 
-    # A weak copy outside the test objects of what they hold weakly, unlike theirs: the
-    # linker keeps one copy (whichever it meets first), so it may be the one tests call.
+    # A weak copy of what the test objects hold weakly, unlike theirs: the linker keeps one
+    # copy (whichever it meets first), so it may be the one every test calls. Outside the
+    # test objects, any copy not theirs; among them (a test unit of the patch's own
+    # defining `check::near` its way, round 29), the first copy that is not the one most
+    # of them hold, or the one the linker keeps when no shape has a majority.
     odd: dict[str, str] = {}
     for name in weak_in_tests:
-        theirs = {shape for rel, shape in copies.get(name, []) if rel in tests}
+        in_tests = [(rel, shape) for rel, shape in copies.get(name, []) if rel in tests]
+        theirs = Counter(shape for _, shape in in_tests)
         for rel, shape in copies.get(name, []):
             if rel not in tests and (shape not in theirs or shape in ("ungrouped", "abs")):
                 odd.setdefault(name, rel)
+        if len(theirs) > 1:
+            kept_rel, kept = in_tests[0]
+            if theirs[kept] * 2 <= len(in_tests):
+                odd.setdefault(name, kept_rel)
+            else:
+                odd.setdefault(name, next(rel for rel, shape in in_tests if shape != kept))
+    # What only the compiler's COMDAT instances define (a library template's member the
+    # tree's code instantiates, `std::string::size`): no interposition of the library's.
+    by_hand = {
+        n for n, found in copies.items() if any(sh in ("ungrouped", "abs") for _, sh in found)
+    }
+    instances = sorted(set(weak) - set(strong) - by_hand)
     dynamic = _symbols(binary, ".dynsym")
     return {
         "held": {name: binder(name) for name in sorted(held)},
         "weak_in_tests": sorted(weak_in_tests),
         "odd_copies": dict(sorted(odd.items())),
         "defined": dict(sorted({**weak, **strong}.items())),
+        "instances": instances,
         "imports": sorted(n for n, _, defined, _ in dynamic if not defined),
         "exports": sorted(n for n, _, defined, _ in dynamic if defined),
     }
@@ -185,7 +206,7 @@ def rebound(ref: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, st
             "linker keeps one copy for the program: it may be the one the tests call)"
         )
         out.append((name, file, why))
-    said = {name for name, _, _ in out}
+    said = {name for name, _, _ in out} | set(new.get("instances", []))
     imported = set(ref["imports"])
     exported = set(new["exports"]) - set(ref["exports"])
     for name, file in new["defined"].items():

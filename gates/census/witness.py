@@ -559,7 +559,7 @@ def _bind_and_run(
     result["link"] = ran.link
     result["bindings"] = ran.bindings
     result["exit"] = ran.exit if ran.link else "not run"
-    result["returned"] = ran.returned
+    result["main"] = ran.main
     for rel, flags in ran.ran.items():
         for w, flag in zip(inventories[rel].witnesses, flags, strict=True):
             w.ran = flag
