@@ -363,12 +363,10 @@ def compare(ref: dict[str, Any], new: dict[str, Any], allow: list[Allow]) -> Cen
             out.kept -= id(n) in unchanged
             continue  # one finding for the test that holds it
         told = "did not run" if n.ran is False else "cannot be shown to run (no marker ran)"
-        report(
-            "witness_unexecuted",
-            r,
-            n,
-            f"{n.text} {told} while the test program ran; the reference's did",
-        )
+        how = f"{told} while the test program ran"
+        if n.ran is None and new.get("execution"):  # refused, or did not build or link
+            how = f"cannot be shown to run: {new['execution']}"
+        report("witness_unexecuted", r, n, f"{n.text} {how}; the reference's did")
         out.kept -= id(n) in unchanged
         if n.kind == "test":
             not_run.append(n)

@@ -29,6 +29,13 @@ candidate could define), and writes through the same channel, after main returne
 `returned N`, `did not return`, `entered twice`. The objects are held to the harness
 entry's rules first (cxxgate/cells/premain.py: no `.preinit_array` hook, IFUNC or early
 constructor, which would run before the report channel's hook takes its nonce).
+
+The census compiles with flags of its own (bindings.FLAGS, UNINLINED), and code that asks
+which flags it has would run otherwise here than in the build (round 30: `#ifdef
+always_inline`, a stringized `__NO_INLINE__`). Each unit is preprocessed both ways first,
+and a tree line made into other tokens refuses the program (`_as_built`). Code that tells
+the census's run from the build's at run time (the report channel's descriptor, a
+`std::source_location` column the markers moved) is not seen: the README's threat model.
 """
 
 from __future__ import annotations
@@ -144,10 +151,14 @@ def run(
         base = toolcall.compile_argv(spec, copy)
         read = [copy, header.parent]
         # Every always_inline function made an ordinary one (bindings.UNINLINED): what
-        # bindings reads is what runs.
-        built = _compile(
-            layout, spec, tree, units, [*base, *bindings.FLAGS, *bindings.UNINLINED], read
-        )
+        # bindings reads is what runs. Those flags must change nothing else the tree's
+        # code is made of (round 30: `#ifdef always_inline`, a stringized __NO_INLINE__).
+        flags = [*base, *bindings.FLAGS, *bindings.UNINLINED]
+        differs = _as_built(layout, spec, units, base, flags, read)
+        if differs:
+            out.detail = f"the test program is refused: {differs}"
+            return _none(out, inventories)
+        built = _compile(layout, spec, tree, units, flags, read)
         if isinstance(built, str):
             out.detail = built
             return _none(out, inventories)
@@ -243,6 +254,66 @@ def _compile(
             return f"the test program does not build: {rel}: {why}"
         made[rel] = folder / "unit.o"
     return made
+
+
+def _as_built(
+    layout: Layout,
+    spec: CellSpec,
+    units: list[str],
+    base: list[str],
+    flags: list[str],
+    read: list[Path],
+) -> str:
+    """Where the census's compile flags make other code of the tree's lines than the
+    build's flags do ("" nowhere): each unit of the marked copy preprocessed both ways
+    (`_same`). Lines of files outside the tree (the C library's own `__NO_INLINE__`
+    tests) are the toolchain's."""
+    copy, header = read[0], read[1] / "cxxgate.run.h"
+    root = copy.resolve()
+    for n, rel in enumerate(units):
+        folder = copy.parent.parent / f"e{n}"
+        folder.mkdir()
+        made: list[dict[tuple[str, int], bytes]] = []
+        for name, argv in (("built", base), ("census", flags)):
+            unit = [*argv, "-w", "-E", "-include", str(header), "-x", "c++", str(copy / rel)]
+            step = toolcall.tool_call(
+                layout,
+                spec,
+                "compile",
+                str(copy / rel),
+                [*unit, "-o", f"{name}.i"],
+                folder,
+                read=read,
+                tree=copy,
+            )
+            if step.timed_out or step.exit != 0:
+                return ""  # the compile that follows says why
+            text = (folder / f"{name}.i").read_bytes()
+            made.append(survive.tree_lines(text, root, rel, str(copy / rel)))
+        built, census = made
+        for at in sorted(set(built) | set(census)):
+            if not _same(built.get(at), census.get(at)):
+                return (
+                    f"{at[0]}:{at[1]} reads otherwise under the census's compile flags "
+                    f"({' '.join(bindings.FLAGS + bindings.UNINLINED)}) than as built"
+                )
+    return ""
+
+
+def _same(built: bytes | None, census: bytes | None) -> bool:
+    """Whether a line of the build's -E output and the census's are one code, the build's
+    `always_inline` and `__always_inline__` names spelt as bindings.UNINLINED spells them
+    (a literal is a token whole: a stringized `always_inline` differs)."""
+    if built == census:
+        return True
+    if built is None or census is None:
+        return False
+    toks = cppsource.tokens(cppsource.parse(built).root_node)
+    spelt = [_NOINLINE.get(t, t) for t in toks]
+    return spelt == cppsource.tokens(cppsource.parse(census).root_node)
+
+
+_NOINLINE = {"always_inline": "noinline", "__always_inline__": "__noinline__"}
 
 
 # libstdc++ declares these extern templates and defines their always_inline members
@@ -344,28 +415,36 @@ long own_pid() {{
   return pid;
 }}
 
-void emit(const char* word, long number, bool with_number) {{
+// One report line: the secret, a space, `text`.
+void emit(const char* text) {{
   char line[128];
   unsigned long n = 0;
   for (unsigned long i = 0; i < sizeof masked; ++i) {{
     line[n++] = static_cast<char>(masked[i] ^ keys[i]);
   }}
   line[n++] = ' ';
-  for (const char* w = word; *w != 0; ++w) line[n++] = *w;
-  if (with_number) {{
-    if (*word != 0) line[n++] = ' ';
-    unsigned long value = static_cast<unsigned long>(number < 0 ? -number : number);
-    if (number < 0) line[n++] = '-';
-    char digits[24];
-    int k = 0;
-    do {{
-      digits[k++] = static_cast<char>('0' + value % 10);
-      value /= 10;
-    }} while (value != 0);
-    while (k > 0) line[n++] = digits[--k];
-  }}
+  for (const char* c = text; *c != 0; ++c) line[n++] = *c;
   cxxgate_{tag}_line(line, n);
   for (unsigned long i = 0; i < sizeof masked; ++i) line[i] = 0;
+}}
+
+// `word`, a space and `number` as one line ("" word: the number alone).
+void emit_number(const char* word, long number) {{
+  char text[48];
+  unsigned long n = 0;
+  for (const char* c = word; *c != 0; ++c) text[n++] = *c;
+  if (n != 0) text[n++] = ' ';
+  unsigned long value = static_cast<unsigned long>(number < 0 ? -number : number);
+  if (number < 0) text[n++] = '-';
+  char digits[24];
+  int k = 0;
+  do {{
+    digits[k++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }} while (value != 0);
+  while (k > 0) text[n++] = digits[--k];
+  text[n] = 0;
+  emit(text);
 }}
 }}  // namespace
 
@@ -373,17 +452,17 @@ void {hit}(unsigned long id) noexcept {{
   if (!in_main || own_pid() != main_pid) return;
   if (id >= sizeof seen || seen[id]) return;
   seen[id] = 1;
-  emit("", static_cast<long>(id), true);
+  emit_number("", static_cast<long>(id));
 }}
 
 extern "C" int __wrap_main(int argc, char** argv, char** envp) {{
-  if (entered) emit("again", 0, false);
+  if (entered) emit("again");
   entered = true;
   main_pid = own_pid();
   in_main = true;
   const int status = __real_main(argc, argv, envp);
   in_main = false;
-  if (own_pid() == main_pid) emit("main", status, true);
+  if (own_pid() == main_pid) emit_number("main", status);
   return status;
 }}
 """

@@ -21,6 +21,11 @@ Facts per tree (the gate compares the reference's with the patched tree's):
   whose bytes and relocations are not the test objects' (an ODR-violating `inline bool
   check::near` in a source or a test unit: the linker keeps whichever copy it meets
   first);
+- `shadows`: a global name of the program that an object also defines as a local symbol
+  (top-level `asm`, `.set`): that object's references to the name reach its own local
+  definition, not the program's (the test objects' `check::report` made a stub returning
+  true, round 30). A compiler names internal-linkage entities apart (`_ZL`, an anonymous
+  namespace), so no honest C++ object does this;
 - `defined`: every global symbol a tree object defines (strong or weak), with its file;
 - `instances`: those defined only by COMDAT instances the compiler made (a library
   template's member `std::string::size` the tree's code instantiates at -O0);
@@ -49,70 +54,129 @@ Symbol = tuple[str, str, bool, str]  # name, binding, defined, shape of a weak d
 def _symbols(path: Path, section: str) -> list[Symbol]:
     """(name, binding, defined, shape) of each global or weak named symbol of `section`; a
     weak definition's shape is its bytes and relocations (`_shape`), "" otherwise."""
+    return _read(path, section)[0]
+
+
+def _read(path: Path, section: str) -> tuple[list[Symbol], set[str]]:
+    """`_symbols`, and the names of the local function, object or untyped symbols defined
+    in `section`."""
     with path.open("rb") as fh:
         elf = ELFFile(fh)
         table = elf.get_section_by_name(section)
         if not isinstance(table, SymbolTableSection):
-            return []
+            return [], set()
         out = []
-        relocations: dict[int, list[tuple[int, int, int]]] | None = None
+        local: set[str] = set()
+        reader: _Reader | None = None
         for sym in table.iter_symbols():
             bind = sym["st_info"]["bind"]
-            if not sym.name or bind not in (*_GLOBAL, "STB_WEAK"):
-                continue
-            if sym["st_info"]["type"] in ("STT_SECTION", "STT_FILE"):
+            if not sym.name or sym["st_info"]["type"] in ("STT_SECTION", "STT_FILE"):
                 continue
             defined = sym["st_shndx"] != "SHN_UNDEF"
+            if bind == "STB_LOCAL":
+                if defined:
+                    local.add(sym.name)
+                continue
+            if bind not in (*_GLOBAL, "STB_WEAK"):
+                continue
             weak = bind == "STB_WEAK"
             shape = ""
             if weak and defined and section == ".symtab":
-                relocations = relocations if relocations is not None else _relocations(elf)
-                shape = _shape(elf, table, sym, relocations)
+                reader = reader or _Reader(elf, table)
+                shape = reader.shape(sym)
             out.append((sym.name, "weak" if weak else "strong", defined, shape))
-        return out
+        return out, local
 
 
-def _relocations(elf: ELFFile) -> dict[int, list[tuple[int, int, int]]]:
-    """(offset, type, symbol index) of every relocation, by the section it applies to: read
-    once per object (a test object holds thousands of weak inline copies)."""
-    found: dict[int, list[tuple[int, int, int]]] = {}
-    for rel in elf.iter_sections():
-        if isinstance(rel, RelocationSection):
-            found.setdefault(rel["sh_info"], []).extend(
-                (e["r_offset"], e["r_info_type"], e["r_info_sym"]) for e in rel.iter_relocations()
-            )
-    return found
+# Relocations whose addend counts from the end of the 4-byte field they patch (x86-64's
+# PC-relative ones): the data they reach starts 4 bytes past the addend. Elsewhere (AArch64's
+# page and low-12-bit pairs, absolute ones) the addend is the offset itself.
+_FROM_FIELD_END = {"EM_X86_64": {2, 4, 9, 24, 41, 42}}  # PC32, PLT32, GOTPCREL, PC64, GOTPCRELX
+_REACH = 256  # bytes of an unmerged section read at most, from where a relocation points
 
 
-def _shape(
-    elf: ELFFile,
-    table: SymbolTableSection,
-    sym: Any,
-    relocations: dict[int, list[tuple[int, int, int]]],
-) -> str:
-    """What a weak definition is: its bytes and the relocations within them (by target
-    name; a section's by section name, since string-pool offsets differ by unit), and
-    whether it sits in a COMDAT group (an inline function or a template's instantiation)
-    or was declared weak by hand (`__attribute__((weak))`: never the test objects' copy)."""
-    index = sym["st_shndx"]
-    if not isinstance(index, int):
-        return "abs"
-    where = elf.get_section(index)
-    grouped = bool(where["sh_flags"] & SH_FLAGS.SHF_GROUP)
-    if not grouped:
-        return "ungrouped"
-    start, size = sym["st_value"], sym["st_size"]
-    data = b"" if where["sh_type"] == "SHT_NOBITS" else where.data()[start : start + size]
-    relocs = []
-    for offset, kind, symbol in relocations.get(index, ()):
-        if not start <= offset < start + size:
-            continue
-        target = table.get_symbol(symbol)
-        name = target.name
-        if target["st_info"]["type"] == "STT_SECTION":
-            name = elf.get_section(target["st_shndx"]).name
-        relocs.append(f"{offset - start}:{kind}:{name}")
-    return codehash.of_text(data + "\n".join(sorted(relocs)).encode())
+class _Reader:
+    """Shapes of one object's weak definitions: the relocations read once (a test object
+    holds thousands of weak inline copies)."""
+
+    def __init__(self, elf: ELFFile, table: SymbolTableSection) -> None:
+        self.elf, self.table = elf, table
+        self.pc = _FROM_FIELD_END.get(elf["e_machine"], set())
+        self.relocations: dict[int, list[tuple[int, int, int, int]]] = {}
+        for rel in elf.iter_sections():
+            if isinstance(rel, RelocationSection):
+                self.relocations.setdefault(rel["sh_info"], []).extend(
+                    (e["r_offset"], e["r_info_type"], e["r_info_sym"], e.entry.get("r_addend", 0))
+                    for e in rel.iter_relocations()
+                )
+        self._bounds: dict[int, list[int]] | None = None
+
+    def shape(self, sym: Any) -> str:
+        """What a weak definition is: its bytes and the relocations within them, each by
+        its target's name, or, for a section's (a string, a constant, a table the code
+        reads), by the bytes it reaches: a copy of `check::near` byte for byte the test
+        objects' whose one relocation points at a zeroed mask is another function (round
+        30). Whether it sits in a COMDAT group (an inline function or a template's
+        instantiation) or was declared weak by hand (`__attribute__((weak))`: never the
+        test objects' copy)."""
+        index = sym["st_shndx"]
+        if not isinstance(index, int):
+            return "abs"
+        where = self.elf.get_section(index)
+        if not where["sh_flags"] & SH_FLAGS.SHF_GROUP:
+            return "ungrouped"
+        start, size = sym["st_value"], sym["st_size"]
+        data = b"" if where["sh_type"] == "SHT_NOBITS" else where.data()[start : start + size]
+        relocs = []
+        for offset, kind, symbol, addend in self.relocations.get(index, ()):
+            if not start <= offset < start + size:
+                continue
+            target = self.table.get_symbol(symbol)
+            kind_of = target["st_info"]["type"]
+            if kind_of == "STT_SECTION":
+                at = addend + (4 if kind in self.pc else 0)
+                name = self._reached(target["st_shndx"], at).hex()
+            elif target["st_info"]["bind"] == "STB_LOCAL":
+                name = f"local {target.name}"  # never a test object's (see `shadows`)
+            else:
+                name = f"{target.name}{addend:+d}"
+            relocs.append(f"{offset - start}:{kind}:{name}")
+        return codehash.of_text(data + "\n".join(sorted(relocs)).encode())
+
+    def _reached(self, index: Any, at: int) -> bytes:
+        """The bytes a section relocation reaches: a merged string or constant whole; in
+        another section, up to where the next thing the object names or points at in it
+        begins (at most _REACH bytes), since what follows is another unit's own."""
+        if not isinstance(index, int):
+            return b"?"
+        section = self.elf.get_section(index)
+        head = section.name.encode() + b":"
+        if section["sh_type"] == "SHT_NOBITS":
+            return head + b"zero"
+        data = section.data()
+        flags, entry = section["sh_flags"], section["sh_entsize"]
+        if flags & SH_FLAGS.SHF_MERGE and flags & SH_FLAGS.SHF_STRINGS:
+            end = data.find(b"\0" * max(entry, 1), at)
+            return head + data[at : end if end >= 0 else len(data)]
+        if flags & SH_FLAGS.SHF_MERGE and entry:
+            return head + data[at : at + entry]
+        later = [b for b in self._starts(index) if b > at]
+        return head + data[at : min([at + _REACH, len(data), *later])]
+
+    def _starts(self, index: int) -> list[int]:
+        """Where symbols and section relocations begin things in section `index`."""
+        if self._bounds is None:
+            self._bounds = {}
+            for sym in self.table.iter_symbols():
+                if isinstance(sym["st_shndx"], int) and sym["st_info"]["type"] != "STT_SECTION":
+                    self._bounds.setdefault(sym["st_shndx"], []).append(sym["st_value"])
+            for found in self.relocations.values():
+                for _, kind, symbol, addend in found:
+                    target = self.table.get_symbol(symbol)
+                    if target["st_info"]["type"] == "STT_SECTION":
+                        at = addend + (4 if kind in self.pc else 0)
+                        self._bounds.setdefault(target["st_shndx"], []).append(at)
+        return self._bounds.get(index, [])
 
 
 def facts(objects: dict[str, Path], tests: set[str], binary: Path) -> dict[str, Any]:
@@ -122,8 +186,14 @@ def facts(objects: dict[str, Path], tests: set[str], binary: Path) -> dict[str, 
     held: set[str] = set()
     weak_in_tests: set[str] = set()
     copies: dict[str, list[tuple[str, str]]] = {}  # weak definitions: (file, shape)
+    named: set[str] = set()  # every global name an object defines or refers to
+    local: dict[str, str] = {}
     for rel, path in sorted(objects.items()):
-        for name, bind, defined, shape in _symbols(path, ".symtab"):
+        symbols, own = _read(path, ".symtab")
+        for name in own:
+            local.setdefault(name, rel)
+        for name, bind, defined, shape in symbols:
+            named.add(name)
             if defined:
                 (strong if bind == "strong" else weak).setdefault(name, rel)
                 if bind == "weak":
@@ -164,10 +234,13 @@ def facts(objects: dict[str, Path], tests: set[str], binary: Path) -> dict[str, 
     }
     instances = sorted(set(weak) - set(strong) - by_hand)
     dynamic = _symbols(binary, ".dynsym")
+    named |= {name for name, *_ in dynamic}
+    shadows = {name: rel for name, rel in local.items() if name in named}
     return {
         "held": {name: binder(name) for name in sorted(held)},
         "weak_in_tests": sorted(weak_in_tests),
         "odd_copies": dict(sorted(odd.items())),
+        "shadows": dict(sorted(shadows.items())),
         "defined": dict(sorted({**weak, **strong}.items())),
         "instances": instances,
         "imports": sorted(n for n, _, defined, _ in dynamic if not defined),
@@ -204,6 +277,14 @@ def rebound(ref: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, st
         why = (
             f"{name}: {file} holds a weak or inline copy unlike the test objects' (the "
             "linker keeps one copy for the program: it may be the one the tests call)"
+        )
+        out.append((name, file, why))
+    for name, file in new.get("shadows", {}).items():
+        if name in ref.get("shadows", {}):
+            continue
+        why = (
+            f"{name}: {file} defines a local symbol of that name (assembler-made), which its "
+            "own references reach in place of the program's"
         )
         out.append((name, file, why))
     said = {name for name, _, _ in out} | set(new.get("instances", []))

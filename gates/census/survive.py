@@ -488,6 +488,16 @@ def _lines(text: bytes, tree: Path, rel: str, copy: str) -> Iterator[tuple[str |
         number += 1
 
 
+def tree_lines(text: bytes, root: Path, rel: str, copy: str) -> dict[tuple[str, int], bytes]:
+    """-E output's code by the tree file and line it comes from (a file read twice: both),
+    files outside the tree (resolved `root`) left out."""
+    out: dict[tuple[str, int], bytes] = {}
+    for file, number, line in _lines(text, root, rel, copy):
+        if file is not None:
+            out[file, number] = out[file, number] + b"\n" + line if (file, number) in out else line
+    return out
+
+
 def _kept(text: bytes, tree: Path, rel: str, copy: str) -> dict[str, list[list[int]]]:
     """Per tree file, the lines the preprocessor kept something of (-dD output: code, or a
     #define or #undef), as runs [first, last]."""

@@ -1014,6 +1014,77 @@ def test_checks_run_outside_main_do_not_count(
     assert census.compare(ref, new, []).findings
 
 
+# Library code told apart by the flags the census compiles with (round 30): only there is
+# `always_inline` a macro, and -fno-inline defines __NO_INLINE__ (at -O0 the build defines
+# it too). The program is refused; an honest always_inline function is not.
+AS_BUILT = {
+    "ifdef": "#ifdef always_inline\ninline int twice(int x) { return 2 * x; }\n#else\n"
+    "inline int twice(int x) { return 2 * x + (x == 5); }\n#endif\n",
+    "stringized": "#define S2(x) #x\n#define S(x) S2(x)\n"
+    "inline int twice(int x) { return 2 * x + (sizeof(S(always_inline)) == 14 && x == 5); }\n",
+    "honest": "[[gnu::always_inline]] inline int twice(int x) { return 2 * x; }\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(AS_BUILT))
+def test_code_the_census_flags_change_refuses_the_program(
+    data_reference: tuple[Path, dict[str, object]], how: str
+) -> None:
+    root, _ = data_reference
+    lib = "#pragma once\n" + AS_BUILT[how]
+    new = _small_scan(root, f"as_built_{how}", DATA | {"include/lib.hpp": lib})
+    if how == "honest":
+        assert new["execution"] == "" and new["main"] == "returned 0", new["execution"]
+        return
+    assert str(new["execution"]).startswith("the test program is refused: include/lib.hpp:")
+    assert "census's compile flags" in str(new["execution"])
+    assert all(w["ran"] is None for w in new["witnesses"])  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the stub is x86-64 assembly")
+def test_a_local_symbol_shadowing_the_frameworks_is_named(
+    data_reference: tuple[Path, dict[str, object]],
+) -> None:
+    """A test unit's top-level asm defines a local `fw::report` that returns true: the
+    unit's own inline `fw::eq` calls it, and the library's bug passes (round 30)."""
+    from cxxgate.gates.census import linked
+
+    root, ref = data_reference
+    stub = 'asm(".text\\n_ZN2fw6reportEbPKc:\\n  movl $1, %eax\\n  ret\\n");\n'
+    bug = {"include/lib.hpp": LIB.replace("2 * x", "2 * x + (x == 5)")}
+    new = _small_scan(root, "shadow", DATA | bug | {"t.cpp": DATA_TESTS + stub})
+    assert new["exit"] == "" and new["main"] == "returned 0"  # the cheat works
+    found = linked.rebound(ref["link"], new["link"])  # type: ignore[arg-type]
+    assert [(n, f) for n, f, _ in found] == [("_ZN2fw6reportEbPKc", "t.cpp")], found
+
+
+def test_a_copy_alike_in_bytes_reading_other_data_is_named(tmp_path: Path) -> None:
+    """Two copies of one inline function, byte for byte and relocation for relocation
+    alike, one of whose constant (a merged `.rodata.cst8` entry) says 1.0 where the other
+    says 0.5: another function (round 30's asm_comdat, made here from g++'s own output)."""
+    from cxxgate.gates.census import bindings, linked
+
+    unit = "inline double scale(double x) { return x * 0.5; }\n"
+    (tmp_path / "t.cpp").write_text(unit + "int main() { return scale(2.0) != 1.0; }\n")
+    (tmp_path / "s.cpp").write_text(unit + "double g(double x) { return scale(x); }\n")
+    flags = ["g++", "-O0", *bindings.FLAGS]
+    subprocess.run([*flags, "-S", "s.cpp", "-o", "s.s"], cwd=tmp_path, check=True)
+    text = (tmp_path / "s.s").read_text()
+    assert text.count("1071644672") == 1  # 0.5's high word
+    (tmp_path / "forged.s").write_text(text.replace("1071644672", "1072693248"))  # 1.0
+    for name in ("t.cpp", "s.cpp", "forged.s"):
+        subprocess.run([*flags, "-c", name], cwd=tmp_path, check=True)
+    subprocess.run(["g++", "t.o", "s.o", "-o", "honest"], cwd=tmp_path, check=True)
+    subprocess.run(["g++", "t.o", "forged.o", "-o", "forged"], cwd=tmp_path, check=True)
+    tests = {"t.cpp"}
+    honest = linked.facts({"t.cpp": tmp_path / "t.o", "s.cpp": tmp_path / "s.o"}, tests,
+                          tmp_path / "honest")  # fmt: skip
+    assert honest["odd_copies"] == {}
+    forged = linked.facts({"t.cpp": tmp_path / "t.o", "s.cpp": tmp_path / "forged.o"}, tests,
+                          tmp_path / "forged")  # fmt: skip
+    assert forged["odd_copies"] == {"_Z5scaled": "s.cpp"}
+
+
 def test_a_program_using_std_string_links(data_reference: tuple[Path, dict[str, object]]) -> None:
     """libstdc++'s allocator members, always_inline and made ordinary for bindings, are
     defined out of line nowhere but in the census's own allocator unit."""
