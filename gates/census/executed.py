@@ -275,7 +275,8 @@ def _as_built(
         folder.mkdir()
         made: list[dict[tuple[str, int], bytes]] = []
         for name, argv in (("built", base), ("census", flags)):
-            unit = [*argv, "-w", "-E", "-include", str(header), "-x", "c++", str(copy / rel)]
+            unit = [*argv, "-w", *_CLOCKLESS, "-E", "-include", str(header), "-x", "c++"]
+            unit.append(str(copy / rel))
             step = toolcall.tool_call(
                 layout,
                 spec,
@@ -309,11 +310,33 @@ def _same(built: bytes | None, census: bytes | None) -> bool:
     if built is None or census is None:
         return False
     toks = cppsource.tokens(cppsource.parse(built).root_node)
-    spelt = [_NOINLINE.get(t, t) for t in toks]
-    return spelt == cppsource.tokens(cppsource.parse(census).root_node)
+    return _uninlined(toks) == cppsource.tokens(cppsource.parse(census).root_node)
 
 
+# The two runs may straddle a second (round 31: `__DATE__ " " __TIME__` differed).
+_CLOCKLESS = [f'-D{m}="?"' for m in ("__DATE__", "__TIME__", "__TIMESTAMP__")]
 _NOINLINE = {"always_inline": "noinline", "__always_inline__": "__noinline__"}
+
+
+def _uninlined(toks: list[str]) -> list[str]:
+    """`toks` with each always_inline name inside an attribute (`__attribute__((...))`,
+    `[[...]]`) spelt as UNINLINED spells it. Elsewhere the name is the tree's own, and
+    renamed it reads another declaration (round 31: a variable `always_inline` the census
+    made `noinline`, which a local of that name then shadowed)."""
+    out: list[str] = []
+    parens = brackets = 0  # depth inside __attribute__'s parentheses; inside [[ ]]
+    for i, t in enumerate(toks):
+        before = toks[i - 1] if i else ""
+        if parens:
+            parens += {"(": 1, ")": -1}.get(t, 0)
+        elif t == "(" and before in ("__attribute__", "__attribute"):
+            parens = 1
+        if t == "[[" or (t == "[" and before == "[" and not brackets):
+            brackets = 1
+        elif brackets and (t == "]]" or (t == "]" and before == "]")):
+            brackets = 0
+        out.append(_NOINLINE.get(t, t) if parens or brackets else t)
+    return out
 
 
 # libstdc++ declares these extern templates and defines their always_inline members

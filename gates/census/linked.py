@@ -135,7 +135,7 @@ class _Reader:
             kind_of = target["st_info"]["type"]
             if kind_of == "STT_SECTION":
                 at = addend + (4 if kind in self.pc else 0)
-                name = self._reached(target["st_shndx"], at).hex()
+                name = self._reached(target["st_shndx"], addend, at).hex()
             elif target["st_info"]["bind"] == "STB_LOCAL":
                 name = f"local {target.name}"  # never a test object's (see `shadows`)
             else:
@@ -143,25 +143,34 @@ class _Reader:
             relocs.append(f"{offset - start}:{kind}:{name}")
         return codehash.of_text(data + "\n".join(sorted(relocs)).encode())
 
-    def _reached(self, index: Any, at: int) -> bytes:
-        """The bytes a section relocation reaches: a merged string or constant whole; in
-        another section, up to where the next thing the object names or points at in it
-        begins (at most _REACH bytes), since what follows is another unit's own."""
+    def _reached(self, index: Any, addend: int, at: int) -> bytes:
+        """The bytes a section relocation reaches (`at`): a merged string or constant
+        whole, with the entry holding `addend` too, since that is the one the linker
+        looks up and the code then reads past it (round 31's `asm_merge`: a duplicate
+        entry merged away, the read landing on the zeros after its survivor); in another
+        section, up to where the next thing the object names or points at in it begins (at
+        most _REACH bytes, the padding to an 8-byte end dropped), since what follows is
+        another unit's own. The section's flags and entry size are part of it."""
         if not isinstance(index, int):
             return b"?"
         section = self.elf.get_section(index)
-        head = section.name.encode() + b":"
+        flags, entry = section["sh_flags"], section["sh_entsize"]
+        head = f"{section.name}:{flags:x}:{entry}:".encode()
         if section["sh_type"] == "SHT_NOBITS":
             return head + b"zero"
         data = section.data()
-        flags, entry = section["sh_flags"], section["sh_entsize"]
         if flags & SH_FLAGS.SHF_MERGE and flags & SH_FLAGS.SHF_STRINGS:
-            end = data.find(b"\0" * max(entry, 1), at)
-            return head + data[at : end if end >= 0 else len(data)]
+            nul = b"\0" * max(entry, 1)
+            return head + _string(data, addend, nul) + b"|" + _string(data, at, nul)
         if flags & SH_FLAGS.SHF_MERGE and entry:
-            return head + data[at : at + entry]
+            first = addend - addend % entry
+            held = data[first : first + entry] if first >= 0 else b"<"
+            return head + held + b"|" + data[at : at + entry]
         later = [b for b in self._starts(index) if b > at]
-        return head + data[at : min([at + _REACH, len(data), *later])]
+        reached = data[at : min([at + _REACH, len(data), *later])]
+        while len(reached) > 8 and len(reached) % 8 == 0 and not any(reached[-8:]):
+            reached = reached[:-8]  # alignment padding before the next constant
+        return head + reached
 
     def _starts(self, index: int) -> list[int]:
         """Where symbols and section relocations begin things in section `index`."""
@@ -177,6 +186,14 @@ class _Reader:
                         at = addend + (4 if kind in self.pc else 0)
                         self._bounds.setdefault(target["st_shndx"], []).append(at)
         return self._bounds.get(index, [])
+
+
+def _string(data: bytes, at: int, nul: bytes) -> bytes:
+    """The string of a merged string section from `at` ("<": before the section)."""
+    if at < 0:
+        return b"<"
+    end = data.find(nul, at)
+    return data[at : end if end >= 0 else len(data)]
 
 
 def facts(objects: dict[str, Path], tests: set[str], binary: Path) -> dict[str, Any]:

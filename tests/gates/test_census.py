@@ -1022,7 +1022,13 @@ AS_BUILT = {
     "inline int twice(int x) { return 2 * x + (x == 5); }\n#endif\n",
     "stringized": "#define S2(x) #x\n#define S(x) S2(x)\n"
     "inline int twice(int x) { return 2 * x + (sizeof(S(always_inline)) == 14 && x == 5); }\n",
-    "honest": "[[gnu::always_inline]] inline int twice(int x) { return 2 * x; }\n",
+    # A name the census's define renames, shadowed there by a local (round 31).
+    "identifier": "constexpr int always_inline = 1;\ninline int twice(int x) {\n"
+    "  [[maybe_unused]] constexpr int noinline = 0;\n"
+    "  return 2 * x + (x == 5) * always_inline;\n}\n",
+    "honest": "[[gnu::always_inline]] inline int twice(int x) { return 2 * x; }\n"
+    # the clock read: two preprocessor runs may straddle a second (round 31)
+    'inline const char* stamp() { return __DATE__ " " __TIME__; }\n',
 }
 
 
