@@ -274,6 +274,7 @@ def _as_built(
         folder = copy.parent.parent / f"e{n}"
         folder.mkdir()
         made: list[dict[tuple[str, int], bytes]] = []
+        failed: dict[str, str] = {}
         for name, argv in (("built", base), ("census", flags)):
             unit = [*argv, "-w", *_CLOCKLESS, "-E", "-include", str(header), "-x", "c++"]
             unit.append(str(copy / rel))
@@ -287,16 +288,29 @@ def _as_built(
                 read=read,
                 tree=copy,
             )
-            if step.timed_out or step.exit != 0:
+            if step.timed_out:
                 return ""  # the compile that follows says why
+            if step.exit != 0:
+                first = diagnostics.first_error(diagnostics.parse(step, str(copy)))
+                failed[name] = first.brief() if first else f"{rel}: no diagnostic"
+                made.append({})
+                continue
             text = (folder / f"{name}.i").read_bytes()
             made.append(survive.tree_lines(text, root, rel, str(copy / rel)))
+        census_flags = " ".join(bindings.FLAGS + bindings.UNINLINED)
+        if len(failed) == 1:
+            # One flag set preprocesses the unit and the other stops it (`#error` under
+            # `#ifdef always_inline`): the census would not run what the build runs.
+            how = "under the census's compile flags" if "census" in failed else "as built"
+            return f"{rel} does not preprocess {how} ({census_flags}): {failed.popitem()[1]}"
+        if failed:
+            return ""  # the compile that follows says why
         built, census = made
         for at in sorted(set(built) | set(census)):
             if not _same(built.get(at), census.get(at)):
                 return (
                     f"{at[0]}:{at[1]} reads otherwise under the census's compile flags "
-                    f"({' '.join(bindings.FLAGS + bindings.UNINLINED)}) than as built"
+                    f"({census_flags}) than as built"
                 )
     return ""
 

@@ -1026,6 +1026,9 @@ AS_BUILT = {
     "identifier": "constexpr int always_inline = 1;\ninline int twice(int x) {\n"
     "  [[maybe_unused]] constexpr int noinline = 0;\n"
     "  return 2 * x + (x == 5) * always_inline;\n}\n",
+    # One flag set stops the unit: the census's build would not be the tests' (round 31).
+    "error": "#ifdef always_inline\n#error profiling build\n#endif\n"
+    "inline int twice(int x) { return 2 * x + (x == 5); }\n",
     "honest": "[[gnu::always_inline]] inline int twice(int x) { return 2 * x; }\n"
     # the clock read: two preprocessor runs may straddle a second (round 31)
     'inline const char* stamp() { return __DATE__ " " __TIME__; }\n',
@@ -1042,8 +1045,14 @@ def test_code_the_census_flags_change_refuses_the_program(
     if how == "honest":
         assert new["execution"] == "" and new["main"] == "returned 0", new["execution"]
         return
-    assert str(new["execution"]).startswith("the test program is refused: include/lib.hpp:")
-    assert "census's compile flags" in str(new["execution"])
+    if how == "error":
+        assert str(new["execution"]).startswith(
+            "the test program is refused: t.cpp does not preprocess under the census's"
+        ), new["execution"]
+        assert "include/lib.hpp:3: error: #error profiling build" in str(new["execution"])
+    else:
+        assert str(new["execution"]).startswith("the test program is refused: include/lib.hpp:")
+        assert "census's compile flags" in str(new["execution"])
     assert all(w["ran"] is None for w in new["witnesses"])  # type: ignore[union-attr]
 
 
