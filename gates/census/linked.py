@@ -125,6 +125,12 @@ class _Reader:
         where = self.elf.get_section(index)
         if not where["sh_flags"] & SH_FLAGS.SHF_GROUP:
             return "ungrouped"
+        return self._body(sym, frozenset({sym.name}))
+
+    def _body(self, sym: Any, seen: frozenset[str]) -> str:
+        """`shape` past the group check: the bytes and the relocations within them."""
+        index = sym["st_shndx"]
+        where = self.elf.get_section(index)
         start, size = sym["st_value"], sym["st_size"]
         data = b"" if where["sh_type"] == "SHT_NOBITS" else where.data()[start : start + size]
         relocs = []
@@ -133,15 +139,29 @@ class _Reader:
                 continue
             target = self.table.get_symbol(symbol)
             kind_of = target["st_info"]["type"]
+            past = 4 if kind in self.pc else 0
             if kind_of == "STT_SECTION":
-                at = addend + (4 if kind in self.pc else 0)
-                name = self._reached(target["st_shndx"], addend, at).hex()
+                name = self._reached(target["st_shndx"], addend, addend + past).hex()
             elif target["st_info"]["bind"] == "STB_LOCAL":
-                name = f"local {target.name}"  # never a test object's (see `shadows`)
+                name = "local " + self._local(target, addend + past, seen)
             else:
                 name = f"{target.name}{addend:+d}"
             relocs.append(f"{offset - start}:{kind}:{name}")
         return codehash.of_text(data + "\n".join(sorted(relocs)).encode())
+
+    def _local(self, target: Any, offset: int, seen: frozenset[str]) -> str:
+        """A local symbol by what it is, never by its name, which the object chooses (round
+        32: g++ reaches a merged constant at -O2 through its local label `.LC0`, and a forged
+        copy's `.LC0` held a zeroed mask): a function (a clone GCC made of an inline one,
+        `.constprop.0`) by its own bytes and relocations, anything else by the bytes read
+        `offset` past it, the entry holding the symbol being the one the linker looks up.
+        A local bearing a global name of the program is named apart (`shadows`)."""
+        index, value = target["st_shndx"], target["st_value"]
+        if target["st_info"]["type"] == "STT_FUNC" and isinstance(index, int):
+            if target.name in seen:
+                return "itself"
+            return self._body(target, seen | {target.name})
+        return self._reached(index, value, value + offset).hex()
 
     def _reached(self, index: Any, addend: int, at: int) -> bytes:
         """The bytes a section relocation reaches (`at`): a merged string or constant

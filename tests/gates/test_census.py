@@ -1100,6 +1100,39 @@ def test_a_copy_alike_in_bytes_reading_other_data_is_named(tmp_path: Path) -> No
     assert forged["odd_copies"] == {"_Z5scaled": "s.cpp"}
 
 
+def test_a_copy_reading_a_forged_constant_through_its_label_is_named(tmp_path: Path) -> None:
+    """At -O2 g++ reaches a merged constant through its local label (`.LC0`: the assembler
+    keeps it, the section being merged): a copy alike in bytes and in its relocations'
+    names, whose `.LC0` holds a zeroed fabs mask (every difference is then within
+    tolerance), is another function (round 32)."""
+    from cxxgate.gates.census import bindings, linked
+
+    unit = "#include <cmath>\ninline bool close(double a, double b) {\n"
+    unit += "  return std::fabs(a - b) <= 0.25;\n}\n"
+    (tmp_path / "t.cpp").write_text(unit + "int main(int n, char**) { return close(n, 1.5); }\n")
+    (tmp_path / "s.cpp").write_text(unit + "bool g(double x) { return close(x, 1.0); }\n")
+    flags = ["g++", "-O2", *bindings.FLAGS]
+    subprocess.run([*flags, "-S", "s.cpp", "-o", "s.s"], cwd=tmp_path, check=True)
+    text = (tmp_path / "s.s").read_text()
+    mask = ".LC0:\n\t.long\t-1\n\t.long\t2147483647\n"
+    assert text.count(mask) == 1 and "andpd\t.LC0(%rip)" in text
+    (tmp_path / "forged.s").write_text(text.replace(mask, ".LC0:\n\t.long\t0\n\t.long\t0\n"))
+    for name in ("t.cpp", "s.cpp", "forged.s"):
+        subprocess.run([*flags, "-c", name], cwd=tmp_path, check=True)
+    subprocess.run(["g++", "t.o", "s.o", "-o", "honest"], cwd=tmp_path, check=True)
+    subprocess.run(["g++", "forged.o", "t.o", "-o", "forged"], cwd=tmp_path, check=True)
+    # the forgery works: |1 - 1.5| is within the tolerance once the mask is zero
+    assert subprocess.run([tmp_path / "honest"]).returncode == 0
+    assert subprocess.run([tmp_path / "forged"]).returncode == 1
+    tests = {"t.cpp"}
+    honest = linked.facts({"t.cpp": tmp_path / "t.o", "s.cpp": tmp_path / "s.o"}, tests,
+                          tmp_path / "honest")  # fmt: skip
+    assert honest["odd_copies"] == {}
+    forged = linked.facts({"t.cpp": tmp_path / "t.o", "s.cpp": tmp_path / "forged.o"}, tests,
+                          tmp_path / "forged")  # fmt: skip
+    assert forged["odd_copies"] == {"_Z5closedd": "s.cpp"}
+
+
 def test_a_program_using_std_string_links(data_reference: tuple[Path, dict[str, object]]) -> None:
     """libstdc++'s allocator members, always_inline and made ordinary for bindings, are
     defined out of line nowhere but in the census's own allocator unit."""
