@@ -199,7 +199,8 @@ def _interposed(
     c_names, cxx_names = exports
     found = []
     for sym in table.iter_symbols():
-        name, bind = sym.name, sym["st_info"]["bind"]
+        # `name@@V` (`.symver`) defines `name` in a program's link (round 32: `strcmp@@X`).
+        name, bind = sym.name.split("@", 1)[0], sym["st_info"]["bind"]
         if sym["st_shndx"] == "SHN_UNDEF" or bind == "STB_LOCAL" or _REPLACEABLE.fullmatch(name):
             continue
         if name in c_names or (name in cxx_names and bind == "STB_GLOBAL"):

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import PROJECT, SHIPPED, Grade, exclusive
@@ -1100,37 +1103,145 @@ def test_a_copy_alike_in_bytes_reading_other_data_is_named(tmp_path: Path) -> No
     assert forged["odd_copies"] == {"_Z5scaled": "s.cpp"}
 
 
-def test_a_copy_reading_a_forged_constant_through_its_label_is_named(tmp_path: Path) -> None:
-    """At -O2 g++ reaches a merged constant through its local label (`.LC0`: the assembler
-    keeps it, the section being merged): a copy alike in bytes and in its relocations'
-    names, whose `.LC0` holds a zeroed fabs mask (every difference is then within
-    tolerance), is another function (round 32)."""
+CLOSE = "#include <cmath>\ninline bool close(double a, double b) {\n"
+CLOSE += "  return std::fabs(a - b) <= 0.25;\n}\n"
+
+
+CLOSE_CALLS = (
+    "int main(int n, char**) { return close(n * 4.0, 1.5) ? 0 : 1; }\n",  # |4 - 1.5| > 0.25
+    "bool g(double x) { return close(x, 1.0); }\n",
+)
+# A framework check dispatching on its operator: at -O0 a jump table in its COMDAT group.
+CMP = """bool report(bool ok);
+enum class Op { eq, ne, lt, le, gt, ge };
+inline bool cmp(Op op, int a, int b) {
+  bool ok = false;
+  switch (op) {
+    case Op::eq: ok = a == b; break;
+    case Op::ne: ok = a != b; break;
+    case Op::lt: ok = a < b; break;
+    case Op::le: ok = a <= b; break;
+    case Op::gt: ok = a > b; break;
+    case Op::ge: ok = a >= b; break;
+  }
+  return report(ok);
+}
+"""
+CMP_CALLS = (
+    "bool report(bool ok) { return ok; }\nint main(int n, char**) { return !cmp(Op::eq, n, 2); }\n",
+    "bool g(int x) { return cmp(Op::lt, x, 3); }\n",
+)
+
+
+def _forged(
+    tmp_path: Path,
+    opt: str,
+    forge: Callable[[str], str],
+    library: str = "",
+    unit: tuple[str, tuple[str, str]] = (CLOSE, CLOSE_CALLS),
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The linked facts of a program whose test unit `t.cpp` calls an inline function of
+    `unit` (CLOSE's `close` by default) beside a library unit holding a copy of it: as g++
+    made it, and as `forge` rewrote its assembly (or, with `library`, that source instead).
+    The forgery must work: the honest program's check fails, the forged one's passes."""
     from cxxgate.gates.census import bindings, linked
 
-    unit = "#include <cmath>\ninline bool close(double a, double b) {\n"
-    unit += "  return std::fabs(a - b) <= 0.25;\n}\n"
-    (tmp_path / "t.cpp").write_text(unit + "int main(int n, char**) { return close(n, 1.5); }\n")
-    (tmp_path / "s.cpp").write_text(unit + "bool g(double x) { return close(x, 1.0); }\n")
-    flags = ["g++", "-O2", *bindings.FLAGS]
+    header, (main, call) = unit
+    (tmp_path / "t.cpp").write_text(header + main)
+    (tmp_path / "s.cpp").write_text(header + call)
+    flags = ["g++", opt, *bindings.FLAGS]
     subprocess.run([*flags, "-S", "s.cpp", "-o", "s.s"], cwd=tmp_path, check=True)
-    text = (tmp_path / "s.s").read_text()
-    mask = ".LC0:\n\t.long\t-1\n\t.long\t2147483647\n"
-    assert text.count(mask) == 1 and "andpd\t.LC0(%rip)" in text
-    (tmp_path / "forged.s").write_text(text.replace(mask, ".LC0:\n\t.long\t0\n\t.long\t0\n"))
-    for name in ("t.cpp", "s.cpp", "forged.s"):
+    if library:
+        (tmp_path / "forged.cpp").write_text(library)
+    else:
+        (tmp_path / "forged.s").write_text(forge((tmp_path / "s.s").read_text()))
+    for name in ("t.cpp", "s.cpp", "forged.cpp" if library else "forged.s"):
         subprocess.run([*flags, "-c", name], cwd=tmp_path, check=True)
-    subprocess.run(["g++", "t.o", "s.o", "-o", "honest"], cwd=tmp_path, check=True)
+    # the library's copy first: the linker keeps the first copy it meets
+    subprocess.run(["g++", "s.o", "t.o", "-o", "honest"], cwd=tmp_path, check=True)
     subprocess.run(["g++", "forged.o", "t.o", "-o", "forged"], cwd=tmp_path, check=True)
-    # the forgery works: |1 - 1.5| is within the tolerance once the mask is zero
-    assert subprocess.run([tmp_path / "honest"]).returncode == 0
-    assert subprocess.run([tmp_path / "forged"]).returncode == 1
+    assert subprocess.run([tmp_path / "honest"]).returncode == 1
+    assert subprocess.run([tmp_path / "forged"]).returncode == 0  # the cheat works
     tests = {"t.cpp"}
     honest = linked.facts({"t.cpp": tmp_path / "t.o", "s.cpp": tmp_path / "s.o"}, tests,
                           tmp_path / "honest")  # fmt: skip
-    assert honest["odd_copies"] == {}
     forged = linked.facts({"t.cpp": tmp_path / "t.o", "s.cpp": tmp_path / "forged.o"}, tests,
                           tmp_path / "forged")  # fmt: skip
-    assert forged["odd_copies"] == {"_Z5closedd": "s.cpp"}
+    return honest, forged
+
+
+def _zeroed_mask(text: str) -> str:
+    """g++'s -O2 `.LC0` fabs mask zeroed: every difference is then within tolerance."""
+    mask = ".LC0:\n\t.long\t-1\n\t.long\t2147483647\n"
+    assert text.count(mask) == 1 and "andpd\t.LC0(%rip)" in text
+    return text.replace(mask, ".LC0:\n\t.long\t0\n\t.long\t0\n")
+
+
+def _past_duplicate(text: str) -> str:
+    """The tolerance read 8 bytes past its label, where the object holds a duplicate of it
+    (what linked.py reads) and then 1e300: the linker merges the duplicate away, and the
+    read lands on 1e300 after the survivor (round 32, `merge_next`)."""
+    read, tolerance = "movsd\t.LC1(%rip), %xmm1\n", ".LC1:\n\t.long\t0\n\t.long\t1070596096\n"
+    assert text.count(read) == 1 and text.count(tolerance) == 1
+    text = text.replace(read, "movsd\t.LC1+8(%rip), %xmm1\n")
+    return text.replace(
+        tolerance, tolerance + "\t.long\t0\n\t.long\t1070596096\n\t.double\t1e300\n"
+    )
+
+
+def _written_before(text: str) -> str:
+    """Eight bytes of padding before the copy's symbol, and a relocation at the last of them
+    that the linker resolves into `mov $1, %eax; ret` over the copy's first bytes: the
+    symbol's own bytes and relocations stay g++'s (round 32, `reloc_prefix`)."""
+    label = "_Z5closedd:\n"
+    assert text.count(label) == 1
+    text = text.replace(label, ".Lpad:\n\t.byte 0x90,0x90,0x90,0x90,0x90,0x90,0x90,0x90\n" + label)
+    end = "\t.size\t_Z5closedd, .-_Z5closedd\n"
+    return text.replace(end, end + "\t.reloc .Lpad+7, R_X86_64_PC64, .Lpad+0x90c300000001b897\n")
+
+
+def _one_case_for_all(text: str) -> str:
+    """Every entry of the jump table sent to the `setne` of `case Op::ne`, past its compare:
+    the flags are the dispatch's (ZF clear), so every check passes. The table's entries are
+    relocations; its bytes are zeros in the object (round 32, `jump_table`)."""
+    assert text.count("\tsetne\t%al\n") == 1
+    text = text.replace("\tsetne\t%al\n", ".Lalways:\n\tsetne\t%al\n")
+    text, n = re.subn(r"\.long\t\.L\d+-\.L4\n", ".long\t.Lalways-.L4\n", text)
+    assert n == 6, text
+    return text
+
+
+# A strong `close` under a versioned name: linking a program, ld takes `name@@V` for `name`.
+SYMVER = 'extern "C" bool close_always(double, double) { return true; }\n'
+SYMVER += 'asm(".symver close_always, _Z5closedd@@CHK");\n'
+
+
+FORGERIES: dict[str, tuple[str, Callable[[str], str], tuple[str, tuple[str, str]], str]] = {
+    # At -O2 g++ reaches a merged constant through its local label (`.LC0`, kept since the
+    # section is merged): named by what it holds, not by the label (round 32).
+    "label": ("-O2", _zeroed_mask, (CLOSE, CLOSE_CALLS), "_Z5closedd"),
+    "merge_next": ("-O2", _past_duplicate, (CLOSE, CLOSE_CALLS), "_Z5closedd"),
+    "reloc_prefix": ("-O0", _written_before, (CLOSE, CLOSE_CALLS), "_Z5closedd"),
+    "jump_table": ("-O0", _one_case_for_all, (CMP, CMP_CALLS), "_Z3cmp2Opii"),
+}
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the forgeries are x86-64 assembly")
+@pytest.mark.parametrize("how", sorted(FORGERIES))
+def test_a_forged_copy_of_an_inline_function_is_named(tmp_path: Path, how: str) -> None:
+    opt, forge, unit, symbol = FORGERIES[how]
+    honest, forged = _forged(tmp_path, opt, forge, unit=unit)
+    assert honest["odd_copies"] == {}
+    assert forged["odd_copies"] == {symbol: "s.cpp"}
+
+
+def test_a_versioned_definition_is_the_name_it_versions(tmp_path: Path) -> None:
+    from cxxgate.gates.census import linked
+
+    honest, forged = _forged(tmp_path, "-O0", str, library=SYMVER)
+    assert honest["held"]["_Z5closedd"] == "comdat"
+    assert forged["held"]["_Z5closedd"] == "source:s.cpp"
+    assert [name for name, _, _ in linked.rebound(honest, forged)] == ["_Z5closedd"]
 
 
 def test_a_program_using_std_string_links(data_reference: tuple[Path, dict[str, object]]) -> None:

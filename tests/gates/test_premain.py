@@ -116,6 +116,13 @@ def test_a_tree_definition_of_a_library_name_is_refused(tmp_path: Path) -> None:
     )
     found = premain.object_problems(_object(tmp_path, bent), tree_code_only=True, exports=exports)
     assert any("'strtol'" in p for p in found) and any("'__assert_fail'" in p for p in found)
+    # under a version of its own: ld takes `strtol@@X` for `strtol` (round 32)
+    versioned = 'extern "C" long mine(const char*, char**, int) { return 1; }\n'
+    versioned += 'asm(".symver mine, strtol@@X");\n'
+    found = premain.object_problems(
+        _object(tmp_path, versioned), tree_code_only=True, exports=exports
+    )
+    assert any("'strtol'" in p for p in found), found
     assert (
         premain.object_problems(_object(tmp_path, bent), tree_code_only=False, exports=exports)
         == []
