@@ -43,6 +43,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
+from cxxgate.cells.premain import unversioned
 from cxxgate.store import codehash
 
 _GLOBAL = {"STB_GLOBAL", "STB_LOOS"}  # STB_LOOS: pyelftools' name for STB_GNU_UNIQUE
@@ -87,13 +88,6 @@ def _read(path: Path, section: str) -> tuple[list[Symbol], set[str]]:
                 shape = reader.shape(sym)
             out.append((name, "weak" if weak else "strong", defined, shape))
         return out, local
-
-
-def unversioned(name: str) -> str:
-    """A symbol's name without its version (`.symver`): linking a program, ld takes a
-    definition of `name@@V` for one of `name` (round 32: a strong `check::eq@@V` in a library
-    source replaced the tests' inline copies under a name nothing compared)."""
-    return name.split("@", 1)[0]
 
 
 # Relocations whose addend counts from the end of the 4-byte field they patch (x86-64's
