@@ -72,6 +72,7 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         parts: list[str] | None = None,
         reads: list[str] | None = None,
         scanned: tuple[list[str], list[preprocessed.Control]] | None = None,
+        host_bound: bool = False,
     ) -> CellResult:
         result = CellResult(
             key=key,
@@ -90,6 +91,7 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
             spec_key=spec.spec_key,
             controls=None if scanned is None else [asdict(c) for c in scanned[1]],
             scanned=[] if scanned is None else scanned[0],
+            host_bound=host_bound,
         )
         atomic.write_text(result_path(layout, key), json.dumps(asdict(result), indent=1) + "\n")
         return result
@@ -122,7 +124,8 @@ def build(spec: CellSpec, layout: Layout) -> CellResult:
         built = libcell.build(spec, layout, tree, out, objects, scanned)
         return done(*built, parts, scanned=scanned)
     if spec.kind == "cmake":
-        return done(*cmake.build(spec, layout, tree, out))
+        built = cmake.build(spec, layout, tree, out)
+        return done(*built, host_bound=cmake.host_bound(built))
     if spec.kind in PROJECT_KINDS:  # a run of a cmake cell's tests
         return done(*ctest.run_suite(spec, layout, out))
     if spec.tree_key != NO_TREE:

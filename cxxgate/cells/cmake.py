@@ -347,6 +347,18 @@ def configure_argv(spec: CellSpec, cmake: str, src_at: str, build_at: str) -> li
     ]
 
 
+def host_bound(built: Built) -> bool:
+    """Whether the build stopped in CMake's configure. Its checks (find_program,
+    find_package, try_compile) read the host, which the cell's key does not hold: a
+    reference that failed for want of lcov must pass once lcov is installed, so the failure
+    is this run's word and the next run configures again (a few seconds; a build that got
+    past configure is kept as it is)."""
+    status, _, steps, _ = built
+    if status == "ok" or not steps:
+        return False
+    return steps[-1].phase == "configure" and steps[-1].source != TEST_PATCH
+
+
 def _failed(steps: list[Step], what: str, spec: CellSpec, last: Step | None = None) -> Built:
     last = last or steps[-1]
     if last.timed_out:
@@ -408,7 +420,8 @@ def _configure_inputs(build: Path, tree: Path) -> list[str]:
             found.append(path.removeprefix(f"{NEUTRAL_TREE}/"))
     # Without a listing, every file CMake could read as code (its names) counts.
     return found or [
-        str(p.relative_to(tree)) for p in tree.rglob("*")
+        str(p.relative_to(tree))
+        for p in tree.rglob("*")
         if p.name == "CMakeLists.txt" or p.name.endswith((".cmake", ".cmake.in"))
     ]
 

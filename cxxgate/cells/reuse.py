@@ -54,14 +54,16 @@ def lookup(layout: Layout, spec_key: str, tree: Path, asking: str) -> str | None
 
 
 def usable(layout: Layout, key: str) -> bool:
-    """Whether a recorded cell's result can be adopted: readable, not a harness fault, and
-    its binary (if it has one) still there. It may have been cleaned, or re-run into a
-    harness fault since it was recorded."""
+    """Whether a recorded cell's result can be adopted: readable, not a harness fault, not
+    decided by the host (CellResult.host_bound), and its binary (if it has one) still there.
+    It may have been cleaned, or re-run into a harness fault since it was recorded."""
     try:
         data = json.loads(layout.cell_result(key).read_text())
     except (OSError, ValueError):
         return False
     if not isinstance(data, dict) or data.get("status") in (None, "harness_error"):
+        return False
+    if data.get("host_bound"):
         return False
     binary = data.get("binary")
     return binary is None or Path(binary).is_file()

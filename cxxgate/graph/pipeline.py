@@ -35,8 +35,8 @@ from cxxgate.verdicts.harness_error import (
     cell_error,
     gate_error,
     guarded,
-    no_harness_error,
     run_error,
+    settled,
     stamp_error,
     whole_json,
 )
@@ -100,7 +100,7 @@ class Pipeline:
                 "targets": [str(stamp)],
                 "uptodate": [
                     config_changed({"key": key, "code": intake}),
-                    no_harness_error(stamp),
+                    settled(stamp),
                 ],
                 "clean": [(actions.remove, [self.layout.tree(key), stamp])],
             }
@@ -122,7 +122,7 @@ class Pipeline:
                 "file_dep": [str(self.layout.tree_stamp(spec.tree_key))]
                 + [str(cell_result(self.layout, k)) for k in spec.prerequisites],
                 "targets": [str(target)],
-                "uptodate": [no_harness_error(target)],
+                "uptodate": [settled(target)],
                 "clean": [(actions.remove_cell, [self.layout, key])],
             }
 
@@ -145,7 +145,7 @@ class Pipeline:
                     ],
                     "file_dep": [str(cell_result(self.layout, k)) for k in spec.cell_keys],
                     "targets": [str(target)],
-                    "uptodate": [no_harness_error(target)],
+                    "uptodate": [settled(target)],
                     "clean": [(actions.remove, [target.parent])],
                 }
 
@@ -171,7 +171,7 @@ class Pipeline:
                         *(str(p) for p in result_files(spec, self.layout).values()),
                     ],
                     "targets": [str(target)],
-                    "uptodate": [no_harness_error(target)],
+                    "uptodate": [settled(target)],
                     "clean": [(actions.remove, [target.parent])],
                 }
 
@@ -223,7 +223,7 @@ class Pipeline:
                     "targets": [str(target)],
                     "uptodate": [
                         config_changed(signature[case.id, gate_name]),
-                        no_harness_error(target),
+                        settled(target),
                     ],
                     "clean": True,
                 }
@@ -356,4 +356,3 @@ class Pipeline:
                     if cell is not None:
                         cells.setdefault(cell.key, (cell, by_tree[tree_key]))
         return cells
-

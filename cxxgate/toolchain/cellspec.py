@@ -280,6 +280,10 @@ class CellResult:
     # units scanned. None: a kind that does not scan (see cxxgate/cells/preprocessed.py).
     controls: list[dict[str, Any]] | None = None
     scanned: list[str] = field(default_factory=list)
+    # Decided by the host, which the key does not hold (a CMake configure's failure,
+    # cxxgate/cells/cmake.py `host_bound`): this run's word only, made again by the next
+    # and never adopted by another cell.
+    host_bound: bool = False
 
     @classmethod
     def load(cls, path: Path) -> CellResult:

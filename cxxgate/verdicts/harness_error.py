@@ -1,7 +1,7 @@
 """Harness faults as data. An action that meets a broken harness (a full disk, a bug in a
 gate) writes a `harness_error` result in place of its output instead of failing its doit
 task, so the rest of a batch still runs and the table names the fault; such a result is
-never up to date, so the next run retries it.
+never up to date, so the next run retries it (`settled`).
 """
 
 from __future__ import annotations
@@ -42,12 +42,16 @@ def guarded(
     return (action, [])
 
 
-def no_harness_error(target: Path) -> Callable[..., bool]:
+def settled(target: Path) -> Callable[..., bool]:
+    """Up to date only if the result is settled: not a harness fault, and not a result the
+    host decided (`host_bound`, a CMake configure's failure): the next run makes both again."""
+
     def check(task: Any, values: Any) -> bool:
         try:
-            return bool(json.loads(target.read_text()).get("status") != HARNESS_ERROR)
+            data = json.loads(target.read_text())
         except (OSError, ValueError):
             return False
+        return data.get("status") != HARNESS_ERROR and not data.get("host_bound")
 
     return check
 

@@ -501,3 +501,51 @@ def test_a_test_unit_no_system_driver_compiles(tmp_path: Path) -> None:
     records = [json.loads(p.read_text()) for p in (grade.out / "cells").glob("*/*/crossed.json")]
     said = {p: s for record in records for p, s in record["programs"].items()}
     assert said.get("c-tool") == "unused", said
+
+
+def test_a_configure_failure_is_made_again(tmp_path: Path) -> None:
+    """json 1.x's configure stops without lcov (find_program in CodeCoverage.cmake). The
+    cell's key holds the tree, the options and the toolchain, not the host's programs: once
+    the tool is installed, the same build folder must configure again (before, the failure
+    was kept and every row stayed build_fail)."""
+    bin_dir = Path("/usr/local/bin")
+    if not os.access(bin_dir, os.W_OK):
+        pytest.skip(f"{bin_dir} is not writable: the host tool cannot be installed")
+    name = f"cxxgate-host-tool-{os.getpid()}-{tmp_path.name}"
+    files = dict(PER_PROGRAM)
+    files["CMakeLists.txt"] = textwrap.dedent(files["CMakeLists.txt"]) + (
+        f"find_program(HOST_TOOL {name})\n"
+        f'if(NOT HOST_TOOL)\n  message(FATAL_ERROR "{name} is not installed")\nendif()\n'
+    )
+    repo = tmp_path / "half.git"
+    base = new_repo(repo, files)
+    source = (repo / "src/half.cpp").read_text()
+    fixed = source.replace("return n / 2;", "return n >= 0 ? n / 2 : -((1 - n) / 2);")
+    tests = (repo / "test/half-test.cpp").read_text()
+    odd = "TEST(Half, Negative) { EXPECT_EQ(half(-3), -2); }\n"
+    patches = {
+        "gold": diff(repo, "src/half.cpp", fixed),
+        "test": diff(repo, "test/half-test.cpp", tests + odd),
+        "floor": diff(repo, "src/half.cpp", source.replace("n / 2;", "(n - (n & 1)) / 2;")),
+    }
+    shutil.copy(SHIPPED / "envelopes.yaml", tmp_path)
+    cmake_case(
+        tmp_path / "cases" / "half", "half rounds towards minus infinity", repo, base,
+        patches, {"fail_to_pass": ["half-test"], "pass_to_pass": ["plain-test"]},
+        {"floor": "accept"},
+    )  # fmt: skip
+    before = run_grade(tmp_path / "out", library=tmp_path / "cases")
+    said = {r.split("/")[1]: v["gates"]["tests"]["class"] for r, v in before.rows.items()}
+    # A candidate is not judged against a reference that did not build.
+    assert said == {"reference": "build_fail", "base": "build_fail", "floor": "baseline_red"}
+    tool = bin_dir / name
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    try:
+        after = run_grade(tmp_path / "out", library=tmp_path / "cases")
+    finally:
+        tool.unlink()
+    assert after.returncode == 0, after.output[-3000:]
+    assert after.rows["half/reference"]["class"] == "accept"
+    assert after.rows["half/floor"]["gates"]["tests"]["class"] == "accept"
+    assert after.rows["half/base"]["gates"]["tests"]["class"] == "f2p_fail:half-test"
