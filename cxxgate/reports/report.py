@@ -21,6 +21,7 @@ from cxxgate.reports import junit, report_html, report_md, report_terminal, sari
 from cxxgate.results.result import BASELINE_RED, HARNESS_ERROR
 from cxxgate.store import codehash
 from cxxgate.store.layout import Layout
+from cxxgate.toolchain import ccache
 from cxxgate.toolchain.diagnostics import why_failed
 from cxxgate.util import atomic
 from cxxgate.verdicts.evidence import Evidence
@@ -86,6 +87,9 @@ class Caching:
             }.values()
         )
         if not steps:
+            # e.g. every project build stopped in its configure (json 1.x without lcov)
+            if ccache.enabled():
+                return "ccache: on; no cell compiled through it\n"
             return "ccache: off\n"
         hits = sum(s.cache in {"hit", "remote"} for s in steps)
         remote = sum(s.cache == "remote" for s in steps)
