@@ -30,7 +30,7 @@ candidate could define), and writes through the same channel, after main returne
 entry's rules first (cxxgate/cells/premain.py: no `.preinit_array` hook, IFUNC or early
 constructor, which would run before the report channel's hook takes its nonce).
 
-The census compiles with flags of its own (bindings.FLAGS, UNINLINED), and code that asks
+The census compiles with flags of its own (bindings.census_flags), and code that asks
 which flags it has would run otherwise here than in the build (round 30: `#ifdef
 always_inline`, a stringized `__NO_INLINE__`). Each unit is preprocessed both ways first,
 and a tree line made into other tokens refuses the program (`_as_built`). Code that tells
@@ -153,7 +153,8 @@ def run(
         # Every always_inline function made an ordinary one (bindings.UNINLINED): what
         # bindings reads is what runs. Those flags must change nothing else the tree's
         # code is made of (round 30: `#ifdef always_inline`, a stringized __NO_INLINE__).
-        flags = [*base, *bindings.FLAGS, *bindings.UNINLINED]
+        tc = spec.envelope.toolchain
+        flags = [*base, *bindings.census_flags(tc.family, tc.version)]
         differs = _as_built(layout, spec, units, base, flags, read)
         if differs:
             out.detail = f"the test program is refused: {differs}"
@@ -297,7 +298,7 @@ def _as_built(
                 continue
             text = (folder / f"{name}.i").read_bytes()
             made.append(survive.tree_lines(text, root, rel, str(copy / rel)))
-        census_flags = " ".join(bindings.FLAGS + bindings.UNINLINED)
+        census_flags = " ".join(flags[len(base) :])
         if len(failed) == 1:
             # One flag set preprocesses the unit and the other stops it (`#error` under
             # `#ifdef always_inline`): the census would not run what the build runs.

@@ -1133,6 +1133,41 @@ CMP_CALLS = (
 )
 
 
+def _gxx_census() -> list[str]:
+    """g++ with the flags the census adds for it (bindings.census_flags)."""
+    from cxxgate.gates.census import bindings
+
+    said = subprocess.run(["g++", "--version"], capture_output=True, text=True, check=True)
+    return ["g++", *bindings.census_flags("gcc", said.stdout.splitlines()[0])]
+
+
+IPA_UNITS = {
+    "h.hpp": "int g(int);\ninline int f(int x) { return g(x) + g(x); }\n",
+    "s.cpp": '#include "h.hpp"\nint g(int x) { return x * 3; }\nint use(int x) { return f(x); }\n',
+    "t.cpp": '#include "h.hpp"\nint use(int);\nint main() { return f(2) + use(1) != 18; }\n',
+}
+
+
+def test_a_copy_in_its_callees_unit_is_not_odd(tmp_path: Path) -> None:
+    """At -O2, GCC compiles s.cpp's copy of the inline `f` knowing what s.cpp's `g` is (its
+    registers, purity, stack alignment): two honest copies that differ in bytes, one named
+    odd (round 32's false positive `fp_ipa_ra`). The census's flags for g++ turn those
+    passes off; g++'s -O2 with bindings.FLAGS alone shows the copies differ."""
+    from cxxgate.gates.census import bindings, linked
+
+    for name, text in IPA_UNITS.items():
+        (tmp_path / name).write_text(text)
+    odd = {}
+    for how, flags in (("plain", ["g++", *bindings.FLAGS]), ("census", _gxx_census())):
+        for unit in ("s.cpp", "t.cpp"):
+            subprocess.run([*flags, "-O2", "-c", unit], cwd=tmp_path, check=True)
+        subprocess.run(["g++", "s.o", "t.o", "-o", how], cwd=tmp_path, check=True)
+        assert subprocess.run([tmp_path / how]).returncode == 0
+        objects = {"s.cpp": tmp_path / "s.o", "t.cpp": tmp_path / "t.o"}
+        odd[how] = linked.facts(objects, {"t.cpp"}, tmp_path / how)["odd_copies"]
+    assert odd == {"plain": {"_Z1fi": "s.cpp"}, "census": {}}
+
+
 def _forged(
     tmp_path: Path,
     opt: str,
@@ -1144,12 +1179,12 @@ def _forged(
     `unit` (CLOSE's `close` by default) beside a library unit holding a copy of it: as g++
     made it, and as `forge` rewrote its assembly (or, with `library`, that source instead).
     The forgery must work: the honest program's check fails, the forged one's passes."""
-    from cxxgate.gates.census import bindings, linked
+    from cxxgate.gates.census import linked
 
     header, (main, call) = unit
     (tmp_path / "t.cpp").write_text(header + main)
     (tmp_path / "s.cpp").write_text(header + call)
-    flags = ["g++", opt, *bindings.FLAGS]
+    flags = [*_gxx_census(), opt]
     subprocess.run([*flags, "-S", "s.cpp", "-o", "s.s"], cwd=tmp_path, check=True)
     if library:
         (tmp_path / "forged.cpp").write_text(library)
