@@ -449,6 +449,26 @@ def test_one_ctest_test_per_program(tmp_path: Path) -> None:
     assert "exit status only" in detail["plain-test"]
 
 
+def _half_case(tmp_path: Path, repo: Path, base: str) -> None:
+    """The case `half` in tmp_path/cases on a PER_PROGRAM-like repository: the gold fix,
+    a fail-to-pass GoogleTest case, and `floor`, another correct fix."""
+    source = (repo / "src/half.cpp").read_text()
+    fixed = source.replace("return n / 2;", "return n >= 0 ? n / 2 : -((1 - n) / 2);")
+    tests = (repo / "test/half-test.cpp").read_text()
+    odd = "TEST(Half, Negative) { EXPECT_EQ(half(-3), -2); }\n"
+    patches = {
+        "gold": diff(repo, "src/half.cpp", fixed),
+        "test": diff(repo, "test/half-test.cpp", tests + odd),
+        "floor": diff(repo, "src/half.cpp", source.replace("n / 2;", "(n - (n & 1)) / 2;")),
+    }
+    shutil.copy(SHIPPED / "envelopes.yaml", tmp_path)
+    cmake_case(
+        tmp_path / "cases" / "half", "half rounds towards minus infinity", repo, base,
+        patches, {"fail_to_pass": ["half-test"], "pass_to_pass": ["plain-test"]},
+        {"floor": "accept"},
+    )  # fmt: skip
+
+
 def test_a_test_unit_no_system_driver_compiles(tmp_path: Path) -> None:
     """fmt on a machine with nvcc: CMake finds it and builds the CUDA test, which no listed
     test runs; the harness runs no compiler but the system's, so it reads nothing of that
@@ -474,21 +494,7 @@ def test_a_test_unit_no_system_driver_compiles(tmp_path: Path) -> None:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
     base = git(repo, "rev-parse", "HEAD")
-    source = (repo / "src/half.cpp").read_text()
-    fixed = source.replace("return n / 2;", "return n >= 0 ? n / 2 : -((1 - n) / 2);")
-    tests = (repo / "test/half-test.cpp").read_text()
-    odd = "TEST(Half, Negative) { EXPECT_EQ(half(-3), -2); }\n"
-    patches = {
-        "gold": diff(repo, "src/half.cpp", fixed),
-        "test": diff(repo, "test/half-test.cpp", tests + odd),
-        "floor": diff(repo, "src/half.cpp", source.replace("n / 2;", "(n - (n & 1)) / 2;")),
-    }
-    shutil.copy(SHIPPED / "envelopes.yaml", tmp_path)
-    cmake_case(
-        tmp_path / "cases" / "half", "half rounds towards minus infinity", repo, base,
-        patches, {"fail_to_pass": ["half-test"], "pass_to_pass": ["plain-test"]},
-        {"floor": "accept"},
-    )  # fmt: skip
+    _half_case(tmp_path, repo, base)
     grade = run_grade(tmp_path / "out", library=tmp_path / "cases")
     assert grade.returncode == 0, grade.output[-3000:]
     rows = grade.rows
@@ -519,21 +525,7 @@ def test_a_configure_failure_is_made_again(tmp_path: Path) -> None:
     )
     repo = tmp_path / "half.git"
     base = new_repo(repo, files)
-    source = (repo / "src/half.cpp").read_text()
-    fixed = source.replace("return n / 2;", "return n >= 0 ? n / 2 : -((1 - n) / 2);")
-    tests = (repo / "test/half-test.cpp").read_text()
-    odd = "TEST(Half, Negative) { EXPECT_EQ(half(-3), -2); }\n"
-    patches = {
-        "gold": diff(repo, "src/half.cpp", fixed),
-        "test": diff(repo, "test/half-test.cpp", tests + odd),
-        "floor": diff(repo, "src/half.cpp", source.replace("n / 2;", "(n - (n & 1)) / 2;")),
-    }
-    shutil.copy(SHIPPED / "envelopes.yaml", tmp_path)
-    cmake_case(
-        tmp_path / "cases" / "half", "half rounds towards minus infinity", repo, base,
-        patches, {"fail_to_pass": ["half-test"], "pass_to_pass": ["plain-test"]},
-        {"floor": "accept"},
-    )  # fmt: skip
+    _half_case(tmp_path, repo, base)
     before = run_grade(tmp_path / "out", library=tmp_path / "cases")
     said = {r.split("/")[1]: v["gates"]["tests"]["class"] for r, v in before.rows.items()}
     # A candidate is not judged against a reference that did not build.
