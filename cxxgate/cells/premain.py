@@ -9,8 +9,9 @@ made (pyelftools), never from the source text:
 - an IFUNC (STT_GNU_IFUNC symbol, or an IRELATIVE relocation): its resolver runs while
   the dynamic linker relocates the program, before any hook;
 - a constructor priority at or below the harness's (`.init_array.NNNNN` with NNNNN <=
-  HARNESS_PRIORITY, `.ctors.NNNNN` likewise once turned into a priority), or an init
-  array under a name the linker's script does not sort;
+  HARNESS_PRIORITY, `.ctors.NNNNN` likewise once turned into a priority), an init
+  array under a name the linker's script does not sort, or a section the script takes
+  for constructors whose name holds no priority (`.ctors.x`, whatever its type);
 - a global definition of a harness name (`cxxgate_*`) or of libgcov's (`__gcov*`): it
   would stand in for the harness's entry points or the counters' reset; and, in an
   object of the tree, a reference to a harness name or to a libgcov entry point the
@@ -167,6 +168,10 @@ def _section_problems(elf: ELFFile, section: Section) -> list[str]:
         ]
     if kind == "SHT_INIT_ARRAY" and name != ".init_array":
         return [f"an init array the linker does not sort by priority (section {name})"]
+    if name.startswith((".init_array.", ".ctors.")):
+        # ld's script takes `.ctors.*` whatever its type and sorts a name with no priority
+        # in it ahead of every numbered one (round 33: `.ctors.x`, `.ctors.00100.x`).
+        return [f"a constructor section with no priority of its own (section {name})"]
     return []
 
 

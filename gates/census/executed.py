@@ -297,6 +297,10 @@ def _as_built(
                 made.append({})
                 continue
             text = (folder / f"{name}.i").read_bytes()
+            renamed = survive.line_directive(text)
+            if renamed is not None:
+                named = renamed.decode(errors="replace")
+                return f"{rel}: a #line directive names {named!r}: what follows is read as its"
             made.append(survive.tree_lines(text, root, rel, str(copy / rel)))
         census_flags = " ".join(flags[len(base) :])
         if len(failed) == 1:

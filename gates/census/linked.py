@@ -21,6 +21,9 @@ Facts per tree (the gate compares the reference's with the patched tree's):
   whose bytes and relocations are not the test objects' (an ODR-violating `inline bool
   check::near` in a source or a test unit: the linker keeps whichever copy it meets
   first);
+- `versioned`: each symbol name a tree object spells with a version (`f@V`, `f@@V`): only
+  `.symver` in assembly makes one, and the linker binds it apart from `f` or as `f`
+  (rounds 32 and 33);
 - `shadows`: a global name of the program that an object also defines as a local symbol
   (top-level `asm`, `.set`): that object's references to the name reach its own local
   definition, not the program's (the test objects' `check::report` made a stub returning
@@ -58,22 +61,25 @@ def _symbols(path: Path, section: str) -> list[Symbol]:
     return _read(path, section)[0]
 
 
-def _read(path: Path, section: str) -> tuple[list[Symbol], set[str]]:
-    """`_symbols`, and the names of the local function, object or untyped symbols defined
-    in `section`."""
+def _read(path: Path, section: str) -> tuple[list[Symbol], set[str], set[str]]:
+    """`_symbols`, the names of the local function, object or untyped symbols defined in
+    `section`, and the names that carry a symbol version (`f@V`, `f@@V`), as spelt."""
     with path.open("rb") as fh:
         elf = ELFFile(fh)
         table = elf.get_section_by_name(section)
         if not isinstance(table, SymbolTableSection):
-            return [], set()
+            return [], set(), set()
         out = []
         local: set[str] = set()
+        versioned: set[str] = set()
         reader: _Reader | None = None
         for sym in table.iter_symbols():
             bind = sym["st_info"]["bind"]
             if not sym.name or sym["st_info"]["type"] in ("STT_SECTION", "STT_FILE"):
                 continue
             name = unversioned(sym.name)
+            if name != sym.name:
+                versioned.add(sym.name)
             defined = sym["st_shndx"] != "SHN_UNDEF"
             if bind == "STB_LOCAL":
                 if defined:
@@ -81,13 +87,15 @@ def _read(path: Path, section: str) -> tuple[list[Symbol], set[str]]:
                 continue
             if bind not in (*_GLOBAL, "STB_WEAK"):
                 continue
-            weak = bind == "STB_WEAK"
+            # A UNIQUE definition (an inline variable, a static of an inline function) is
+            # a COMDAT copy too: the linker keeps the first it meets (round 33).
+            weak = bind in ("STB_WEAK", "STB_LOOS")
             shape = ""
             if weak and defined and section == ".symtab":
                 reader = reader or _Reader(elf, table)
                 shape = reader.shape(sym)
             out.append((name, "weak" if weak else "strong", defined, shape))
-        return out, local
+        return out, local, versioned
 
 
 # Relocations whose addend counts from the end of the 4-byte field they patch (x86-64's
@@ -106,12 +114,21 @@ class _Reader:
         self.pc = _FROM_FIELD_END.get(elf["e_machine"], set())
         self.relocations: dict[int, list[tuple[int, int, int, int]]] = {}
         for rel in elf.iter_sections():
-            if isinstance(rel, RelocationSection):
+            # What the program holds: a debugger's or an unwinder's relocations (.debug_*,
+            # .eh_frame) begin nothing the code reads (round 33: the FDE's ended a
+            # helper's window 4 bytes in).
+            if isinstance(rel, RelocationSection) and self._allocated(rel["sh_info"]):
                 self.relocations.setdefault(rel["sh_info"], []).extend(
                     (e["r_offset"], e["r_info_type"], e["r_info_sym"], e.entry.get("r_addend", 0))
                     for e in rel.iter_relocations()
                 )
         self._bounds: dict[int, list[int]] | None = None
+
+    def _allocated(self, index: int) -> bool:
+        return bool(index) and bool(self.elf.get_section(index)["sh_flags"] & SH_FLAGS.SHF_ALLOC)
+
+    def _code(self, index: int) -> bool:
+        return bool(self.elf.get_section(index)["sh_flags"] & SH_FLAGS.SHF_EXECINSTR)
 
     def shape(self, sym: Any) -> str:
         """What a weak definition is: its bytes and the relocations within them, each by
@@ -127,56 +144,54 @@ class _Reader:
         where = self.elf.get_section(index)
         if not where["sh_flags"] & SH_FLAGS.SHF_GROUP:
             return "ungrouped"
-        return self._body(sym, frozenset({sym.name}))
+        return self._body(index, sym["st_value"], sym["st_size"], (index,))
 
-    def _body(self, sym: Any, seen: frozenset[str]) -> str:
-        """`shape` past the group check: where the symbol lies in its section, and the
-        section's bytes and relocations whole (round 32: a relocation just before a copy's
-        symbol wrote over its first bytes at link time; a compiler's COMDAT section holds
-        the one function or object)."""
-        index = sym["st_shndx"]
+    def _body(self, index: int, start: int, size: int, path: tuple[int, ...]) -> str:
+        """A section's bytes and relocations whole, and where in it the symbol lies (round
+        32: a relocation just before a copy's symbol wrote over its first bytes at link
+        time; a compiler's COMDAT section holds the one function or object). `path`: the
+        sections being shaped, by index (never by name, which the object chooses), so that
+        code reaching back into one of them is named by its place on the path."""
         where = self.elf.get_section(index)
-        start, size = sym["st_value"], sym["st_size"]
         data = b"" if where["sh_type"] == "SHT_NOBITS" else where.data()
         data = f"{start}:{size}:{where['sh_size']}:".encode() + data
         relocs = []
         for offset, kind, symbol, addend in self.relocations.get(index, ()):
             target = self.table.get_symbol(symbol)
-            kind_of = target["st_info"]["type"]
             past = 4 if kind in self.pc else 0
-            if kind_of == "STT_SECTION":
-                name = self._reached(target["st_shndx"], addend, addend + past).hex()
-            elif target["st_info"]["bind"] == "STB_LOCAL":
-                name = "local " + self._local(target, addend + past, seen)
-            else:
-                name = f"{unversioned(target.name)}{addend:+d}"
-            relocs.append(f"{offset - start}:{kind}:{name}")
+            relocs.append(f"{offset - start}:{kind}:{self._target(target, addend, past, path)}")
         return codehash.of_text(data + "\n".join(sorted(relocs)).encode())
 
-    def _local(self, target: Any, offset: int, seen: frozenset[str]) -> str:
-        """A local symbol by what it is, never by its name, which the object chooses (round
-        32: g++ reaches a merged constant at -O2 through its local label `.LC0`, and a forged
-        copy's `.LC0` held a zeroed mask): a function (a clone GCC made of an inline one,
-        `.constprop.0`) by its own bytes and relocations, anything else by the bytes read
-        `offset` past it, the entry holding the symbol being the one the linker looks up.
-        A local bearing a global name of the program is named apart (`shadows`)."""
-        index, value = target["st_shndx"], target["st_value"]
-        if target["st_info"]["type"] == "STT_FUNC" and isinstance(index, int):
-            if target.name in seen:
-                return "itself"
-            return self._body(target, seen | {target.name})
-        return self._reached(index, value, value + offset).hex()
+    def _target(self, target: Any, addend: int, past: int, path: tuple[int, ...]) -> str:
+        """What a relocation reaches: a global symbol by its name as the object spells it
+        (a version kept: `f@V` is not `f` to the linker, round 33), anything else by what
+        it is. Code (a local function, called at -O0 through its section's symbol, round
+        33's `helper_const`; an asm label) is shaped like the copy, whole; data by the
+        bytes read."""
+        index = target["st_shndx"]
+        local = target["st_info"]["bind"] == "STB_LOCAL"
+        if not local and target["st_info"]["type"] != "STT_SECTION":
+            return f"{target.name}{addend:+d}"
+        if not isinstance(index, int):  # an absolute or common local: its value is what it is
+            return f"{index}:{target['st_value']}{addend:+d}"
+        section = target["st_info"]["type"] == "STT_SECTION"
+        value = 0 if section else target["st_value"]
+        at = value + addend + past
+        if self._code(index):
+            if index in path:
+                return f"on path {path.index(index)}@{at}"
+            return f"code@{at}:" + self._body(index, value, 0, (*path, index))
+        # The merged entry ld looks up: a section symbol's addend, a label's own place.
+        return self._reached(index, addend if section else value, at, path).hex()
 
-    def _reached(self, index: Any, addend: int, at: int) -> bytes:
+    def _reached(self, index: int, addend: int, at: int, path: tuple[int, ...]) -> bytes:
         """The bytes a section relocation reaches (`at`): a merged string or constant
         whole, with the entry holding `addend` too, since that is the one the linker
         looks up and the code then reads past it (round 31's `asm_merge`: a duplicate
         entry merged away, the read landing on the zeros after its survivor); in another
         section, up to where the next thing the object names or points at in it begins (at
-        most _REACH bytes, the padding to an 8-byte end dropped), since what follows is
-        another unit's own. The section's flags and entry size are part of it."""
-        if not isinstance(index, int):
-            return b"?"
+        most _REACH bytes, padding dropped), since what follows is another unit's own. The
+        section's flags and entry size are part of it."""
         section = self.elf.get_section(index)
         flags, entry = section["sh_flags"], section["sh_entsize"]
         head = f"{section.name}:{flags:x}:{entry}:".encode()
@@ -197,28 +212,26 @@ class _Reader:
         later = [b for b in self._starts(index) if b > at]
         end = min([at + _REACH, len(data), *later])
         # What the bytes read point at: a table's entries are relocations whose bytes are
-        # zero in the object (round 32: a jump table's cases sent elsewhere).
+        # zero in the object (round 32: a jump table's cases sent elsewhere), each named by
+        # what it reaches (round 33: into a second section of the same name).
         inside = [
             (offset, kind, symbol, plus)
             for offset, kind, symbol, plus in self.relocations.get(index, ())
             if at - 8 < offset < end
         ]
-        reached = data[at:end]
         last = max((o + 8 - at for o, *_ in inside), default=0)
-        while len(reached) > max(8, last) and len(reached) % 8 == 0 and not any(reached[-8:]):
-            reached = reached[:-8]  # alignment padding before the next constant
+        reached = _unpadded(data[at:end], last)
         named = []
         for offset, kind, symbol, plus in sorted(inside):
             target = self.table.get_symbol(symbol)
-            if target["st_info"]["type"] == "STT_SECTION":
-                what = (
-                    self.elf.get_section(target["st_shndx"]).name
-                    if isinstance(target["st_shndx"], int)
-                    else "?"
-                )
-            else:
-                what = unversioned(target.name)
-            named.append(f"{offset - at}:{kind}:{what}{plus:+d}".encode())
+            past = 4 if kind in self.pc else 0
+            deeper = (*path, index)
+            what = (
+                f"on path {path.index(index)}"
+                if index in path
+                else self._target(target, plus, past, deeper)
+            )
+            named.append(f"{offset - at}:{kind}:{what}".encode())
         return head + reached + b"|" + b",".join(named)
 
     def _starts(self, index: int) -> list[int]:
@@ -235,6 +248,24 @@ class _Reader:
                         at = addend + (4 if kind in self.pc else 0)
                         self._bounds.setdefault(target["st_shndx"], []).append(at)
         return self._bounds.get(index, [])
+
+
+def _unpadded(reached: bytes, last: int) -> bytes:
+    """A window without the padding before the next thing: 8-byte runs of zeros at its end
+    (never below 8 bytes, nor into the last relocation's bytes: a constant's own zeros
+    stay), or, for a string (text, its NUL, then zeros only), all past its NUL (round 33:
+    a literal followed by padding in one object and by the next literal in another). The
+    text must print: a constant read whole whose bytes are text, NUL and zeros would lose
+    its high zeros, which no compiler-made number of a check has."""
+    nul = reached.find(b"\0")
+    text = reached[:nul]
+    if nul > 0 and not any(reached[nul:]) and last <= nul and all(
+        (c >= 0x20 and c != 0x7F) or c in b"\t\n\r" for c in text
+    ):
+        return reached[: nul + 1]
+    while len(reached) > max(8, last) and len(reached) % 8 == 0 and not any(reached[-8:]):
+        reached = reached[:-8]  # alignment padding before the next constant
+    return reached
 
 
 def _string(data: bytes, at: int, nul: bytes) -> bytes:
@@ -254,10 +285,13 @@ def facts(objects: dict[str, Path], tests: set[str], binary: Path) -> dict[str, 
     copies: dict[str, list[tuple[str, str]]] = {}  # weak definitions: (file, shape)
     named: set[str] = set()  # every global name an object defines or refers to
     local: dict[str, str] = {}
+    versioned: dict[str, str] = {}
     for rel, path in sorted(objects.items()):
-        symbols, own = _read(path, ".symtab")
+        symbols, own, spelt = _read(path, ".symtab")
         for name in own:
             local.setdefault(name, rel)
+        for name in spelt:
+            versioned.setdefault(name, rel)
         for name, bind, defined, shape in symbols:
             named.add(name)
             if defined:
@@ -307,6 +341,7 @@ def facts(objects: dict[str, Path], tests: set[str], binary: Path) -> dict[str, 
         "weak_in_tests": sorted(weak_in_tests),
         "odd_copies": dict(sorted(odd.items())),
         "shadows": dict(sorted(shadows.items())),
+        "versioned": dict(sorted(versioned.items())),
         "defined": dict(sorted({**weak, **strong}.items())),
         "instances": instances,
         "imports": sorted(n for n, _, defined, _ in dynamic if not defined),
@@ -351,6 +386,14 @@ def rebound(ref: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, st
         why = (
             f"{name}: {file} defines a local symbol of that name (assembler-made), which its "
             "own references reach in place of the program's"
+        )
+        out.append((name, file, why))
+    for name, file in new.get("versioned", {}).items():
+        if name in ref.get("versioned", {}):
+            continue
+        why = (
+            f"{name}: {file} names a symbol with a version (`.symver`, which only assembly "
+            "writes): the linker binds it apart from, or in place of, the unversioned name"
         )
         out.append((name, file, why))
     said = {name for name, _, _ in out} | set(new.get("instances", []))

@@ -405,6 +405,39 @@ def _markers(text: bytes) -> Iterator[tuple[bytes, tuple[bytes, int] | None]]:
         yield line, None if starts_inside else _linemarker(line)
 
 
+def line_directive(text: bytes) -> bytes | None:
+    """The file a `#line` directive in a unit names in place of the one it is in, from the
+    unit's -E output (None: no such directive). A linemarker with neither flag 1 (a file
+    entered) nor 2 (a file returned to) that names another file is one: every reader of
+    -E output takes the lines after it for that file's, and a file outside the tree is
+    not compared (round 33: a header's code under `#line 1 "/usr/include/..."`). GCC's
+    own preamble is the one exception, in its order and once: the unit, its working
+    directory (`/cwd//`, on the second line, under -g), `<built-in>`,
+    `<command-line>`, the unit (clang enters and leaves its pseudo-files with flags, and
+    its return to the unit ends the exception)."""
+    current = unit = None
+    preamble: list[tuple[bytes, bytes]] = []
+    for n, (line, marker) in enumerate(_markers(text)):
+        if marker is None:
+            continue
+        name = marker[0]
+        if n == 1 and name.endswith(b"//"):
+            continue  # GCC's working directory, second when -g asks for it
+        if unit is None:
+            unit = name
+            preamble = [(name, b"<built-in>"), (b"<built-in>", b"<command-line>"),
+                        (b"<command-line>", name)]  # fmt: skip
+        flags = line.rsplit(b'"', 1)[-1].split()
+        if b"2" in flags and name == unit:
+            preamble = []  # clang's return to the unit: its preamble is over
+        if current is not None and name != current and not {b"1", b"2"} & set(flags):
+            if not preamble or preamble[0] != (current, name):
+                return name
+            preamble.pop(0)
+        current = name
+    return None
+
+
 def _raw_string_open(line: bytes, delimiter: bytes | None) -> bytes | None:
     """The delimiter of the raw string still open at the end of `line`, given the one
     open at its start (None: none). Names, pp-numbers (a digit separator is no quote),
