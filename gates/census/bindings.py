@@ -56,26 +56,6 @@ FLAGS = ("-ffunction-sections", "-fdata-sections", "-g", "-fno-inline", "-U_FORT
 # libstdc++'s extern templates hold always_inline members (`std::allocator<char>::
 # allocate`) no library defines out of line: executed.py links an instantiation of them.
 UNINLINED = ("-D__always_inline__=__noinline__", "-Dalways_inline=noinline")
-# GCC's interprocedural passes compile a caller in the unit that defines its callee with
-# what they learnt of it there (its registers, stack alignment, purity, the memory it
-# touches): a library unit's copy of an inline function would differ from the test
-# units' copy, and linked.py would name an honest copy odd (round 32, `fp_ipa_ra`). Clang
-# has none of these switches (an unknown one is an error); its inference of a callee's
-# attributes is a known false positive (README).
-GCC_NO_IPA = ("-fno-ipa-ra", "-fno-ipa-stack-alignment", "-fno-ipa-pure-const",
-              "-fno-ipa-reference")  # fmt: skip
-GCC_NO_MODREF = "-fno-ipa-modref"  # GCC 11 and later
-
-
-def census_flags(family: str, version: str) -> tuple[str, ...]:
-    """The flags the census adds to a unit's own (`version`: the compiler's first
-    `--version` line, as the toolchain's identity holds it)."""
-    if family != "gcc":
-        return FLAGS + UNINLINED
-    number = version.split()[-1] if version.split() else ""
-    major = number.split(".")[0]
-    modref = (GCC_NO_MODREF,) if not major.isdigit() or int(major) >= 11 else ()
-    return FLAGS + GCC_NO_IPA + modref + UNINLINED
 EXTRA = "is referred to by the compiled code, and bound by the census's parser nowhere in it"
 UNSEEN = "is compiled from the tree, and the census's parser never declared or bound it"
 UNOWNED = "is compiled into a section not its own, where what it refers to cannot be told"
@@ -96,6 +76,26 @@ _RANGE_FOR = frozenset({"begin", "end", "operator++", "operator!=", "operator=="
 # The runtime's, which the compiler calls for code no cursor spells (exceptions, stack
 # protection, unwinding).
 _RUNTIME = ("__cxa_", "_Unwind_", "__stack_chk_", "__gxx_personality")
+# GCC's interprocedural passes compile a caller in the unit that defines its callee with
+# what they learnt of it there (its registers, stack alignment, purity, the memory it
+# touches): a library unit's copy of an inline function would differ from the test
+# units' copy, and linked.py would name an honest copy odd (round 32, `fp_ipa_ra`). Clang
+# has none of these switches (an unknown one is an error); its inference of a callee's
+# attributes is a known false positive (README).
+GCC_NO_IPA = ("-fno-ipa-ra", "-fno-ipa-stack-alignment", "-fno-ipa-pure-const",
+              "-fno-ipa-reference")  # fmt: skip
+GCC_NO_MODREF = "-fno-ipa-modref"  # GCC 11 and later
+
+
+def census_flags(family: str, version: str) -> tuple[str, ...]:
+    """The flags the census adds to a unit's own (`version`: the compiler's first
+    `--version` line, as the toolchain's identity holds it)."""
+    if family != "gcc":
+        return FLAGS + UNINLINED
+    number = version.split()[-1] if version.split() else ""
+    major = number.split(".")[0]
+    modref = (GCC_NO_MODREF,) if not major.isdigit() or int(major) >= 11 else ()
+    return FLAGS + GCC_NO_IPA + modref + UNINLINED
 
 
 class Compiled:

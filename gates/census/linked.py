@@ -103,6 +103,8 @@ def _read(path: Path, section: str) -> tuple[list[Symbol], set[str], set[str]]:
 # page and low-12-bit pairs, absolute ones) the addend is the offset itself.
 _FROM_FIELD_END = {"EM_X86_64": {2, 4, 9, 24, 41, 42}}  # PC32, PLT32, GOTPCREL, PC64, GOTPCRELX
 _REACH = 256  # bytes of an unmerged section read at most, from where a relocation points
+# What a shape is reading, outermost first: code sections by index, data by (index, offset).
+_Path = tuple[int | tuple[int, int], ...]
 
 
 class _Reader:
@@ -114,9 +116,8 @@ class _Reader:
         self.pc = _FROM_FIELD_END.get(elf["e_machine"], set())
         self.relocations: dict[int, list[tuple[int, int, int, int]]] = {}
         for rel in elf.iter_sections():
-            # What the program holds: a debugger's or an unwinder's relocations (.debug_*,
-            # .eh_frame) begin nothing the code reads (round 33: the FDE's ended a
-            # helper's window 4 bytes in).
+            # What the program holds: a debugger's relocations (.debug_*) begin nothing
+            # the code reads.
             if isinstance(rel, RelocationSection) and self._allocated(rel["sh_info"]):
                 self.relocations.setdefault(rel["sh_info"], []).extend(
                     (e["r_offset"], e["r_info_type"], e["r_info_sym"], e.entry.get("r_addend", 0))
@@ -146,12 +147,13 @@ class _Reader:
             return "ungrouped"
         return self._body(index, sym["st_value"], sym["st_size"], (index,))
 
-    def _body(self, index: int, start: int, size: int, path: tuple[int, ...]) -> str:
+    def _body(self, index: int, start: int, size: int, path: _Path) -> str:
         """A section's bytes and relocations whole, and where in it the symbol lies (round
         32: a relocation just before a copy's symbol wrote over its first bytes at link
-        time; a compiler's COMDAT section holds the one function or object). `path`: the
-        sections being shaped, by index (never by name, which the object chooses), so that
-        code reaching back into one of them is named by its place on the path."""
+        time; a compiler's COMDAT section holds the one function or object). `path`: what
+        is being shaped, code by its section's index (never by name, which the object
+        chooses), data by its section's index and the offset read, so that a reach back
+        into one of them is named by its place on the path."""
         where = self.elf.get_section(index)
         data = b"" if where["sh_type"] == "SHT_NOBITS" else where.data()
         data = f"{start}:{size}:{where['sh_size']}:".encode() + data
@@ -162,7 +164,7 @@ class _Reader:
             relocs.append(f"{offset - start}:{kind}:{self._target(target, addend, past, path)}")
         return codehash.of_text(data + "\n".join(sorted(relocs)).encode())
 
-    def _target(self, target: Any, addend: int, past: int, path: tuple[int, ...]) -> str:
+    def _target(self, target: Any, addend: int, past: int, path: _Path) -> str:
         """What a relocation reaches: a global symbol by its name as the object spells it
         (a version kept: `f@V` is not `f` to the linker, round 33), anything else by what
         it is. Code (a local function, called at -O0 through its section's symbol, round
@@ -181,10 +183,13 @@ class _Reader:
             if index in path:
                 return f"on path {path.index(index)}@{at}"
             return f"code@{at}:" + self._body(index, value, 0, (*path, index))
+        if (index, at) in path:
+            return f"on path {path.index((index, at))}"
         # The merged entry ld looks up: a section symbol's addend, a label's own place.
-        return self._reached(index, addend if section else value, at, path).hex()
+        lookup = addend if section else value
+        return self._reached(index, lookup, at, (*path, (index, at))).hex()
 
-    def _reached(self, index: int, addend: int, at: int, path: tuple[int, ...]) -> bytes:
+    def _reached(self, index: int, addend: int, at: int, path: _Path) -> bytes:
         """The bytes a section relocation reaches (`at`): a merged string or constant
         whole, with the entry holding `addend` too, since that is the one the linker
         looks up and the code then reads past it (round 31's `asm_merge`: a duplicate
@@ -225,12 +230,7 @@ class _Reader:
         for offset, kind, symbol, plus in sorted(inside):
             target = self.table.get_symbol(symbol)
             past = 4 if kind in self.pc else 0
-            deeper = (*path, index)
-            what = (
-                f"on path {path.index(index)}"
-                if index in path
-                else self._target(target, plus, past, deeper)
-            )
+            what = self._target(target, plus, past, path)
             named.append(f"{offset - at}:{kind}:{what}".encode())
         return head + reached + b"|" + b",".join(named)
 
