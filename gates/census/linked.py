@@ -103,6 +103,7 @@ def _read(path: Path, section: str) -> tuple[list[Symbol], set[str], set[str]]:
 # page and low-12-bit pairs, absolute ones) the addend is the offset itself.
 _FROM_FIELD_END = {"EM_X86_64": {2, 4, 9, 24, 41, 42}}  # PC32, PLT32, GOTPCREL, PC64, GOTPCRELX
 _REACH = 256  # bytes of an unmerged section read at most, from where a relocation points
+_WHOLE = 1 << 20  # bytes of one variable read at most
 # What a shape is reading, outermost first: code sections by index, data by (index, offset).
 _Path = tuple[int | tuple[int, int], ...]
 
@@ -124,6 +125,8 @@ class _Reader:
                     for e in rel.iter_relocations()
                 )
         self._bounds: dict[int, list[int]] | None = None
+        self._fdes: dict[int, list[int]] | None = None  # FDE starts by the section unwound
+        self._objects: dict[int, list[tuple[int, int]]] | None = None
 
     def _allocated(self, index: int) -> bool:
         return bool(index) and bool(self.elf.get_section(index)["sh_flags"] & SH_FLAGS.SHF_ALLOC)
@@ -162,7 +165,42 @@ class _Reader:
             target = self.table.get_symbol(symbol)
             past = 4 if kind in self.pc else 0
             relocs.append(f"{offset - start}:{kind}:{self._target(target, addend, past, path)}")
-        return codehash.of_text(data + "\n".join(sorted(relocs)).encode())
+        unwind = self._unwind(index, path) if self._code(index) else ""
+        return codehash.of_text(data + "\n".join([*sorted(relocs), unwind]).encode())
+
+    def _unwind(self, index: int, path: _Path) -> str:
+        """How code in section `index` is unwound: each `.eh_frame` FDE whose start is
+        there, with its CIE, their bytes and relocations (the personality, the LSDA and its
+        landing pads). A copy byte for byte g++'s with an FDE and LSDA of its own landed a
+        thrown failure in itself and returned normally (round 34, `lsda_cleanup`)."""
+        frame = self.elf.get_section_index(".eh_frame")
+        if frame is None:
+            return ""
+        relocations = self.relocations.get(frame, ())
+        if self._fdes is None:
+            self._fdes = {}
+            for offset, _, symbol, _ in relocations:  # each FDE's start address, 8 bytes in
+                target = self.table.get_symbol(symbol)
+                if isinstance(target["st_shndx"], int):
+                    self._fdes.setdefault(target["st_shndx"], []).append(offset - 8)
+        data = self.elf.get_section(frame).data()
+        said = []
+        for start in sorted(self._fdes.get(index, ())):
+            if not 0 <= start <= len(data) - 8:
+                continue
+            cie = start + 4 - int.from_bytes(data[start + 4 : start + 8], "little")
+            for first in (cie, start):
+                if not 0 <= first <= len(data) - 4:
+                    continue
+                end = first + 4 + int.from_bytes(data[first : first + 4], "little")
+                named = [
+                    f"{offset - first}:{kind}:"
+                    + self._target(self.table.get_symbol(symbol), addend, 0, path)
+                    for offset, kind, symbol, addend in relocations
+                    if first < offset < end and offset != start + 8
+                ]
+                said.append(data[first + 8 : end].hex() + "|" + ",".join(sorted(named)))
+        return "unwind:" + ";".join(said)
 
     def _target(self, target: Any, addend: int, past: int, path: _Path) -> str:
         """What a relocation reaches: a global symbol by its name as the object spells it
@@ -200,8 +238,8 @@ class _Reader:
         section = self.elf.get_section(index)
         flags, entry = section["sh_flags"], section["sh_entsize"]
         head = f"{section.name}:{flags:x}:{entry}:".encode()
-        if section["sh_type"] == "SHT_NOBITS":
-            return head + b"zero"
+        if section["sh_type"] == "SHT_NOBITS":  # where in it (round 34: a read 8 bytes on)
+            return head + b"zero@%d" % at
         data = section.data()
         # Where the read starts from the entry the linker looks up: after merging, a read
         # past that entry lands on whatever follows its survivor (round 32: a duplicate
@@ -214,8 +252,14 @@ class _Reader:
             first = addend - addend % entry
             held = data[first : first + entry] if first >= 0 else b"<"
             return head + held + b"|" + data[at : at + entry] + b"@%d" % (at - first)
-        later = [b for b in self._starts(index) if b > at]
-        end = min([at + _REACH, len(data), *later])
+        whole = self._object_at(index, at)
+        if whole is not None:
+            # A variable's extent, as its symbol says: what else the object points at inside
+            # it begins nothing (round 34's `pad_split`: `&exact.abs` cut a window short).
+            end = min(whole, at + _WHOLE, len(data))
+        else:
+            later = [b for b in self._starts(index) if b > at]
+            end = min([at + _REACH, len(data), *later])
         # What the bytes read point at: a table's entries are relocations whose bytes are
         # zero in the object (round 32: a jump table's cases sent elsewhere), each named by
         # what it reaches (round 33: into a second section of the same name).
@@ -225,7 +269,7 @@ class _Reader:
             if at - 8 < offset < end
         ]
         last = max((o + 8 - at for o, *_ in inside), default=0)
-        reached = _unpadded(data[at:end], last)
+        reached = data[at:end] if whole is not None else _unpadded(data[at:end], last)
         named = []
         for offset, kind, symbol, plus in sorted(inside):
             target = self.table.get_symbol(symbol)
@@ -233,6 +277,18 @@ class _Reader:
             what = self._target(target, plus, past, path)
             named.append(f"{offset - at}:{kind}:{what}".encode())
         return head + reached + b"|" + b",".join(named)
+
+    def _object_at(self, index: int, at: int) -> int | None:
+        """Where the variable holding offset `at` of section `index` ends, if a symbol
+        with a size says so."""
+        if self._objects is None:
+            self._objects = {}
+            for sym in self.table.iter_symbols():
+                where, size = sym["st_shndx"], sym["st_size"]
+                if sym["st_info"]["type"] == "STT_OBJECT" and isinstance(where, int) and size:
+                    self._objects.setdefault(where, []).append((sym["st_value"], size))
+        ends = [v + n for v, n in self._objects.get(index, ()) if v <= at < v + n]
+        return max(ends, default=None)
 
     def _starts(self, index: int) -> list[int]:
         """Where symbols and section relocations begin things in section `index`."""

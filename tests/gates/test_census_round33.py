@@ -175,6 +175,144 @@ def test_a_jump_table_into_a_twin_section_is_named(tmp_path: Path) -> None:
     assert "s.cpp" in [file for _, file, _ in found], found
 
 
+# A check reading a header's internal `tolerance` (zero: .bss, a section of its own).
+BSS = """#include <cstdlib>
+bool report(bool ok);
+static long tolerance;
+template <class A, class B> bool eq(const A& a, const B& b) {
+  return report(std::abs(a - b) <= tolerance);
+}
+"""
+BSS_CALLS = (
+    "bool report(bool ok) { return ok; }\nint main(int n, char**) { return !eq(n, 3); }\n",
+    "bool g(int x) { return eq(x, 3); }\n",
+)
+# The same check reading 8 bytes further into its own `.bss._ZL9tolerance` (a variable's
+# name carries no type), a word this unit's initialiser sets: the same bytes, the read's
+# relocation 8 further.
+BSS_FORGED = """#include <cstdlib>
+bool report(bool ok);
+static long tolerance[2];
+static int loosened = (tolerance[1] = 1000, 0);
+template <class A, class B> bool eq(const A& a, const B& b) {
+  return report(std::abs(a - b) <= tolerance[1]);
+}
+template bool eq<int, int>(const int&, const int&);
+"""
+
+
+def test_a_read_further_into_zeroed_data_is_named(tmp_path: Path) -> None:
+    """Round 34's `bss_offset`: a read of a NOBITS section was named by the section's name,
+    flags and entry size alone, never by where in it the read lands: a copy reading 8
+    bytes further, into a word its unit's initialiser sets, read as the tests'."""
+    from cxxgate.gates.census import linked
+
+    honest, forged = _forged(tmp_path, "-O0", str, library=BSS_FORGED, unit=(BSS, BSS_CALLS))
+    assert honest["odd_copies"] == {} and linked.rebound(honest, honest) == []
+    found = linked.rebound(honest, forged)
+    assert "s.cpp" in [file for _, file, _ in found], found
+
+
+# A check reading a header's internal tolerance pair (rel, abs) through one reference: abs
+# 0, integers exact.
+PAIR = """#include <cstdlib>
+bool report(bool ok);
+struct Tol { double rel; double abs; };
+static const Tol exact{1e-12, 0.0};
+static bool within(double d, double s, const Tol& t) { return d <= t.abs || d <= t.rel * s; }
+template <class A, class B> bool eq(const A& a, const B& b) {
+  double d = std::abs(double(a) - double(b));
+  return report(within(d, std::abs(double(b)), exact));
+}
+"""
+PAIR_CALLS = (
+    "bool report(bool ok) { return ok; }\nint main(int n, char**) { return !eq(n, 500); }\n",
+    "bool g(int x) { return eq(x, 3); }\n",
+)
+# The same check, its abs 1000; the unit also points at `exact.abs`, a start 8 bytes into
+# the pair that cut the copy's window to `rel`, alike in both (the tests' window lost its
+# trailing zeros as padding).
+PAIR_FORGED = PAIR.replace("1e-12, 0.0", "1e-12, 1000.0") + (
+    "template bool eq<int, int>(const int&, const int&);\n"
+    "const double* absolute() { return &exact.abs; }\n"
+)
+
+
+def test_a_variable_read_whole_whatever_else_points_into_it(tmp_path: Path) -> None:
+    """Round 34's `pad_split` (pure C++): a window of unmerged data ended at the next
+    thing the object points at, which the object chooses: a pointer to `exact.abs` made
+    the forged copy's window `rel` alone, and the tests' `rel, 0.0` lost its zeros as
+    padding. A variable with a size is read whole."""
+    from cxxgate.gates.census import linked
+
+    honest, forged = _forged(tmp_path, "-O0", str, library=PAIR_FORGED, unit=(PAIR, PAIR_CALLS))
+    assert honest["odd_copies"] == {} and linked.rebound(honest, honest) == []
+    found = linked.rebound(honest, forged)
+    assert "s.cpp" in [file for _, file, _ in found], found
+
+
+# A framework whose failed check throws; main counts a thrown failure.
+THROWS = """struct failure {};
+bool report(bool ok);
+template <class A, class B> bool eq(const A& a, const B& b) { return report(a == b); }
+"""
+THROWS_CALLS = (
+    "bool report(bool ok) { if (!ok) throw failure{}; return ok; }\n"
+    "int main(int n, char**) {\n"
+    "  try { eq(n, 3); return 0; } catch (const failure&) { return 1; }\n}\n",
+    "bool g(int x) { return eq(x, 3); }\n",
+)
+EQ = "_Z2eqIiiEbRKT_RKT0_"
+PERSONALITY = (
+    "\t.hidden\tDW.ref.__gxx_personality_v0\n\t.weak\tDW.ref.__gxx_personality_v0\n"
+    '\t.section\t.data.rel.local.DW.ref.__gxx_personality_v0,"awG",@progbits,'
+    "DW.ref.__gxx_personality_v0,comdat\n\t.align 8\n"
+    "\t.type\tDW.ref.__gxx_personality_v0, @object\n"
+    "\t.size\tDW.ref.__gxx_personality_v0, 8\n"
+    "DW.ref.__gxx_personality_v0:\n\t.quad\t__gxx_personality_v0\n"
+)
+
+
+def _landing_pad(text: str) -> str:
+    """`eq`'s copy byte for byte g++'s, given an LSDA of its own (in its group) whose one
+    call site, the call to `report`, lands on the instruction after it as a cleanup: a
+    thrown failure is caught in `eq`, which returns normally."""
+    body = text.index(f"{EQ}:\n")
+    start = re.search(r"^(\.LFB\d+):\n", text[body:], re.M)
+    assert start is not None
+    call = text.index("\tcall\t_Z6reportb@PLT\n", body)
+    cfi = text.index("\t.cfi_startproc\n", body) + len("\t.cfi_startproc\n")
+    assert cfi < call
+    pad = "\t.cfi_personality 0x9b,DW.ref.__gxx_personality_v0\n\t.cfi_lsda 0x1b,.LLSDAX\n"
+    after = call + len("\tcall\t_Z6reportb@PLT\n")
+    text = (
+        text[:cfi] + pad + text[cfi:call] + ".LEHBX:\n" + text[call:after] + ".LEHEX:\n"
+        + text[after:]
+    )  # fmt: skip
+    fn = start[1]
+    table = (
+        f'\t.section\t.gcc_except_table.{EQ},"aG",@progbits,{EQ},comdat\n.LLSDAX:\n'
+        "\t.byte\t0xff\n\t.byte\t0xff\n\t.byte\t0x1\n\t.uleb128 .LLSDACSEX-.LLSDACSBX\n"
+        f".LLSDACSBX:\n\t.uleb128 .LEHBX-{fn}\n\t.uleb128 .LEHEX-.LEHBX\n"
+        f"\t.uleb128 .LEHEX-{fn}\n\t.uleb128 0\n.LLSDACSEX:\n"
+    )
+    return text + table + PERSONALITY
+
+
+@pytest.mark.skipif(not X86_64, reason="the forgery is x86-64 assembly")
+def test_a_copy_unwound_otherwise_is_named(tmp_path: Path) -> None:
+    """Round 34's `lsda_cleanup`: a copy whose bytes and relocations are g++'s, with an FDE
+    and an LSDA of its own that make the call to `report` a cleanup landing after it: the
+    failure `report` throws ends in `eq`, which returns normally, and the runner never
+    sees it. A copy is shaped with how it is unwound."""
+    from cxxgate.gates.census import linked
+
+    honest, forged = _forged(tmp_path, "-O0", _landing_pad, unit=(THROWS, THROWS_CALLS))
+    assert honest["odd_copies"] == {} and linked.rebound(honest, honest) == []
+    found = linked.rebound(honest, forged)
+    assert "s.cpp" in [file for _, file, _ in found], found
+
+
 # ---- linked.py: honest copies alike (round 33's false positive `fp_rodata_pad`) --------
 
 # Tests and library code using std::string as the tests do: `append` (its copy reads the
