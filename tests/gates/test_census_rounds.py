@@ -1,7 +1,7 @@
-"""Gate `census`, red team round 33: each cheat built with real g++ and run (the bug it
-hides is shown to fail honestly and to pass forged), then what the census reads from the
-objects g++ made and the program ld linked (linked.py, premain.py, survive.py) is asked
-whether it sees it; and round 33's false positive, honest code the census named."""
+"""Gate `census`, red team rounds 33 and 34: each cheat built with real g++ and run (the
+bug it hides is shown to fail honestly and to pass forged), then what the census reads
+from the objects g++ made and the program ld linked (linked.py, premain.py, survive.py) is
+asked whether it sees it; and round 33's false positive, honest code the census named."""
 
 from __future__ import annotations
 
