@@ -405,6 +405,17 @@ def facts(objects: dict[str, Path], tests: set[str], binary: Path) -> dict[str, 
     }
 
 
+# Facts by file the patched program holds and the reference's need not: what each says.
+_NEW = {
+    "odd_copies": "holds a weak or inline copy unlike the test objects' (the linker keeps one "
+    "copy for the program: it may be the one the tests call)",
+    "shadows": "defines a local symbol of that name (assembler-made), which its own "
+    "references reach in place of the program's",
+    "versioned": "names a symbol with a version (`.symver`, which only assembly writes): the "
+    "linker binds it apart from, or in place of, the unversioned name",
+}
+
+
 def rebound(ref: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(symbol, file, why) for each binding of the patched program that is not the
     reference's: a strong definition now binds what a test object holds where the
@@ -428,30 +439,10 @@ def rebound(ref: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, st
             f"{file} at link ({how})"
         )
         out.append((name, file, why))
-    for name, file in new.get("odd_copies", {}).items():
-        if name in ref.get("odd_copies", {}):
-            continue
-        why = (
-            f"{name}: {file} holds a weak or inline copy unlike the test objects' (the "
-            "linker keeps one copy for the program: it may be the one the tests call)"
-        )
-        out.append((name, file, why))
-    for name, file in new.get("shadows", {}).items():
-        if name in ref.get("shadows", {}):
-            continue
-        why = (
-            f"{name}: {file} defines a local symbol of that name (assembler-made), which its "
-            "own references reach in place of the program's"
-        )
-        out.append((name, file, why))
-    for name, file in new.get("versioned", {}).items():
-        if name in ref.get("versioned", {}):
-            continue
-        why = (
-            f"{name}: {file} names a symbol with a version (`.symver`, which only assembly "
-            "writes): the linker binds it apart from, or in place of, the unversioned name"
-        )
-        out.append((name, file, why))
+    for fact, what in _NEW.items():
+        for name, file in new.get(fact, {}).items():
+            if name not in ref.get(fact, {}):
+                out.append((name, file, f"{name}: {file} {what}"))
     said = {name for name, _, _ in out} | set(new.get("instances", []))
     imported = set(ref["imports"])
     exported = set(new["exports"]) - set(ref["exports"])
