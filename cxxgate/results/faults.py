@@ -76,6 +76,10 @@ def infrastructure(argv: list[str], output: str, cwd: Path) -> str:
         "^collect2: fatal error: cannot find " + _QUOTED + ".*$",
         r"^ccache: error: .*$",  # the launcher (cxxgate/toolchain/ccache.py) itself failed
     ]
+    # A tool that is a script, gone between its start and the shell's open of it (dash:
+    # `/bin/sh: 0: cannot open X: No such file`; bash: `/bin/bash: X: No such file ...`).
+    shell = r"^(/usr)?/bin/(sh|dash|bash): (\d+: cannot open )?"
+    signatures += [shell + re.escape(a) + ": .*$" for a in dict.fromkeys(argv) if a[:1] == "/"]
     for pattern in signatures:
         found = re.search(pattern, output, re.MULTILINE)
         if found:

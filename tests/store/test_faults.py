@@ -467,6 +467,20 @@ def test_a_compiler_gone_under_the_assembler_wrapper_is_the_machines_fault(
     assert faults.infrastructure(argv, ran.stdout + ran.stderr, tmp_path) == ""
 
 
+def test_a_script_compiler_gone_under_its_shell_is_the_machines_fault(tmp_path: Path) -> None:
+    """A compiler that is a script (a wrapper, as the suite's own toolchain is) removed
+    between its start and the shell's open of it: sh says it cannot open the tool (seen
+    once in a full suite run, cached as the candidate's compile error). The same words
+    about a file the call did not run are nobody's fault but the candidate's."""
+    gone = str(tmp_path / "toolchain" / "g++")
+    argv = [gone, "-c", "a.cpp", "-o", "a.o"]
+    ran = subprocess.run(["/bin/sh", gone], capture_output=True, text=True, check=False)
+    assert ran.returncode != 0
+    assert gone in faults.infrastructure(argv, ran.stdout + ran.stderr, tmp_path)
+    other = ran.stderr.replace(gone, str(tmp_path / "other"))
+    assert faults.infrastructure(argv, other, tmp_path) == ""
+
+
 ENVELOPES = PROJECT / "cases" / "envelopes.yaml"
 
 
