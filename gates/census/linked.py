@@ -37,6 +37,7 @@ Facts per tree (the gate compares the reference's with the patched tree's):
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,9 @@ _REACH = 256  # bytes of an unmerged section read at most, from where a relocati
 _WHOLE = 1 << 20  # bytes of one variable read at most
 # What a shape is reading, outermost first: code sections by index, data by (index, offset).
 _Path = tuple[int | tuple[int, int], ...]
+_Relocation = tuple[int, int, int, int]  # offset, type, symbol, addend
+# .eh_frame: bytes, relocations in order, their offsets, FDE starts by the section unwound.
+_Frame = tuple[bytes, list[_Relocation], list[int], dict[int, list[int]]]
 
 
 class _Reader:
@@ -125,7 +129,7 @@ class _Reader:
                     for e in rel.iter_relocations()
                 )
         self._bounds: dict[int, list[int]] | None = None
-        self._fdes: dict[int, list[int]] | None = None  # FDE starts by the section unwound
+        self._frame: _Frame | None = None  # `_read_frame`
         self._objects: dict[int, list[tuple[int, int]]] | None = None
 
     def _allocated(self, index: int) -> bool:
@@ -173,19 +177,11 @@ class _Reader:
         there, with its CIE, their bytes and relocations (the personality, the LSDA and its
         landing pads). A copy byte for byte g++'s with an FDE and LSDA of its own landed a
         thrown failure in itself and returned normally (round 34, `lsda_cleanup`)."""
-        frame = self.elf.get_section_index(".eh_frame")
-        if frame is None:
-            return ""
-        relocations = self.relocations.get(frame, ())
-        if self._fdes is None:
-            self._fdes = {}
-            for offset, _, symbol, _ in relocations:  # each FDE's start address, 8 bytes in
-                target = self.table.get_symbol(symbol)
-                if isinstance(target["st_shndx"], int):
-                    self._fdes.setdefault(target["st_shndx"], []).append(offset - 8)
-        data = self.elf.get_section(frame).data()
+        if self._frame is None:
+            self._frame = self._read_frame()
+        data, relocations, offsets, fdes = self._frame
         said = []
-        for start in sorted(self._fdes.get(index, ())):
+        for start in fdes.get(index, ()):
             if not 0 <= start <= len(data) - 8:
                 continue
             cie = start + 4 - int.from_bytes(data[start + 4 : start + 8], "little")
@@ -196,11 +192,28 @@ class _Reader:
                 named = [
                     f"{offset - first}:{kind}:"
                     + self._target(self.table.get_symbol(symbol), addend, 0, path)
-                    for offset, kind, symbol, addend in relocations
-                    if first < offset < end and offset != start + 8
+                    for offset, kind, symbol, addend in relocations[
+                        bisect_right(offsets, first) : bisect_left(offsets, end)
+                    ]
+                    if offset != start + 8
                 ]
                 said.append(data[first + 8 : end].hex() + "|" + ",".join(sorted(named)))
         return "unwind:" + ";".join(said)
+
+    def _read_frame(self) -> _Frame:
+        """`.eh_frame` once per object: its bytes, its relocations in order (and their
+        offsets), and the FDE starts by the section each one's start address lies in."""
+        frame = self.elf.get_section_index(".eh_frame")
+        if frame is None:
+            return b"", [], [], {}
+        relocations = sorted(self.relocations.get(frame, ()))
+        fdes: dict[int, list[int]] = {}
+        for offset, _, symbol, _ in relocations:
+            target = self.table.get_symbol(symbol)
+            if isinstance(target["st_shndx"], int):
+                fdes.setdefault(target["st_shndx"], []).append(offset - 8)
+        offsets = [offset for offset, *_ in relocations]
+        return self.elf.get_section(frame).data(), relocations, offsets, fdes
 
     def _target(self, target: Any, addend: int, past: int, path: _Path) -> str:
         """What a relocation reaches: a global symbol by its name as the object spells it
